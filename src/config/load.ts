@@ -1,0 +1,78 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { configSchema, type Config } from './schema.js';
+
+export class ConfigError extends Error {}
+
+type Tree = Record<string, Record<string, unknown>>;
+
+/** The section/key pairs the schema knows, so `CONVEYOR_QUEUE_MAX_RETRIES` maps to `queue.max_retries` unambiguously. */
+function knownKeys(): Array<[section: string, key: string]> {
+  const pairs: Array<[string, string]> = [];
+  for (const [section, sectionSchema] of Object.entries(configSchema.shape)) {
+    const inner = (sectionSchema as unknown as { def: { innerType: { shape: Record<string, unknown> } } }).def.innerType;
+    for (const key of Object.keys(inner.shape)) pairs.push([section, key]);
+  }
+  return pairs;
+}
+
+function readFile(path: string | undefined): Tree {
+  if (!path) return {};
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`config file ${path}: ${(err as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (err) {
+    throw new ConfigError(`config file ${path}: invalid YAML: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (parsed == null) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`config file ${path}: expected a mapping of sections`);
+  return parsed as Tree;
+}
+
+function applyEnv(tree: Tree, env: NodeJS.ProcessEnv): Tree {
+  const merged: Tree = { ...tree };
+  for (const [section, key] of knownKeys()) {
+    const value = env[`CONVEYOR_${section}_${key}`.toUpperCase()];
+    if (value === undefined) continue;
+    merged[section] = { ...(merged[section] ?? {}), [key]: value };
+  }
+  return merged;
+}
+
+export interface LoadOptions {
+  configPath?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Values layered over file and environment (used by tests and the benchmark). */
+  overrides?: Partial<Record<string, Record<string, unknown>>>;
+}
+
+/** Loads `conveyor.yaml` (or `--config` / `CONVEYOR_CONFIG`), applies `CONVEYOR_*` overrides and validates once. */
+export function loadConfig(options: LoadOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const path = options.configPath ?? env.CONVEYOR_CONFIG ?? (existsSync('conveyor.yaml') ? 'conveyor.yaml' : undefined);
+  let tree = applyEnv(readFile(path), env);
+  for (const [section, values] of Object.entries(options.overrides ?? {})) {
+    tree = { ...tree, [section]: { ...(tree[section] ?? {}), ...values } };
+  }
+  return validateConfig(tree);
+}
+
+export function validateConfig(tree: unknown): Config {
+  const result = configSchema.safeParse(tree);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const key = issue.path.join('.') || '(root)';
+    throw new ConfigError(`invalid configuration: ${key}: ${issue.message}`);
+  }
+  const config = result.data;
+  if (config.auth.enabled && Buffer.byteLength(config.auth.jwt_secret) < 32) {
+    throw new ConfigError('invalid configuration: auth.jwt_secret: must be at least 32 bytes when auth.enabled is true');
+  }
+  return config;
+}

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { parseDurationSeconds } from './duration.js';
+
+const duration = (fallback: string) =>
+  z
+    .union([z.string(), z.number()])
+    .default(fallback)
+    .transform((value, ctx) => {
+      const seconds = parseDurationSeconds(value);
+      if (seconds === undefined) {
+        ctx.addIssue({ code: 'custom', message: `expected a duration such as 30s, 5m, 24h or a number of seconds, got "${value}"` });
+        return z.NEVER;
+      }
+      return seconds;
+    });
+
+const port = z.coerce.number().int().min(0).max(65535);
+const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')]);
+
+/** Every key of contract §1, with its default; durations become seconds. */
+export const configSchema = z.object({
+  server: z
+    .object({
+      http_port: port.default(8080),
+      grpc_port: port.default(50051),
+      host: z.string().default('0.0.0.0'),
+      trust_proxy: bool.default(false),
+      grpc_tls_cert: z.string().default(''),
+      grpc_tls_key: z.string().default(''),
+      shutdown_timeout: duration('25s'),
+    })
+    .prefault({}),
+  db: z
+    .object({
+      url: z.string().default('sqlite:./data/conveyor.db'),
+      pool_size: z.coerce.number().int().min(1).max(200).default(16),
+    })
+    .prefault({}),
+  queue: z
+    .object({
+      visibility_timeout: duration('30s'),
+      max_retries: z.coerce.number().int().min(0).default(3),
+      dlq_threshold: z.coerce.number().int().min(0).default(3),
+      message_ttl: duration('24h'),
+      max_payload_bytes: z.coerce.number().int().min(1).default(1_048_576),
+      require_topic_registration: bool.default(false),
+      delete_reaper_schedule: z.string().default(''),
+      expiry_reaper_interval: duration('60s'),
+      archive_reaper_interval: duration('1h'),
+      config_refresh_interval: duration('1s'),
+    })
+    .prefault({}),
+  reapers: z.object({ mode: z.enum(['in-process', 'external']).default('in-process') }).prefault({}),
+  auth: z
+    .object({
+      enabled: bool.default(false),
+      jwt_secret: z.string().default(''),
+      username: z.string().default(''),
+      password: z.string().default(''),
+    })
+    .prefault({}),
+  redis: z.object({ url: z.string().default('') }).prefault({}),
+  metrics: z.object({ port: port.default(0) }).prefault({}),
+  log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
+});
+
+export type Config = z.output<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;

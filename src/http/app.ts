@@ -1,0 +1,31 @@
+import express, { type Express } from 'express';
+import type { HttpContext } from './context.js';
+import { errorHandler, notFoundHandler } from './errors.js';
+import { requestContext } from './middleware/request-context.js';
+import { messageRoutes } from './routes/messages.js';
+import { serviceRoutes } from './routes/service.js';
+import { topicAdminRoutes } from './routes/topic-admin.js';
+import { topicConfigRoutes } from './routes/topic-configs.js';
+
+/** Bodies of up to 1,000 messages (EnqueueBatch) may be large; everything else stays near one payload. */
+const BATCH_BODY_LIMIT = 64 * 1024 * 1024;
+
+export function createApp(ctx: HttpContext): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', ctx.config.server.trust_proxy);
+  app.set('query parser', 'simple');
+  app.use(requestContext(ctx.logger, ctx.metrics));
+  // JSON whatever the Content-Type says: `curl -d` sends form encoding by default, and nothing here takes forms.
+  // A payload is counted in bytes after JSON decoding, so escaping may double its size on the wire.
+  const singleLimit = ctx.config.queue.max_payload_bytes * 2 + 64 * 1024;
+  app.use('/api/messages/batch', express.json({ limit: BATCH_BODY_LIMIT, type: () => true }));
+  app.use(express.json({ limit: singleLimit, type: () => true }));
+  app.use(serviceRoutes(ctx));
+  app.use(messageRoutes(ctx));
+  app.use(topicConfigRoutes(ctx));
+  app.use(topicAdminRoutes(ctx));
+  app.use(notFoundHandler);
+  app.use(errorHandler());
+  return app;
+}

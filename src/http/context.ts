@@ -1,0 +1,23 @@
+import type { Knex } from 'knex';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../log/logger.js';
+import type { MetricsRegistry } from '../metrics/registry.js';
+import type { MessageService } from '../queue/messages.js';
+import type { TopicService } from '../queue/topics.js';
+
+/** What the HTTP routes may use: domain services, never the store directly (readiness pings aside). */
+export interface HttpContext {
+  config: Config;
+  logger: Logger;
+  db: Knex;
+  metrics: MetricsRegistry;
+  messages: MessageService;
+  topics: TopicService;
+}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    log: Logger;
+    id: string;
+  }
+}

@@ -1,0 +1,55 @@
+import type { Message } from '../queue/message.js';
+import type { TopicConfigRow } from '../store/topic-configs.js';
+import type { TopicSchemaRow } from '../store/topic-schemas.js';
+
+/** Contract §2: RFC 3339 in UTC with milliseconds. */
+export const iso = (ms: number) => new Date(ms).toISOString();
+const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
+
+export function messageJson(m: Message) {
+  return {
+    id: m.id,
+    topic: m.topic,
+    key: m.key,
+    payload: m.payload.toString('utf8'),
+    metadata: m.metadata,
+    status: m.status,
+    retry_count: m.retryCount,
+    max_retries: m.maxRetries,
+    last_error: m.lastError,
+    expires_at: isoOrNull(m.expiresAt),
+    created_at: iso(m.createdAt),
+    original_topic: m.originalTopic,
+    dlq_moved_at: isoOrNull(m.dlqMovedAt),
+  };
+}
+
+export function dequeuedMessageJson(m: Message) {
+  return {
+    id: m.id,
+    topic: m.topic,
+    key: m.key,
+    payload: m.payload.toString('utf8'),
+    metadata: m.metadata,
+    status: 'processing',
+    retry_count: m.retryCount,
+    max_retries: m.maxRetries,
+    created_at: iso(m.createdAt),
+  };
+}
+
+export function topicConfigJson(row: TopicConfigRow) {
+  return {
+    topic: row.topic,
+    max_retries: row.max_retries,
+    message_ttl_seconds: row.message_ttl_seconds,
+    max_depth: row.max_depth,
+    throughput_limit: row.throughput_limit,
+    replayable: row.replayable,
+    replay_window_seconds: row.replay_window_seconds,
+  };
+}
+
+export function topicSchemaJson(row: TopicSchemaRow) {
+  return { topic: row.topic, schema_json: row.schema_json, version: row.version, updated_at: iso(row.updated_at) };
+}

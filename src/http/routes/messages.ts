@@ -1,0 +1,82 @@
+import { Router } from 'express';
+import type { HttpContext } from '../context.js';
+import { dequeuedMessageJson, messageJson } from '../format.js';
+import { route } from '../route-table.js';
+import { ackBatchBody, ackBody, dequeueBody, enqueueBatchBody, enqueueBody, nackBody, parseBody, parsePage, queryString } from '../validation.js';
+import type { EnqueueInput } from '../../queue/messages.js';
+import { DomainError } from '../../queue/errors.js';
+
+function toEnqueueInput(body: unknown): EnqueueInput {
+  const parsed = parseBody(enqueueBody, body);
+  return { topic: parsed.topic, payload: Buffer.from(parsed.payload, 'utf8'), metadata: parsed.metadata ?? undefined, key: parsed.key ?? null };
+}
+
+export function messageRoutes(ctx: HttpContext): Router {
+  const router = Router();
+  route(router, '/api/messages', {
+    GET: async (req, res) => {
+      const { limit, offset } = parsePage(req.query);
+      const topic = queryString(req.query, 'topic');
+      const page = await ctx.topics.listMessages({ topic }, limit, offset);
+      res.json({ items: page.items.map(messageJson), total: page.total, limit, offset });
+    },
+    POST: async (req, res) => {
+      const { id } = await ctx.messages.enqueue(toEnqueueInput(req.body));
+      res.status(201).json({ id });
+    },
+  });
+  route(router, '/api/messages/batch', {
+    POST: async (req, res) => {
+      const { messages } = parseBody(enqueueBatchBody, req.body);
+      const inputs = messages.map((m, i) => {
+        try {
+          return toEnqueueInput(m);
+        } catch (err) {
+          if (err instanceof DomainError) throw new DomainError(err.code, `messages[${i}]: ${err.message}`);
+          throw err;
+        }
+      });
+      res.status(201).json(await ctx.messages.enqueueBatch(inputs));
+    },
+  });
+  route(router, '/api/messages/dequeue', {
+    POST: async (req, res) => {
+      const body = parseBody(dequeueBody, req.body);
+      const messages = await ctx.messages.dequeue({
+        topic: body.topic,
+        count: body.count,
+        visibilityTimeoutSeconds: body.visibility_timeout_seconds,
+        consumerGroup: body.consumer_group,
+      });
+      res.json({ messages: messages.map(dequeuedMessageJson) });
+    },
+  });
+  route(router, '/api/messages/ack', {
+    POST: async (req, res) => {
+      const body = parseBody(ackBatchBody, req.body);
+      const { acked, notFound } = await ctx.messages.ackBatch(body.ids);
+      res.json({ acked, not_found: notFound });
+    },
+  });
+  route(router, '/api/messages/:id/ack', {
+    POST: async (req, res) => {
+      parseBody(ackBody, req.body);
+      await ctx.messages.ack(req.params.id);
+      res.status(204).end();
+    },
+  });
+  route(router, '/api/messages/:id/nack', {
+    POST: async (req, res) => {
+      const body = parseBody(nackBody, req.body);
+      await ctx.messages.nack(req.params.id, body.error ?? '');
+      res.status(204).end();
+    },
+  });
+  route(router, '/api/messages/:id/requeue', {
+    POST: async (req, res) => {
+      await ctx.messages.requeue(req.params.id);
+      res.status(204).end();
+    },
+  });
+  return router;
+}

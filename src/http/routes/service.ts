@@ -1,0 +1,29 @@
+import { Router } from 'express';
+import { ping } from '../../store/db.js';
+import { VERSION } from '../../version.js';
+import type { HttpContext } from '../context.js';
+import { sendError } from '../errors.js';
+import { route } from '../route-table.js';
+
+const READINESS_TIMEOUT_MS = 2000;
+
+export function serviceRoutes(ctx: HttpContext): Router {
+  const router = Router();
+  route(router, '/healthz', { GET: (_req, res) => void res.json({ status: 'ok' }) });
+  // Extension: ready only while the database answers, so a pod that lost its database leaves the Service.
+  route(router, '/readyz', {
+    GET: async (_req, res) => {
+      const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), READINESS_TIMEOUT_MS).unref());
+      try {
+        await Promise.race([ping(ctx.db), timeout]);
+        res.json({ status: 'ok' });
+      } catch {
+        sendError(res, 503, 'database unavailable');
+      }
+    },
+  });
+  route(router, '/api/version', { GET: (_req, res) => void res.json({ version: VERSION }) });
+  route(router, '/api/auth/status', { GET: (_req, res) => void res.json({ auth_required: false }) });
+  route(router, '/metrics', { GET: (req, res) => ctx.metrics.handle(req, res) });
+  return router;
+}

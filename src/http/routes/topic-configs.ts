@@ -1,0 +1,41 @@
+import { Router } from 'express';
+import type { HttpContext } from '../context.js';
+import { topicConfigJson, topicSchemaJson } from '../format.js';
+import { route } from '../route-table.js';
+import { parseBody, schemaBody } from '../validation.js';
+import { invalid, notFound } from '../../queue/errors.js';
+
+export function topicConfigRoutes(ctx: HttpContext): Router {
+  const router = Router();
+  route(router, '/api/topic-configs', { GET: (_req, res) => void res.json({ items: ctx.topics.listConfigs().map(topicConfigJson) }) });
+  route(router, '/api/topic-configs/:topic', {
+    GET: (req, res) => {
+      const row = ctx.topics.listConfigs().find((c) => c.topic === req.params.topic);
+      if (!row) throw notFound(`no topic configuration for "${req.params.topic}"`);
+      res.json(topicConfigJson(row));
+    },
+    PUT: async (req, res) => {
+      const body = req.body ?? {};
+      if (typeof body !== 'object' || Array.isArray(body)) throw invalid('request body must be a JSON object');
+      res.json(topicConfigJson(await ctx.topics.putConfig(req.params.topic, body)));
+    },
+    DELETE: async (req, res) => {
+      await ctx.topics.deleteConfig(req.params.topic);
+      res.status(204).end();
+    },
+  });
+
+  route(router, '/api/topic-schemas', { GET: (_req, res) => void res.json({ items: ctx.topics.listSchemas().map(topicSchemaJson) }) });
+  route(router, '/api/topic-schemas/:topic', {
+    GET: async (req, res) => void res.json(topicSchemaJson(await ctx.topics.getSchema(req.params.topic))),
+    PUT: async (req, res) => {
+      const { schema_json } = parseBody(schemaBody, req.body);
+      res.json(topicSchemaJson(await ctx.topics.putSchema(req.params.topic, schema_json)));
+    },
+    DELETE: async (req, res) => {
+      await ctx.topics.deleteSchema(req.params.topic);
+      res.status(204).end();
+    },
+  });
+  return router;
+}

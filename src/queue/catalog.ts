@@ -1,0 +1,99 @@
+import type { Knex } from 'knex';
+import type { Logger } from '../log/logger.js';
+import { catalogRevision } from '../store/settings.js';
+import { listTopicConfigs, type TopicConfigRow } from '../store/topic-configs.js';
+import { listTopicSchemas, type TopicSchemaRow } from '../store/topic-schemas.js';
+import { compileSchema, type CompiledSchema } from './avro.js';
+
+export interface CachedSchema {
+  row: TopicSchemaRow;
+  compiled: CompiledSchema;
+}
+
+/**
+ * In-process copy of topic configurations and compiled schemas, so enqueue and dequeue never read them
+ * from the database. Local changes reload at once; other instances' changes are seen by polling the
+ * catalog revision (one primary-key read per `queue.config_refresh_interval`).
+ */
+export class Catalog {
+  private configs = new Map<string, TopicConfigRow>();
+  private schemas = new Map<string, CachedSchema>();
+  private revision = -1;
+  private timer: NodeJS.Timeout | undefined;
+  private refreshing: Promise<void> | undefined;
+  private readonly listeners: Array<() => void> = [];
+
+  constructor(
+    private readonly db: Knex,
+    private readonly refreshIntervalSeconds: number,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.reload();
+    this.timer = setInterval(() => void this.poll(), Math.max(50, this.refreshIntervalSeconds * 1000));
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Called by the catalog's own writers after they commit. */
+  async changed(): Promise<void> {
+    await this.reload();
+  }
+
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  config(topic: string): TopicConfigRow | undefined {
+    return this.configs.get(topic);
+  }
+
+  allConfigs(): TopicConfigRow[] {
+    return [...this.configs.values()];
+  }
+
+  allSchemas(): CachedSchema[] {
+    return [...this.schemas.values()];
+  }
+
+  schema(topic: string): CachedSchema | undefined {
+    return this.schemas.get(topic);
+  }
+
+  private async poll(): Promise<void> {
+    try {
+      if ((await catalogRevision(this.db)) !== this.revision) await this.reload();
+    } catch (err) {
+      this.logger.warn({ err }, 'catalog refresh failed; keeping the cached topic configuration');
+    }
+  }
+
+  private reload(): Promise<void> {
+    // One reload at a time; a change during a reload is picked up by the next poll or the next changed().
+    this.refreshing ??= this.load().finally(() => {
+      this.refreshing = undefined;
+    });
+    return this.refreshing;
+  }
+
+  private async load(): Promise<void> {
+    const revision = await catalogRevision(this.db);
+    const [configs, schemas] = await Promise.all([listTopicConfigs(this.db), listTopicSchemas(this.db)]);
+    this.configs = new Map(configs.map((c) => [c.topic, c]));
+    const compiled = new Map<string, CachedSchema>();
+    for (const row of schemas) {
+      try {
+        compiled.set(row.topic, { row, compiled: compileSchema(row.schema_json) });
+      } catch (err) {
+        this.logger.error({ err, topic: row.topic }, 'stored schema no longer compiles; enqueues to this topic are not validated');
+      }
+    }
+    this.schemas = compiled;
+    this.revision = revision;
+    for (const listener of this.listeners) listener();
+  }
+}

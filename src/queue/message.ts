@@ -1,0 +1,45 @@
+import type { MessageRow, MessageStatus } from '../store/messages/rows.js';
+
+/** A message as the domain hands it to transports. */
+export interface Message {
+  id: string;
+  topic: string;
+  key: string | null;
+  payload: Buffer;
+  metadata: Record<string, string>;
+  status: MessageStatus;
+  retryCount: number;
+  maxRetries: number;
+  lastError: string;
+  expiresAt: number | null;
+  createdAt: number;
+  originalTopic: string;
+  dlqMovedAt: number | null;
+}
+
+function parseMetadata(text: string): Record<string, string> {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, string>) : {};
+  } catch {
+    return {};
+  }
+}
+
+export function toMessage(row: MessageRow): Message {
+  return {
+    id: row.id,
+    topic: row.topic,
+    key: row.msg_key,
+    payload: row.payload,
+    metadata: parseMetadata(row.metadata),
+    status: row.status,
+    retryCount: row.retry_count,
+    maxRetries: row.max_retries,
+    lastError: row.last_error,
+    expiresAt: row.expires_at,
+    createdAt: row.created_at,
+    originalTopic: row.original_topic,
+    dlqMovedAt: row.dlq_moved_at,
+  };
+}

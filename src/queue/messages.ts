@@ -1,0 +1,283 @@
+import type { Knex } from 'knex';
+import { v7 as uuidv7 } from 'uuid';
+import type { Config } from '../config/schema.js';
+import { claimMessages } from '../store/messages/claim.js';
+import { BatchRejected, insertMessages, type InsertOutcome, type NewMessage } from '../store/messages/insert.js';
+import { ackMessages, nackMessage, releaseExpired, requeueDeadLetter, type AttemptResult } from '../store/messages/settle.js';
+import { decideAttempt } from './attempts.js';
+import { validatePayload } from './avro.js';
+import type { Catalog } from './catalog.js';
+import { DomainError, invalid, messageNotFound } from './errors.js';
+import { GroupCommitter } from './group-commit.js';
+import { toMessage, type Message } from './message.js';
+import type { QueueMetrics } from './metrics-port.js';
+import { assertNotDeadLetterTopic, assertTopicName, baseTopicOf, isValidTopicName } from './topic-names.js';
+import type { TopicSignals } from './topic-signals.js';
+
+export interface EnqueueInput {
+  topic: unknown;
+  payload: Buffer;
+  metadata?: Record<string, string>;
+  key?: string | null;
+}
+
+export interface DequeueInput {
+  topic: unknown;
+  count?: number;
+  visibilityTimeoutSeconds?: number;
+  consumerGroup?: string;
+}
+
+export interface MessageServiceDeps {
+  db: Knex;
+  queue: Config['queue'];
+  catalog: Catalog;
+  metrics: QueueMetrics;
+  signals: TopicSignals;
+  now?: () => number;
+  /** Flushes in flight at once: SQLite has one writer, MySQL gains from a few. */
+  maxConcurrentFlushes: number;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const MAX_DEQUEUE_COUNT = 1000;
+export const MAX_BATCH_ENQUEUE = 1000;
+const MAX_VISIBILITY_SECONDS = 43_200;
+const VISIBILITY_EXPIRED = 'visibility timeout expired';
+
+const queueFull = (topic: string) => new DomainError('queue_full', `topic "${topic}" is full (max_depth reached)`);
+
+/** Ids are lower-case UUIDs; anything else cannot name a message, so it is "not found" (contract §3). */
+export function normaliseMessageId(id: unknown): string | null {
+  return typeof id === 'string' && UUID.test(id) ? id.toLowerCase() : null;
+}
+
+/** Enqueue, dequeue, ack, nack and requeue: every messaging rule of contract §2-§3, for every transport. */
+export class MessageService {
+  private readonly now: () => number;
+  private readonly enqueues: GroupCommitter<NewMessage, InsertOutcome>;
+  private readonly acks: GroupCommitter<string, boolean>;
+
+  constructor(private readonly deps: MessageServiceDeps) {
+    this.now = deps.now ?? Date.now;
+    const maxConcurrent = deps.maxConcurrentFlushes;
+    this.enqueues = new GroupCommitter((batch) => this.insertAll(batch, false), { maxBatch: 500, maxConcurrent });
+    this.acks = new GroupCommitter((ids) => this.ackFlush(ids), { maxBatch: 1000, maxConcurrent });
+  }
+
+  async enqueue(input: EnqueueInput): Promise<{ id: string }> {
+    const message = this.prepare(input);
+    const outcome = await this.enqueues.submit(message);
+    return this.accepted(message.topic, outcome);
+  }
+
+  /** All or nothing: one transaction; a full topic rejects the whole batch. */
+  async enqueueBatch(inputs: EnqueueInput[]): Promise<{ ids: string[] }> {
+    if (inputs.length === 0) throw invalid('messages must hold at least one message');
+    if (inputs.length > MAX_BATCH_ENQUEUE) throw invalid(`messages must hold at most ${MAX_BATCH_ENQUEUE} messages`);
+    const messages = inputs.map((input, i) => {
+      try {
+        return this.prepare(input);
+      } catch (err) {
+        if (err instanceof DomainError) throw new DomainError(err.code, `messages[${i}]: ${err.message}`);
+        throw err;
+      }
+    });
+    let outcomes: InsertOutcome[];
+    try {
+      outcomes = await this.insertAll(messages, true);
+    } catch (err) {
+      if (err instanceof BatchRejected) {
+        this.deps.metrics.rejected(err.message, 'depth');
+        throw queueFull(err.message);
+      }
+      throw err;
+    }
+    return { ids: outcomes.map((o, i) => this.accepted(messages[i].topic, o).id) };
+  }
+
+  async dequeue(input: DequeueInput): Promise<Message[]> {
+    const topic = assertTopicName(input.topic);
+    const count = input.count ?? 1;
+    if (!Number.isInteger(count) || count < 1 || count > MAX_DEQUEUE_COUNT) throw invalid(`count must be an integer from 1 to ${MAX_DEQUEUE_COUNT}`);
+    const visibility = input.visibilityTimeoutSeconds ?? this.deps.queue.visibility_timeout;
+    if (input.visibilityTimeoutSeconds !== undefined && !isValidVisibility(input.visibilityTimeoutSeconds)) {
+      throw invalid(`visibility_timeout_seconds must be an integer from 1 to ${MAX_VISIBILITY_SECONDS}`);
+    }
+    this.assertRegistered(baseTopicOf(topic));
+    if (input.consumerGroup) throw new DomainError('failed_precondition', `consumer group "${input.consumerGroup}" is not registered on topic "${topic}"`);
+
+    const now = this.now();
+    await this.releaseExpired(topic, now);
+    const rows = await claimMessages(this.deps.db, {
+      topic,
+      limit: count,
+      now,
+      visibleUntil: now + Math.round(visibility * 1000),
+      ratePerSecond: this.deps.catalog.config(topic)?.throughput_limit,
+    });
+    if (rows.length > 0) this.deps.metrics.message('dequeued', topic, rows.length);
+    return rows.map(toMessage);
+  }
+
+  async ack(id: unknown): Promise<void> {
+    const messageId = normaliseMessageId(id);
+    if (!messageId || !(await this.acks.submit(messageId))) throw messageNotFound();
+  }
+
+  async ackBatch(ids: unknown[]): Promise<{ acked: string[]; notFound: string[] }> {
+    if (ids.length > MAX_DEQUEUE_COUNT) throw invalid(`ids must hold at most ${MAX_DEQUEUE_COUNT} ids`);
+    const valid = [...new Set(ids.map(normaliseMessageId).filter((id): id is string => id !== null))];
+    const found = new Set(valid.length > 0 ? (await this.ackRows(valid)).map((a) => a.id) : []);
+    const acked: string[] = [];
+    const notFound: string[] = [];
+    for (const id of ids) {
+      const normalised = normaliseMessageId(id);
+      (normalised && found.has(normalised) ? acked : notFound).push(String(id));
+    }
+    return { acked, notFound };
+  }
+
+  async nack(id: unknown, error = ''): Promise<void> {
+    const messageId = normaliseMessageId(id);
+    if (!messageId) throw messageNotFound();
+    const result = await nackMessage(this.deps.db, messageId, error, (row) => decideAttempt(this.policy(), row), this.now());
+    if (!result) throw messageNotFound();
+    this.deps.metrics.nacked(result.topic, result.outcome === 'superseded' ? 'retry' : result.outcome);
+    this.afterAttempt(result);
+  }
+
+  async requeue(id: unknown): Promise<void> {
+    const messageId = normaliseMessageId(id);
+    if (!messageId) throw notDeadLetter();
+    const now = this.now();
+    const result = await requeueDeadLetter(
+      this.deps.db,
+      messageId,
+      { maxRetries: (topic) => this.maxRetriesOf(topic), expiresAt: (topic) => this.expiresAtOf(topic, now) },
+      now,
+    );
+    if (!result) throw notDeadLetter();
+    this.deps.metrics.message(result.outcome === 'pending' ? 'requeued' : 'superseded', result.topic);
+    if (result.outcome === 'pending') this.deps.signals.signal(result.topic);
+  }
+
+  /** Waits for queued enqueues and acks to commit (graceful shutdown). */
+  async drain(): Promise<void> {
+    await Promise.all([this.enqueues.drained(), this.acks.drained()]);
+  }
+
+  private prepare(input: EnqueueInput): NewMessage {
+    const topic = this.rejectInvalid(input.topic, () => assertNotDeadLetterTopic(assertTopicName(input.topic)));
+    const { payload } = input;
+    if (payload.length === 0) this.reject(topic, 'invalid', invalid('payload must be a non-empty string'));
+    if (payload.length > this.deps.queue.max_payload_bytes) {
+      this.reject(topic, 'invalid', new DomainError('payload_too_large', `payload exceeds ${this.deps.queue.max_payload_bytes} bytes`));
+    }
+    const key = input.key ?? null;
+    if (key !== null && (key.length < 1 || key.length > 255)) this.reject(topic, 'invalid', invalid('key must be 1-255 characters'));
+    if (!this.isRegistered(topic)) this.reject(topic, 'registration', notRegistered(topic));
+    const schema = this.deps.catalog.schema(topic);
+    if (schema) {
+      try {
+        validatePayload(schema.compiled, payload);
+      } catch (err) {
+        this.reject(topic, 'schema', err as Error);
+      }
+    }
+    const now = this.now();
+    return {
+      id: uuidv7(),
+      topic,
+      key,
+      payload,
+      metadata: JSON.stringify(input.metadata ?? {}),
+      maxRetries: this.maxRetriesOf(topic),
+      expiresAt: this.expiresAtOf(topic, now),
+      createdAt: now,
+    };
+  }
+
+  private accepted(topic: string, outcome: InsertOutcome): { id: string } {
+    if (outcome.outcome === 'full') {
+      this.deps.metrics.rejected(topic, 'depth');
+      throw queueFull(topic);
+    }
+    this.deps.metrics.message('enqueued', topic);
+    this.deps.signals.signal(topic);
+    return { id: outcome.id };
+  }
+
+  private insertAll(messages: NewMessage[], atomic: boolean): Promise<InsertOutcome[]> {
+    return insertMessages(this.deps.db, messages, { maxDepthOf: (topic) => this.deps.catalog.config(topic)?.max_depth, atomic });
+  }
+
+  private async ackFlush(ids: string[]): Promise<boolean[]> {
+    const acked = new Set((await this.ackRows([...new Set(ids)])).map((a) => a.id));
+    return ids.map((id) => acked.has(id));
+  }
+
+  private async ackRows(ids: string[]) {
+    const acked = await ackMessages(this.deps.db, ids);
+    const perTopic = new Map<string, number>();
+    for (const a of acked) perTopic.set(a.topic, (perTopic.get(a.topic) ?? 0) + 1);
+    for (const [topic, n] of perTopic) this.deps.metrics.message('acked', topic, n);
+    return acked;
+  }
+
+  private async releaseExpired(topic: string, now: number): Promise<void> {
+    const results = await releaseExpired(this.deps.db, topic, now, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED);
+    for (const result of results) {
+      this.deps.metrics.message('redelivered', result.topic);
+      this.afterAttempt(result);
+    }
+  }
+
+  private afterAttempt(result: AttemptResult): void {
+    if (result.outcome === 'superseded') this.deps.metrics.message('superseded', result.topic);
+    if (result.outcome === 'retry') this.deps.signals.signal(result.topic);
+    if (result.outcome === 'dlq') this.deps.signals.signal(`${result.topic}.dlq`);
+  }
+
+  private policy() {
+    return { dlqThreshold: this.deps.queue.dlq_threshold, topicMaxRetries: (topic: string) => this.deps.catalog.config(topic)?.max_retries };
+  }
+
+  private maxRetriesOf(topic: string): number {
+    return this.deps.catalog.config(topic)?.max_retries ?? this.deps.queue.max_retries;
+  }
+
+  /** The topic's message_ttl_seconds when set (0 = never), else queue.message_ttl (0 = never). */
+  private expiresAtOf(topic: string, now: number): number | null {
+    const ttlSeconds = this.deps.catalog.config(topic)?.message_ttl_seconds ?? this.deps.queue.message_ttl;
+    return ttlSeconds > 0 ? now + Math.round(ttlSeconds * 1000) : null;
+  }
+
+  private isRegistered(topic: string): boolean {
+    return !this.deps.queue.require_topic_registration || this.deps.catalog.config(topic) !== undefined;
+  }
+
+  private assertRegistered(topic: string): void {
+    if (!this.isRegistered(topic)) throw notRegistered(topic);
+  }
+
+  private rejectInvalid(topic: unknown, check: () => string): string {
+    try {
+      return check();
+    } catch (err) {
+      this.reject(isValidTopicName(topic) ? topic : '', 'invalid', err as Error);
+    }
+  }
+
+  private reject(topic: string, reason: 'invalid' | 'registration' | 'schema', err: Error): never {
+    this.deps.metrics.rejected(topic, reason);
+    throw err;
+  }
+}
+
+function isValidVisibility(seconds: number): boolean {
+  return Number.isInteger(seconds) && seconds >= 1 && seconds <= MAX_VISIBILITY_SECONDS;
+}
+
+const notRegistered = (topic: string) => new DomainError('topic_not_registered', `topic "${topic}" is not registered (queue.require_topic_registration is on)`);
+const notDeadLetter = () => new DomainError('not_found', 'message not found or not a dead-letter message');

@@ -1,0 +1,144 @@
+import type { Knex } from 'knex';
+import { countByStatus, listMessages, type StatusCount } from '../store/messages/browse.js';
+import { deleteByKey, purgeTopic } from '../store/messages/remove.js';
+import { deleteTopicConfig, getTopicConfig, putTopicConfig, type TopicConfigRow, type TopicConfigValues } from '../store/topic-configs.js';
+import { deleteTopicSchema, getTopicSchema, putTopicSchema, type TopicSchemaRow } from '../store/topic-schemas.js';
+import { compileSchema } from './avro.js';
+import type { Catalog } from './catalog.js';
+import { conflict, invalid, notFound } from './errors.js';
+import { toMessage, type Message } from './message.js';
+import type { QueueMetrics } from './metrics-port.js';
+import { assertNotDeadLetterTopic, assertTopicName } from './topic-names.js';
+
+export const PURGEABLE_STATUSES = ['pending', 'processing', 'expired', 'failed'] as const;
+const DEFAULT_PURGE_STATUSES = ['pending', 'processing', 'expired'];
+
+export interface TopicServiceDeps {
+  db: Knex;
+  catalog: Catalog;
+  metrics: QueueMetrics;
+  now?: () => number;
+}
+
+export type TopicConfigInput = Partial<Record<keyof TopicConfigValues, unknown>>;
+
+const INTEGER_SETTINGS = ['max_retries', 'message_ttl_seconds', 'max_depth', 'throughput_limit', 'replay_window_seconds'] as const;
+
+/** Rows a Kubernetes custom resource owns are changed only through that resource. */
+function assertNotManaged(row: { managed_by: string } | null, what: string): void {
+  if (row?.managed_by) throw conflict(`${what} is managed by Kubernetes resource ${row.managed_by}; change the resource instead`);
+}
+
+/** Topic configuration, schemas and per-topic administration. */
+export class TopicService {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: TopicServiceDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  listConfigs(): TopicConfigRow[] {
+    return this.deps.catalog.allConfigs().sort((a, b) => a.topic.localeCompare(b.topic));
+  }
+
+  async putConfig(topicName: unknown, input: TopicConfigInput): Promise<TopicConfigRow> {
+    const topic = assertNotDeadLetterTopic(assertTopicName(topicName));
+    const values = validateConfigValues(input);
+    assertNotManaged(await getTopicConfig(this.deps.db, topic), `topic configuration of "${topic}"`);
+    const row = await putTopicConfig(this.deps.db, topic, values, this.now());
+    await this.deps.catalog.changed();
+    return row;
+  }
+
+  async deleteConfig(topicName: unknown): Promise<void> {
+    const topic = assertTopicName(topicName);
+    assertNotManaged(await getTopicConfig(this.deps.db, topic), `topic configuration of "${topic}"`);
+    if (await deleteTopicConfig(this.deps.db, topic)) await this.deps.catalog.changed();
+  }
+
+  listSchemas(): TopicSchemaRow[] {
+    return this.deps.catalog
+      .allSchemas()
+      .map((s) => s.row)
+      .sort((a, b) => a.topic.localeCompare(b.topic));
+  }
+
+  async getSchema(topicName: unknown): Promise<TopicSchemaRow> {
+    const topic = assertTopicName(topicName);
+    const row = await getTopicSchema(this.deps.db, topic);
+    if (!row) throw notFound(`no schema registered for topic "${topic}"`);
+    return row;
+  }
+
+  async putSchema(topicName: unknown, schemaJson: unknown): Promise<TopicSchemaRow> {
+    const topic = assertNotDeadLetterTopic(assertTopicName(topicName));
+    compileSchema(schemaJson);
+    assertNotManaged(await getTopicSchema(this.deps.db, topic), `schema of "${topic}"`);
+    const row = await putTopicSchema(this.deps.db, topic, schemaJson as string, this.now());
+    await this.deps.catalog.changed();
+    return row;
+  }
+
+  async deleteSchema(topicName: unknown): Promise<void> {
+    const topic = assertTopicName(topicName);
+    assertNotManaged(await getTopicSchema(this.deps.db, topic), `schema of "${topic}"`);
+    if (await deleteTopicSchema(this.deps.db, topic)) await this.deps.catalog.changed();
+  }
+
+  async listMessages(filter: { topic?: string; topics?: string[] }, limit: number, offset: number): Promise<{ items: Message[]; total: number }> {
+    if (filter.topic !== undefined) assertTopicName(filter.topic);
+    const page = await listMessages(this.deps.db, filter, limit, offset);
+    return { items: page.items.map(toMessage), total: page.total };
+  }
+
+  stats(): Promise<StatusCount[]> {
+    return countByStatus(this.deps.db);
+  }
+
+  async purge(topicName: unknown, statuses: unknown): Promise<number> {
+    const topic = assertTopicName(topicName);
+    const chosen = validatePurgeStatuses(statuses);
+    const deleted = await purgeTopic(this.deps.db, topic, chosen);
+    if (deleted > 0) this.deps.metrics.message('deleted', topic, deleted);
+    return deleted;
+  }
+
+  async deleteByKey(topicName: unknown, key: string): Promise<number> {
+    const topic = assertTopicName(topicName);
+    const deleted = await deleteByKey(this.deps.db, topic, key);
+    if (deleted > 0) this.deps.metrics.message('deleted', topic, deleted);
+    return deleted;
+  }
+}
+
+function validateConfigValues(input: TopicConfigInput): TopicConfigValues {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) throw invalid('request body must be a JSON object');
+  const values = {} as TopicConfigValues;
+  for (const field of INTEGER_SETTINGS) {
+    const value = input[field];
+    if (value === undefined || value === null) {
+      values[field] = null;
+      continue;
+    }
+    if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw invalid(`${field} must be an integer or null`);
+    if (value < 0) throw invalid(`${field} must not be negative`);
+    values[field] = value;
+  }
+  if (values.max_depth === 0) throw invalid('max_depth must be at least 1, or null for no cap');
+  const replayable = input.replayable;
+  if (replayable !== undefined && replayable !== null && typeof replayable !== 'boolean') throw invalid('replayable must be a boolean');
+  values.replayable = replayable === true;
+  return values;
+}
+
+function validatePurgeStatuses(statuses: unknown): string[] {
+  if (statuses === undefined || statuses === null) return DEFAULT_PURGE_STATUSES;
+  if (!Array.isArray(statuses)) throw invalid('statuses must be an array of statuses');
+  if (statuses.length === 0) return DEFAULT_PURGE_STATUSES;
+  for (const status of statuses) {
+    if (!(PURGEABLE_STATUSES as readonly unknown[]).includes(status)) {
+      throw invalid(`unrecognised status "${String(status)}"; use ${PURGEABLE_STATUSES.join(', ')}`);
+    }
+  }
+  return [...new Set(statuses as string[])];
+}

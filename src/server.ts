@@ -1,0 +1,122 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Knex } from 'knex';
+import type { Config } from './config/schema.js';
+import { createApp } from './http/app.js';
+import type { HttpContext } from './http/context.js';
+import { createLogger, type Logger } from './log/logger.js';
+import { MetricsRegistry } from './metrics/registry.js';
+import { Catalog } from './queue/catalog.js';
+import { MessageService } from './queue/messages.js';
+import { QueueGauges } from './queue/queue-gauges.js';
+import { TopicService } from './queue/topics.js';
+import { TopicSignals } from './queue/topic-signals.js';
+import { createDb, migrate } from './store/db.js';
+import { engineOf } from './store/dialect.js';
+
+export interface ServerOptions {
+  logger?: Logger;
+  /** Injected clock (tests). */
+  now?: () => number;
+}
+
+export interface RunningServer {
+  httpPort: number;
+  metricsPort?: number;
+  db: Knex;
+  close(): Promise<void>;
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/** Tracks open sockets so shutdown can close idle keep-alive connections and, past the deadline, all of them. */
+function trackConnections(server: Server): Set<Socket> {
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  return sockets;
+}
+
+async function stopHttp(server: Server, deadlineMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  // Connections that were busy become idle once their response is written; close them as they do.
+  const sweeper = setInterval(() => server.closeIdleConnections(), 50);
+  const deadline = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref());
+  await Promise.race([closed, deadline]);
+  clearInterval(sweeper);
+  server.closeAllConnections();
+  await closed;
+}
+
+/** Starts the whole service: database and migrations, caches, HTTP (and later gRPC), background work. */
+export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
+  const logger = options.logger ?? createLogger(config.log.level);
+  const now = options.now ?? Date.now;
+  const db = createDb({ url: config.db.url, poolSize: config.db.pool_size });
+  try {
+    const applied = await migrate(db);
+    if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+
+  const metrics = new MetricsRegistry();
+  const catalog = new Catalog(db, config.queue.config_refresh_interval, logger);
+  await catalog.start();
+  const signals = new TopicSignals();
+  const messages = new MessageService({
+    db,
+    queue: config.queue,
+    catalog,
+    metrics,
+    signals,
+    now,
+    maxConcurrentFlushes: engineOf(db) === 'mysql' ? 4 : 1,
+  });
+  const topics = new TopicService({ db, catalog, metrics, now });
+  metrics.observeQueues(new QueueGauges(db));
+
+  const ctx: HttpContext = { config, logger, db, metrics, messages, topics };
+  const app = createApp(ctx);
+  const httpServer = createServer({ keepAliveTimeout: 65_000 }, app);
+  trackConnections(httpServer);
+  const httpPort = await listen(httpServer, config.server.http_port, config.server.host);
+
+  let metricsServer: Server | undefined;
+  let metricsPort: number | undefined;
+  if (config.metrics.port > 0) {
+    // Extension: unauthenticated metrics for in-cluster scraping, on a port the Service need not expose.
+    metricsServer = createServer((req, res) => {
+      if (req.url?.split('?')[0] === '/metrics') return metrics.handle(req, res);
+      res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: 'not found' }));
+    });
+    metricsPort = await listen(metricsServer, config.metrics.port, config.server.host);
+  }
+  logger.info({ httpPort, metricsPort, db: engineOf(db) }, 'conveyor listening');
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      const deadlineMs = config.server.shutdown_timeout * 1000;
+      await Promise.all([stopHttp(httpServer, deadlineMs), metricsServer ? stopHttp(metricsServer, 1000) : undefined]);
+      await messages.drain();
+      catalog.stop();
+      await metrics.shutdown();
+      await db.destroy();
+      logger.info('conveyor stopped');
+    })());
+
+  return { httpPort, metricsPort, db, close };
+}

@@ -1,0 +1,32 @@
+import type { Knex } from 'knex';
+import { engineOf } from './dialect.js';
+
+/**
+ * Token bucket of a topic's throughput_limit: capacity one second of tokens, starting full (contract §3).
+ * Runs `spend(granted)` with the whole tokens available and charges only what it reports back as used.
+ */
+export async function takeTokens<T extends unknown[]>(
+  trx: Knex.Transaction,
+  topic: string,
+  ratePerSecond: number,
+  now: number,
+  wanted: number,
+  spend: (granted: number) => Promise<T>,
+): Promise<T> {
+  const lock = trx('topic_buckets').where({ topic });
+  let row = await (engineOf(trx) === 'mysql' ? lock.forUpdate() : lock).first('tokens', 'refilled_at');
+  if (!row) {
+    // First use: insert a full bucket. A concurrent first use on another instance is resolved by the primary key.
+    await trx('topic_buckets').insert({ topic, tokens: ratePerSecond, refilled_at: now }).onConflict('topic').ignore();
+    row = await (engineOf(trx) === 'mysql' ? trx('topic_buckets').where({ topic }).forUpdate() : trx('topic_buckets').where({ topic })).first(
+      'tokens',
+      'refilled_at',
+    );
+  }
+  const elapsedSeconds = Math.max(0, now - Number(row.refilled_at)) / 1000;
+  const tokens = Math.min(ratePerSecond, Number(row.tokens) + elapsedSeconds * ratePerSecond);
+  const granted = Math.min(wanted, Math.floor(tokens));
+  const spent = granted > 0 ? await spend(granted) : ([] as unknown as T);
+  await trx('topic_buckets').where({ topic }).update({ tokens: tokens - spent.length, refilled_at: now });
+  return spent;
+}

@@ -1,0 +1,49 @@
+import type { Knex } from 'knex';
+import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from './rows.js';
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+}
+
+/** Messages in queue order (oldest first), optionally of one topic or of a set of visible topics. */
+export async function listMessages(db: Knex, filter: { topic?: string; topics?: string[] }, limit: number, offset: number): Promise<Page<MessageRow>> {
+  const scoped = () => {
+    const q = db('messages');
+    if (filter.topic !== undefined) q.where({ topic: filter.topic });
+    else if (filter.topics !== undefined) q.whereIn('topic', filter.topics);
+    return q;
+  };
+  const [rows, count] = await Promise.all([
+    scoped().select(MESSAGE_COLUMNS).orderBy('id').limit(limit).offset(offset),
+    scoped().count({ n: '*' }).first(),
+  ]);
+  return { items: rows.map(normaliseRow), total: Number(count?.n ?? 0) };
+}
+
+export async function findMessageTopic(db: Knex, id: string): Promise<string | null> {
+  const row = await db('messages').where({ id }).first('topic');
+  return row ? String(row.topic) : null;
+}
+
+export interface StatusCount {
+  topic: string;
+  status: string;
+  count: number;
+}
+
+/** Counts by topic and status; an index-only scan of messages_claim. */
+export async function countByStatus(db: Knex): Promise<StatusCount[]> {
+  const rows = await db('messages').select('topic', 'status').count({ n: '*' }).groupBy('topic', 'status').orderBy(['topic', 'status']);
+  return rows.map((r: Record<string, unknown>) => ({ topic: String(r.topic), status: String(r.status), count: Number(r.n) }));
+}
+
+/** created_at of the oldest pending message per topic: one index seek per topic, never a scan. */
+export async function oldestPendingCreatedAt(db: Knex, topics: string[]): Promise<Map<string, number>> {
+  const oldest = new Map<string, number>();
+  for (const topic of topics) {
+    const row = await db('messages').where({ topic, status: 'pending' }).orderBy('id').first('created_at');
+    if (row) oldest.set(topic, Number(row.created_at));
+  }
+  return oldest;
+}

@@ -1,0 +1,131 @@
+import type { Knex } from 'knex';
+import { engineOf } from '../dialect.js';
+import { withConflictRetry } from '../retry.js';
+import { chunkRows } from './rows.js';
+
+export interface NewMessage {
+  id: string;
+  topic: string;
+  key: string | null;
+  payload: Buffer;
+  metadata: string;
+  maxRetries: number;
+  expiresAt: number | null;
+  createdAt: number;
+}
+
+/** `inserted`: a new row; `upserted`: the pending message holding the key was overwritten; `full`: max_depth reached. */
+export type InsertOutcome = { id: string; outcome: 'inserted' | 'upserted' } | { outcome: 'full' };
+
+function toRow(m: NewMessage) {
+  return {
+    id: m.id,
+    topic: m.topic,
+    msg_key: m.key,
+    payload: m.payload,
+    metadata: m.metadata,
+    status: 'pending',
+    retry_count: 0,
+    max_retries: m.maxRetries,
+    last_error: '',
+    visible_at: m.createdAt,
+    expires_at: m.expiresAt,
+    created_at: m.createdAt,
+    original_topic: '',
+    dlq_moved_at: null,
+  };
+}
+
+/**
+ * Upserts on the pending-key unique index: MySQL through the generated `pending_key` column,
+ * SQLite through the partial unique index. Only payload and metadata are overwritten (contract §2).
+ */
+async function upsertKeyed(trx: Knex.Transaction, message: NewMessage): Promise<{ id: string; inserted: boolean }> {
+  const insert = trx('messages').insert(toRow(message)).toSQL();
+  if (engineOf(trx) === 'mysql') {
+    const [result] = (await trx.raw(
+      `${insert.sql} ON DUPLICATE KEY UPDATE payload = VALUES(payload), metadata = VALUES(metadata)`,
+      insert.bindings,
+    )) as [{ affectedRows: number }];
+    if (result.affectedRows === 1) return { id: message.id, inserted: true };
+    // The row we collided with is locked by this transaction now, so this read is stable.
+    const existing = await trx('messages').where({ topic: message.topic, pending_key: message.key }).first('id');
+    return { id: String(existing.id), inserted: false };
+  }
+  const rows = (await trx.raw(
+    `${insert.sql} ON CONFLICT (topic, msg_key) WHERE status = 'pending' AND original_topic = '' AND msg_key IS NOT NULL ` +
+      'DO UPDATE SET payload = excluded.payload, metadata = excluded.metadata RETURNING id',
+    insert.bindings,
+  )) as Array<{ id: string }>;
+  const id = String(rows[0].id);
+  return { id, inserted: id === message.id };
+}
+
+async function hasPendingKey(trx: Knex.Transaction, topic: string, key: string): Promise<boolean> {
+  const query =
+    engineOf(trx) === 'mysql'
+      ? trx('messages').where({ topic, pending_key: key })
+      : trx('messages').where({ topic, msg_key: key, status: 'pending', original_topic: '' });
+  return (await query.first('id')) !== undefined;
+}
+
+/**
+ * Room left under max_depth. The topic_configs row is locked FOR UPDATE first, so concurrent enqueues to a
+ * capped topic (on any instance) count and insert one after the other and the cap holds exactly.
+ * SQLite transactions are already serial (BEGIN IMMEDIATE).
+ */
+async function roomUnderCap(trx: Knex.Transaction, topic: string, maxDepth: number): Promise<number> {
+  if (engineOf(trx) === 'mysql') await trx('topic_configs').where({ topic }).forUpdate().first('topic');
+  const row = await trx('messages').where({ topic, status: 'pending' }).count({ n: '*' }).first();
+  return maxDepth - Number(row?.n ?? 0);
+}
+
+export interface InsertOptions {
+  /** max_depth per topic; undefined or null means uncapped. */
+  maxDepthOf: (topic: string) => number | null | undefined;
+  /** When true, one `full` outcome rolls the whole call back (EnqueueBatch is all or nothing). */
+  atomic?: boolean;
+}
+
+export class BatchRejected extends Error {}
+
+/**
+ * Inserts a group-committed batch in one transaction: unkeyed rows as multi-row INSERTs, keyed rows as
+ * upserts. Outcomes are in input order. A caller hears "stored" only after this commit returns.
+ */
+export async function insertMessages(db: Knex, messages: NewMessage[], options: InsertOptions): Promise<InsertOutcome[]> {
+  return withConflictRetry(() =>
+    db.transaction(async (trx) => {
+      const room = new Map<string, number>();
+      for (const topic of new Set(messages.map((m) => m.topic))) {
+        const cap = options.maxDepthOf(topic);
+        if (cap != null) room.set(topic, await roomUnderCap(trx, topic, cap));
+      }
+      const outcomes: InsertOutcome[] = new Array(messages.length);
+      const plain: Array<{ index: number; message: NewMessage }> = [];
+      for (let i = 0; i < messages.length; i++) {
+        const message = messages[i];
+        const left = room.get(message.topic);
+        const capped = left !== undefined;
+        if (capped && left <= 0 && !(message.key !== null && (await hasPendingKey(trx, message.topic, message.key)))) {
+          if (options.atomic) throw new BatchRejected(message.topic);
+          outcomes[i] = { outcome: 'full' };
+          continue;
+        }
+        if (message.key === null) {
+          if (capped) room.set(message.topic, left - 1);
+          plain.push({ index: i, message });
+          continue;
+        }
+        const { id, inserted } = await upsertKeyed(trx, message);
+        if (capped && inserted) room.set(message.topic, left - 1);
+        outcomes[i] = { id, outcome: inserted ? 'inserted' : 'upserted' };
+      }
+      for (const chunk of chunkRows(plain.map((p) => ({ ...p, payload: p.message.payload })))) {
+        await trx('messages').insert(chunk.map((p) => toRow(p.message)));
+        for (const p of chunk) outcomes[p.index] = { id: p.message.id, outcome: 'inserted' };
+      }
+      return outcomes;
+    }),
+  );
+}

@@ -1,0 +1,23 @@
+import type { Knex } from 'knex';
+
+/**
+ * Deletes in batches of `batchSize` ids, each its own short transaction, so a purge of millions of rows never
+ * holds a long lock or builds one enormous undo log.
+ */
+export async function deleteInBatches(db: Knex, select: () => Knex.QueryBuilder, batchSize = 1000): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const ids = (await select().select('id').limit(batchSize)).map((r: { id: string }) => r.id);
+    if (ids.length === 0) return deleted;
+    deleted += await db('messages').whereIn('id', ids).delete();
+    if (ids.length < batchSize) return deleted;
+  }
+}
+
+export function purgeTopic(db: Knex, topic: string, statuses: string[]): Promise<number> {
+  return deleteInBatches(db, () => db('messages').where({ topic }).whereIn('status', statuses));
+}
+
+export function deleteByKey(db: Knex, topic: string, key: string): Promise<number> {
+  return deleteInBatches(db, () => db('messages').where({ topic, msg_key: key }));
+}

@@ -1,0 +1,64 @@
+import type { Knex } from 'knex';
+import { bumpCatalogRevision } from './settings.js';
+
+export interface TopicConfigRow {
+  topic: string;
+  max_retries: number | null;
+  message_ttl_seconds: number | null;
+  max_depth: number | null;
+  throughput_limit: number | null;
+  replayable: boolean;
+  replay_window_seconds: number | null;
+  managed_by: string;
+  updated_at: number;
+}
+
+export type TopicConfigValues = Omit<TopicConfigRow, 'topic' | 'managed_by' | 'updated_at'>;
+
+const num = (v: unknown) => (v == null ? null : Number(v));
+
+function normalise(raw: Record<string, unknown>): TopicConfigRow {
+  return {
+    topic: String(raw.topic),
+    max_retries: num(raw.max_retries),
+    message_ttl_seconds: num(raw.message_ttl_seconds),
+    max_depth: num(raw.max_depth),
+    throughput_limit: num(raw.throughput_limit),
+    replayable: Boolean(raw.replayable),
+    replay_window_seconds: num(raw.replay_window_seconds),
+    managed_by: String(raw.managed_by ?? ''),
+    updated_at: Number(raw.updated_at),
+  };
+}
+
+export async function listTopicConfigs(db: Knex): Promise<TopicConfigRow[]> {
+  return (await db('topic_configs').select('*').orderBy('topic')).map(normalise);
+}
+
+export async function getTopicConfig(db: Knex, topic: string): Promise<TopicConfigRow | null> {
+  const row = await db('topic_configs').where({ topic }).first();
+  return row ? normalise(row) : null;
+}
+
+/** Replaces every setting of a topic (absent = null = global default) and bumps the catalog revision. */
+export async function putTopicConfig(db: Knex, topic: string, values: TopicConfigValues, now: number, managedBy = ''): Promise<TopicConfigRow> {
+  await db.transaction(async (trx) => {
+    await trx('topic_configs')
+      .insert({ topic, ...values, managed_by: managedBy, created_at: now, updated_at: now })
+      .onConflict('topic')
+      .merge([...Object.keys(values), 'managed_by', 'updated_at']);
+    // A changed limit starts from a full bucket rather than from whatever the old one had left.
+    await trx('topic_buckets').where({ topic }).delete();
+    await bumpCatalogRevision(trx);
+  });
+  return (await getTopicConfig(db, topic))!;
+}
+
+export async function deleteTopicConfig(db: Knex, topic: string): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const deleted = await trx('topic_configs').where({ topic }).delete();
+    await trx('topic_buckets').where({ topic }).delete();
+    if (deleted > 0) await bumpCatalogRevision(trx);
+    return deleted > 0;
+  });
+}
