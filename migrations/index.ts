@@ -1,5 +1,8 @@
 import type { Knex } from 'knex';
 import * as initial from './20261122000000_initial.js';
+import * as usersGrants from './20261122040000_users_grants.js';
+import * as consumerGroupsArchive from './20261122050000_consumer_groups_archive.js';
+import * as engineParity from './20261122060000_engine_parity.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -9,6 +12,9 @@ interface Migration {
 // Listed here rather than discovered on disk so the same list works from src/ (tsx, vitest) and dist/.
 const migrations: Record<string, Migration> = {
   '20261122000000_initial': initial,
+  '20261122040000_users_grants': usersGrants,
+  '20261122050000_consumer_groups_archive': consumerGroupsArchive,
+  '20261122060000_engine_parity': engineParity,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

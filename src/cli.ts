@@ -4,12 +4,14 @@ import { ConfigError, loadConfig } from './config/load.js';
 import { createLogger } from './log/logger.js';
 import { startServer } from './server.js';
 import { createDb, migrate } from './store/db.js';
+import { parseReaperKind, reapOnce } from './reapers/reap-command.js';
 import { VERSION } from './version.js';
 
-const USAGE = `usage: conveyor [serve|migrate] [--config conveyor.yaml]
+const USAGE = `usage: conveyor [serve|migrate|reap <expiry|delete|archive>] [--config conveyor.yaml]
 
-  serve      run the HTTP API (default)
+  serve      run the HTTP API and gRPC (default)
   migrate    apply database migrations and exit
+  reap KIND  run one reaper once (expiry, delete or archive), print {"reaper":KIND,...count} and exit
 
 Configuration: conveyor.yaml (or --config / CONVEYOR_CONFIG) and CONVEYOR_<SECTION>_<KEY> variables.`;
 
@@ -56,10 +58,22 @@ async function main(argv: string[]): Promise<void> {
   const [command = 'serve'] = positionals;
   if (command === 'serve') return serve(values.config);
   if (command === 'migrate') return runMigrations(values.config);
+  if (command === 'reap') return reap(values.config, positionals[1]);
   throw new UsageError(`unknown command "${command}"`);
 }
 
 class UsageError extends Error {}
+
+async function reap(configPath: string | undefined, kindArg: string | undefined): Promise<void> {
+  let kind;
+  try {
+    kind = parseReaperKind(kindArg);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const line = await reapOnce(loadConfig({ configPath }), kind);
+  process.stdout.write(`${line}\n`);
+}
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   if (err instanceof ConfigError) {

@@ -1,7 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Knex } from 'knex';
+import { startAuth } from './auth/setup.js';
 import type { Config } from './config/schema.js';
+import { authorizerGuard } from './grpc/auth.js';
+import { startGrpcServer } from './grpc/server.js';
 import { createApp } from './http/app.js';
 import type { HttpContext } from './http/context.js';
 import { createLogger, type Logger } from './log/logger.js';
@@ -11,6 +14,8 @@ import { MessageService } from './queue/messages.js';
 import { QueueGauges } from './queue/queue-gauges.js';
 import { TopicService } from './queue/topics.js';
 import { TopicSignals } from './queue/topic-signals.js';
+import { startMaintenance } from './maintenance.js';
+import { RedisTopicRelay } from './pubsub/redis-topic-relay.js';
 import { createDb, migrate } from './store/db.js';
 import { engineOf } from './store/dialect.js';
 
@@ -22,6 +27,7 @@ export interface ServerOptions {
 
 export interface RunningServer {
   httpPort: number;
+  grpcPort: number;
   metricsPort?: number;
   db: Knex;
   close(): Promise<void>;
@@ -76,6 +82,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const catalog = new Catalog(db, config.queue.config_refresh_interval, logger);
   await catalog.start();
   const signals = new TopicSignals();
+  const signalRelay = config.redis.url ? await RedisTopicRelay.start(config.redis.url, signals, logger) : undefined;
   const messages = new MessageService({
     db,
     queue: config.queue,
@@ -87,12 +94,16 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   });
   const topics = new TopicService({ db, catalog, metrics, now });
   metrics.observeQueues(new QueueGauges(db));
+  const maintenance = await startMaintenance({ config, db, logger, catalog, messages, metrics, signals, now });
+  const authRuntime = await startAuth(config, db, logger, now);
 
-  const ctx: HttpContext = { config, logger, db, metrics, messages, topics };
+  const ctx: HttpContext = { config, logger, db, metrics, messages, topics, auth: authRuntime.auth, users: authRuntime.users, maintenance };
   const app = createApp(ctx);
   const httpServer = createServer({ keepAliveTimeout: 65_000 }, app);
   trackConnections(httpServer);
   const httpPort = await listen(httpServer, config.server.http_port, config.server.host);
+  const grpcServer = await startGrpcServer({ config, logger, db, metrics, messages, signals, guard: authorizerGuard(authRuntime.auth, messages) });
+  const grpcPort = grpcServer.port;
 
   let metricsServer: Server | undefined;
   let metricsPort: number | undefined;
@@ -104,19 +115,22 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     });
     metricsPort = await listen(metricsServer, config.metrics.port, config.server.host);
   }
-  logger.info({ httpPort, metricsPort, db: engineOf(db) }, 'conveyor listening');
+  logger.info({ httpPort, grpcPort, metricsPort, db: engineOf(db) }, 'conveyor listening');
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       const deadlineMs = config.server.shutdown_timeout * 1000;
-      await Promise.all([stopHttp(httpServer, deadlineMs), metricsServer ? stopHttp(metricsServer, 1000) : undefined]);
+      await Promise.all([stopHttp(httpServer, deadlineMs), grpcServer.close(deadlineMs), metricsServer ? stopHttp(metricsServer, 1000) : undefined]);
+      maintenance.stop();
       await messages.drain();
+      await signalRelay?.close();
+      await authRuntime.close();
       catalog.stop();
       await metrics.shutdown();
       await db.destroy();
       logger.info('conveyor stopped');
     })());
 
-  return { httpPort, metricsPort, db, close };
+  return { httpPort, grpcPort, metricsPort, db, close };
 }

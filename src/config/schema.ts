@@ -14,8 +14,9 @@ const duration = (fallback: string) =>
       return seconds;
     });
 
-const port = z.coerce.number().int().min(0).max(65535);
-const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')]);
+const PORT_ERROR = 'expected a port number from 0 to 65535';
+const port = z.coerce.number({ error: PORT_ERROR }).int({ error: PORT_ERROR }).min(0, { error: PORT_ERROR }).max(65535, { error: PORT_ERROR });
+const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')], { error: 'expected true or false' });
 
 /** Every key of contract §1, with its default; durations become seconds. */
 export const configSchema = z.object({
@@ -59,7 +60,8 @@ export const configSchema = z.object({
       password: z.string().default(''),
     })
     .prefault({}),
-  redis: z.object({ url: z.string().default('') }).prefault({}),
+  // key_prefix (extension): namespaces every key this service writes, so instances of several deployments can share one Redis.
+  redis: z.object({ url: z.string().default(''), key_prefix: z.string().default('conveyor:') }).prefault({}),
   metrics: z.object({ port: port.default(0) }).prefault({}),
   log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
 });

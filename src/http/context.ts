@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { UserService } from '../auth/users.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
+import type { Maintenance } from '../maintenance.js';
 import type { MetricsRegistry } from '../metrics/registry.js';
 import type { MessageService } from '../queue/messages.js';
 import type { TopicService } from '../queue/topics.js';
@@ -13,6 +16,10 @@ export interface HttpContext {
   metrics: MetricsRegistry;
   messages: MessageService;
   topics: TopicService;
+  /** Consumer groups, archive log and replay, reapers. */
+  maintenance: Maintenance;
+  auth: Authorizer;
+  users: UserService;
 }
 
 declare module 'express-serve-static-core' {

@@ -48,6 +48,8 @@ export function errorHandler(): ErrorRequestHandler {
     }
     const parsed = bodyParserError(err);
     if (parsed) return sendError(res, parsed[0], parsed[1]);
+    // The router throws a URIError (status 400) for a path parameter with broken %-encoding, e.g. /api/topics/%ZZ/purge.
+    if (err instanceof URIError) return sendError(res, 400, 'malformed percent-encoding in the URL path');
     if (isConnectionError(err)) {
       req.log.error({ err }, 'database unavailable');
       return sendError(res, 503, 'database unavailable');

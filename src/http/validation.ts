@@ -38,6 +38,12 @@ export const ackBatchBody = z.object({
 
 export const schemaBody = z.object({ schema_json: z.string({ error: 'schema_json is required and must be a string' }) });
 
+export const consumerGroupBody = z.object({ consumer_group: z.string({ error: 'consumer_group is required and must be a string' }) });
+
+export const replayBody = z.object({ from_time: z.unknown().optional() });
+
+export const scheduleBody = z.object({ schedule: z.string({ error: 'schedule is required and must be a string (a cron expression, or "" to disable)' }) });
+
 export const purgeBody = z.object({ statuses: z.array(z.unknown(), { error: 'statuses must be an array' }).nullish() });
 
 const MAX_PAGE = 200;

@@ -22,3 +22,17 @@ export function decideAttempt(policy: AttemptPolicy, row: MessageRow): AttemptOu
   }
   return attempts < row.max_retries ? 'retry' : 'failed';
 }
+
+/** last_error keeps at most 64 KiB of UTF-8, the capacity of its MySQL TEXT column, on both engines alike. */
+export const MAX_LAST_ERROR_BYTES = 65_535;
+
+/** Cuts an over-long nack error at a character boundary: a nack must not fail because its text is long. */
+export function boundedLastError(error: string): string {
+  if (error.length * 3 <= MAX_LAST_ERROR_BYTES) return error;
+  const bytes = Buffer.from(error, 'utf8');
+  if (bytes.length <= MAX_LAST_ERROR_BYTES) return error;
+  let end = MAX_LAST_ERROR_BYTES;
+  // A UTF-8 continuation byte (10xxxxxx) at the cut means a character straddles it: cut before that character.
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString('utf8');
+}

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../log/logger.js';
+import { listAllConsumerGroups } from '../store/consumer-groups.js';
 import { catalogRevision } from '../store/settings.js';
 import { listTopicConfigs, type TopicConfigRow } from '../store/topic-configs.js';
 import { listTopicSchemas, type TopicSchemaRow } from '../store/topic-schemas.js';
@@ -18,6 +19,7 @@ export interface CachedSchema {
 export class Catalog {
   private configs = new Map<string, TopicConfigRow>();
   private schemas = new Map<string, CachedSchema>();
+  private groups = new Map<string, string[]>();
   private revision = -1;
   private timer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
@@ -41,6 +43,9 @@ export class Catalog {
 
   /** Called by the catalog's own writers after they commit. */
   async changed(): Promise<void> {
+    // A reload already in flight may have read the tables before the caller's commit: let it finish, then
+    // load again, so the caller's own change is always in the cache when this resolves.
+    await this.refreshing?.catch(() => {});
     await this.reload();
   }
 
@@ -64,6 +69,15 @@ export class Catalog {
     return this.schemas.get(topic);
   }
 
+  /** The consumer groups registered on a topic; a topic with any is a fan-out topic (contract §4). */
+  groupsOf(topic: string): string[] {
+    return this.groups.get(topic) ?? [];
+  }
+
+  hasAnyGroups(): boolean {
+    return this.groups.size > 0;
+  }
+
   private async poll(): Promise<void> {
     try {
       if ((await catalogRevision(this.db)) !== this.revision) await this.reload();
@@ -82,8 +96,11 @@ export class Catalog {
 
   private async load(): Promise<void> {
     const revision = await catalogRevision(this.db);
-    const [configs, schemas] = await Promise.all([listTopicConfigs(this.db), listTopicSchemas(this.db)]);
+    const [configs, schemas, groups] = await Promise.all([listTopicConfigs(this.db), listTopicSchemas(this.db), listAllConsumerGroups(this.db)]);
     this.configs = new Map(configs.map((c) => [c.topic, c]));
+    const byTopic = new Map<string, string[]>();
+    for (const g of groups) byTopic.set(g.topic, [...(byTopic.get(g.topic) ?? []), g.consumer_group]);
+    this.groups = byTopic;
     const compiled = new Map<string, CachedSchema>();
     for (const row of schemas) {
       try {

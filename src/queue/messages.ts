@@ -1,10 +1,13 @@
 import type { Knex } from 'knex';
-import { v7 as uuidv7 } from 'uuid';
+import { uuidv7 } from './message-ids.js';
 import type { Config } from '../config/schema.js';
+import { findMessageTopic, findMessageTopics } from '../store/messages/browse.js';
 import { claimMessages } from '../store/messages/claim.js';
 import { BatchRejected, insertMessages, type InsertOutcome, type NewMessage } from '../store/messages/insert.js';
 import { ackMessages, nackMessage, releaseExpired, requeueDeadLetter, type AttemptResult } from '../store/messages/settle.js';
-import { decideAttempt } from './attempts.js';
+import { archiveMessages } from '../store/message-log.js';
+import { FanOut } from './fan-out.js';
+import { boundedLastError, decideAttempt } from './attempts.js';
 import { validatePayload } from './avro.js';
 import type { Catalog } from './catalog.js';
 import { DomainError, invalid, messageNotFound } from './errors.js';
@@ -57,9 +60,11 @@ export class MessageService {
   private readonly now: () => number;
   private readonly enqueues: GroupCommitter<NewMessage, InsertOutcome>;
   private readonly acks: GroupCommitter<string, boolean>;
+  private readonly fanOut: FanOut;
 
   constructor(private readonly deps: MessageServiceDeps) {
     this.now = deps.now ?? Date.now;
+    this.fanOut = new FanOut(deps.db, deps.catalog);
     const maxConcurrent = deps.maxConcurrentFlushes;
     this.enqueues = new GroupCommitter((batch) => this.insertAll(batch, false), { maxBatch: 500, maxConcurrent });
     this.acks = new GroupCommitter((ids) => this.ackFlush(ids), { maxBatch: 1000, maxConcurrent });
@@ -105,30 +110,40 @@ export class MessageService {
       throw invalid(`visibility_timeout_seconds must be an integer from 1 to ${MAX_VISIBILITY_SECONDS}`);
     }
     this.assertRegistered(baseTopicOf(topic));
-    if (input.consumerGroup) throw new DomainError('failed_precondition', `consumer group "${input.consumerGroup}" is not registered on topic "${topic}"`);
+    const route = await this.fanOut.dequeueRoute(topic, input.consumerGroup);
 
     const now = this.now();
-    await this.releaseExpired(topic, now);
-    const rows = await claimMessages(this.deps.db, {
-      topic,
-      limit: count,
-      now,
-      visibleUntil: now + Math.round(visibility * 1000),
-      ratePerSecond: this.deps.catalog.config(topic)?.throughput_limit,
-    });
+    const claim = { topic, limit: count, now, visibleUntil: now + Math.round(visibility * 1000), ratePerSecond: this.deps.catalog.config(topic)?.throughput_limit };
+    let rows;
+    if (route.kind === 'group') {
+      const released = await this.fanOut.releaseExpired(topic, route.group, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED, now);
+      for (const result of released) this.afterRedelivery(result);
+      rows = await this.fanOut.dequeue({ ...claim, group: route.group });
+    } else {
+      await this.releaseExpired(topic, now);
+      rows = await claimMessages(this.deps.db, { ...claim, consumerGroup: route.deadLetterGroup });
+    }
     if (rows.length > 0) this.deps.metrics.message('dequeued', topic, rows.length);
     return rows.map(toMessage);
   }
 
-  async ack(id: unknown): Promise<void> {
+  async ack(id: unknown, consumerGroup?: string): Promise<void> {
     const messageId = normaliseMessageId(id);
-    if (!messageId || !(await this.acks.submit(messageId))) throw messageNotFound();
+    if (!messageId) throw messageNotFound();
+    const routes = await this.fanOut.settleRoutes([messageId], consumerGroup);
+    if (routes.group.length > 0) {
+      if ((await this.ackGroup(routes.group, consumerGroup!)).size === 0) throw messageNotFound();
+      return;
+    }
+    if (routes.plain.length === 0 || !(await this.acks.submit(messageId))) throw messageNotFound();
   }
 
-  async ackBatch(ids: unknown[]): Promise<{ acked: string[]; notFound: string[] }> {
+  async ackBatch(ids: unknown[], consumerGroup?: string): Promise<{ acked: string[]; notFound: string[] }> {
     if (ids.length > MAX_DEQUEUE_COUNT) throw invalid(`ids must hold at most ${MAX_DEQUEUE_COUNT} ids`);
     const valid = [...new Set(ids.map(normaliseMessageId).filter((id): id is string => id !== null))];
-    const found = new Set(valid.length > 0 ? (await this.ackRows(valid)).map((a) => a.id) : []);
+    const routes = await this.fanOut.settleRoutes(valid, consumerGroup);
+    const found = new Set(routes.plain.length > 0 ? (await this.ackRows(routes.plain)).map((a) => a.id) : []);
+    if (routes.group.length > 0) for (const id of await this.ackGroup(routes.group, consumerGroup!)) found.add(id);
     const acked: string[] = [];
     const notFound: string[] = [];
     for (const id of ids) {
@@ -138,25 +153,38 @@ export class MessageService {
     return { acked, notFound };
   }
 
-  async nack(id: unknown, error = ''): Promise<void> {
+  async nack(id: unknown, reason = '', consumerGroup?: string): Promise<void> {
     const messageId = normaliseMessageId(id);
     if (!messageId) throw messageNotFound();
-    const result = await nackMessage(this.deps.db, messageId, error, (row) => decideAttempt(this.policy(), row), this.now());
+    const error = boundedLastError(reason);
+    const routes = await this.fanOut.settleRoutes([messageId], consumerGroup);
+    const decide = (row: Parameters<typeof decideAttempt>[1]) => decideAttempt(this.policy(), row);
+    let result: AttemptResult | null = null;
+    if (routes.group.length > 0) result = await this.fanOut.nack(messageId, consumerGroup!, error, decide, this.now());
+    else if (routes.plain.length > 0) result = await nackMessage(this.deps.db, messageId, error, decide, this.now());
     if (!result) throw messageNotFound();
     this.deps.metrics.nacked(result.topic, result.outcome === 'superseded' ? 'retry' : result.outcome);
     this.afterAttempt(result);
+  }
+
+  /** The topic a message lives in (null for an unknown or malformed id): per-topic grants of ack, nack and requeue. */
+  async topicOf(id: unknown): Promise<string | null> {
+    const messageId = normaliseMessageId(id);
+    return messageId ? findMessageTopic(this.deps.db, messageId) : null;
+  }
+
+  async topicsOf(ids: unknown[]): Promise<string[]> {
+    const valid = [...new Set(ids.map(normaliseMessageId).filter((id): id is string => id !== null))];
+    return findMessageTopics(this.deps.db, valid.slice(0, MAX_DEQUEUE_COUNT));
   }
 
   async requeue(id: unknown): Promise<void> {
     const messageId = normaliseMessageId(id);
     if (!messageId) throw notDeadLetter();
     const now = this.now();
-    const result = await requeueDeadLetter(
-      this.deps.db,
-      messageId,
-      { maxRetries: (topic) => this.maxRetriesOf(topic), expiresAt: (topic) => this.expiresAtOf(topic, now) },
-      now,
-    );
+    const target = { maxRetries: (topic: string) => this.maxRetriesOf(topic), expiresAt: (topic: string) => this.expiresAtOf(topic, now) };
+    const fannedOut = await this.fanOut.requeue(messageId, target, now);
+    const result = fannedOut === undefined ? await requeueDeadLetter(this.deps.db, messageId, target, now) : fannedOut;
     if (!result) throw notDeadLetter();
     this.deps.metrics.message(result.outcome === 'pending' ? 'requeued' : 'superseded', result.topic);
     if (result.outcome === 'pending') this.deps.signals.signal(result.topic);
@@ -167,6 +195,30 @@ export class MessageService {
     await Promise.all([this.enqueues.drained(), this.acks.drained()]);
   }
 
+  /**
+   * Replay: archived messages go back in as new pending messages (new ids, retry_count 0) through the normal
+   * insert path, so key upserts, max_depth and fan-out apply. Returns how many were stored; stops counting at
+   * a full topic (`full` is true then).
+   */
+  async reenqueue(items: Array<{ topic: string; key: string | null; payload: Buffer; metadata: string }>): Promise<{ stored: number; full: boolean }> {
+    if (items.length === 0) return { stored: 0, full: false };
+    const now = this.now();
+    const messages: NewMessage[] = items.map((item) => ({
+      id: uuidv7(),
+      topic: item.topic,
+      key: item.key,
+      payload: item.payload,
+      metadata: item.metadata,
+      maxRetries: this.maxRetriesOf(item.topic),
+      expiresAt: this.expiresAtOf(item.topic, now),
+      createdAt: now,
+    }));
+    const outcomes = await this.insertAll(messages, false);
+    const stored = outcomes.filter((o) => o.outcome !== 'full').length;
+    for (const topic of new Set(items.map((i) => i.topic))) this.deps.signals.signal(topic);
+    return { stored, full: stored < outcomes.length };
+  }
+
   private prepare(input: EnqueueInput): NewMessage {
     const topic = this.rejectInvalid(input.topic, () => assertNotDeadLetterTopic(assertTopicName(input.topic)));
     const { payload } = input;
@@ -175,7 +227,9 @@ export class MessageService {
       this.reject(topic, 'invalid', new DomainError('payload_too_large', `payload exceeds ${this.deps.queue.max_payload_bytes} bytes`));
     }
     const key = input.key ?? null;
-    if (key !== null && (key.length < 1 || key.length > 255)) this.reject(topic, 'invalid', invalid('key must be 1-255 characters'));
+    // Characters are code points, as VARCHAR(255) counts them: an emoji is one character, not two UTF-16 units.
+    const keyLength = key === null ? 0 : [...key].length;
+    if (key !== null && (keyLength < 1 || keyLength > 255)) this.reject(topic, 'invalid', invalid('key must be 1-255 characters'));
     if (!this.isRegistered(topic)) this.reject(topic, 'registration', notRegistered(topic));
     const schema = this.deps.catalog.schema(topic);
     if (schema) {
@@ -214,15 +268,35 @@ export class MessageService {
 
   private async ackFlush(ids: string[]): Promise<boolean[]> {
     const acked = new Set((await this.ackRows([...new Set(ids)])).map((a) => a.id));
-    return ids.map((id) => acked.has(id));
+    // Two acks of one message in one batch: only the first settles it; the other finds it gone (404), as it
+    // would have in separate transactions.
+    return ids.map((id) => acked.delete(id));
   }
 
   private async ackRows(ids: string[]) {
-    const acked = await ackMessages(this.deps.db, ids);
+    // Replayable topics: archived inside the ack's transaction, so a failed ack archives nothing (contract §3).
+    const acked = await ackMessages(this.deps.db, ids, async (trx, rows) => {
+      const replayable = rows.filter((r) => this.deps.catalog.config(r.topic)?.replayable === true).map((r) => r.id);
+      if (replayable.length > 0) await archiveMessages(trx, replayable, this.now());
+    });
     const perTopic = new Map<string, number>();
     for (const a of acked) perTopic.set(a.topic, (perTopic.get(a.topic) ?? 0) + 1);
     for (const [topic, n] of perTopic) this.deps.metrics.message('acked', topic, n);
     return acked;
+  }
+
+  /** A group's acks, straight to the store (group commit is for the plain hot path). */
+  private async ackGroup(ids: string[], group: string): Promise<Set<string>> {
+    const { acked } = await this.fanOut.ack(ids, group, this.now());
+    const perTopic = new Map<string, number>();
+    for (const a of acked) perTopic.set(a.topic, (perTopic.get(a.topic) ?? 0) + 1);
+    for (const [topic, n] of perTopic) this.deps.metrics.message('acked', topic, n);
+    return new Set(acked.map((a) => a.id));
+  }
+
+  private afterRedelivery(result: AttemptResult): void {
+    this.deps.metrics.message('redelivered', result.topic);
+    this.afterAttempt(result);
   }
 
   private async releaseExpired(topic: string, now: number): Promise<void> {

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { countByStatus, listMessages, type StatusCount } from '../store/messages/browse.js';
 import { deleteByKey, purgeTopic } from '../store/messages/remove.js';
+import { purgeFanOutTopic } from '../store/deliveries/purge.js';
+import { countDeliveriesByStatus } from '../store/deliveries/requeue.js';
 import { deleteTopicConfig, getTopicConfig, putTopicConfig, type TopicConfigRow, type TopicConfigValues } from '../store/topic-configs.js';
 import { deleteTopicSchema, getTopicSchema, putTopicSchema, type TopicSchemaRow } from '../store/topic-schemas.js';
 import { compileSchema } from './avro.js';
@@ -91,14 +93,22 @@ export class TopicService {
     return { items: page.items.map(toMessage), total: page.total };
   }
 
-  stats(): Promise<StatusCount[]> {
-    return countByStatus(this.deps.db);
+  /**
+   * Message rows by topic and status, then (fan-out topics) one entry per group and status with
+   * `consumer_group` set: a fan-out message counts once as a row and once per group that still holds it.
+   */
+  async stats(): Promise<Array<StatusCount & { consumer_group?: string }>> {
+    const [messages, deliveries] = await Promise.all([countByStatus(this.deps.db), countDeliveriesByStatus(this.deps.db)]);
+    return [...messages, ...deliveries];
   }
 
   async purge(topicName: unknown, statuses: unknown): Promise<number> {
     const topic = assertTopicName(topicName);
     const chosen = validatePurgeStatuses(statuses);
-    const deleted = await purgeTopic(this.deps.db, topic, chosen);
+    const deleted =
+      this.deps.catalog.groupsOf(topic).length > 0
+        ? await purgeFanOutTopic(this.deps.db, topic, chosen, this.deps.catalog.config(topic)?.replayable === true, this.now())
+        : await purgeTopic(this.deps.db, topic, chosen);
     if (deleted > 0) this.deps.metrics.message('deleted', topic, deleted);
     return deleted;
   }

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { migrationSource } from '../../migrations/index.js';
+import { engineOf } from './dialect.js';
 
 export type Db = Knex;
 
@@ -81,10 +82,59 @@ export function createDb({ url, poolSize = 16 }: DbOptions): Knex {
   throw new Error(`db.url: unsupported scheme in "${url.split('://')[0]}"; use sqlite:<path> or mysql://user:pass@host:3306/db`);
 }
 
+const MIGRATION_LOCK_WAIT_MS = 60_000;
+
+/**
+ * Pods starting together on an empty database race knex's own bookkeeping: both create knex_migrations
+ * (1050 table exists / 1062 lock row) or one finds the lock taken (knex throws MigrationLocked at once rather
+ * than waiting). Those are "someone else is migrating": wait and try again; the loser then finds nothing to do.
+ */
+function isConcurrentMigration(err: unknown): boolean {
+  const e = err as { name?: string; errno?: number; message?: string };
+  return e?.name === 'MigrationLocked' || e?.errno === 1050 || e?.errno === 1062 || /knex_migrations\S*` already exists|table .?knex_migrations\S* already exists/i.test(e?.message ?? '');
+}
+
+/**
+ * MySQL: one named lock per database around the whole migration. knex's own lock is not enough when pods
+ * start together on an empty database: both insert a row into knex_migrations_lock (no unique key), after
+ * which every `UPDATE ... WHERE is_locked = 0` touches two rows and knex reports "already locked" forever.
+ * GET_LOCK is per server, so the name carries a hash of the database name (test databases share a server).
+ */
+async function withMysqlMigrationLock<T>(db: Knex, run: () => Promise<T>): Promise<T> {
+  const client = db.client as { acquireConnection(): Promise<unknown>; releaseConnection(conn: unknown): Promise<void> };
+  const conn = await client.acquireConnection();
+  try {
+    const [rows] = await db.raw("SELECT GET_LOCK(CONCAT('conveyor_migrate:', SHA1(DATABASE())), ?) AS got", [MIGRATION_LOCK_WAIT_MS / 1000]).connection(conn);
+    if (Number((rows as Array<{ got: unknown }>)[0]?.got) !== 1) throw new Error('timed out waiting for another process to finish database migrations');
+    try {
+      return await run();
+    } finally {
+      await db.raw("SELECT RELEASE_LOCK(CONCAT('conveyor_migrate:', SHA1(DATABASE())))").connection(conn);
+    }
+  } finally {
+    await client.releaseConnection(conn);
+  }
+}
+
 /** Applies pending migrations under knex's migration lock, so many pods can start at once. */
 export async function migrate(db: Knex): Promise<string[]> {
-  const [, applied] = (await db.migrate.latest({ migrationSource })) as [number, string[]];
-  return applied;
+  return engineOf(db) === 'mysql' ? withMysqlMigrationLock(db, () => migrateLatest(db)) : migrateLatest(db);
+}
+
+async function migrateLatest(db: Knex): Promise<string[]> {
+  const started = Date.now();
+  for (;;) {
+    try {
+      const [, applied] = (await db.migrate.latest({ migrationSource })) as [number, string[]];
+      return applied;
+    } catch (err) {
+      if (!isConcurrentMigration(err)) throw err;
+      if (Date.now() - started > MIGRATION_LOCK_WAIT_MS) {
+        throw new Error('database migrations are locked by another process for over 60s; if none is running, clear is_locked in knex_migrations_lock');
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200 + Math.random() * 300));
+    }
+  }
 }
 
 export async function ping(db: Knex): Promise<void> {

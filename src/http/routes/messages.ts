@@ -1,6 +1,8 @@
 import { Router } from 'express';
 import type { HttpContext } from '../context.js';
 import { dequeuedMessageJson, messageJson } from '../format.js';
+import { requireConsumeOfBody, requireConsumeOfMessage, requireConsumeOfMessages, requireRequeueOfMessage, requireTopic, requireWriteOfBatch } from '../middleware/auth.js';
+import { sendJson } from '../respond.js';
 import { route } from '../route-table.js';
 import { ackBatchBody, ackBody, dequeueBody, enqueueBatchBody, enqueueBody, nackBody, parseBody, parsePage, queryString } from '../validation.js';
 import type { EnqueueInput } from '../../queue/messages.js';
@@ -13,16 +15,31 @@ function toEnqueueInput(body: unknown): EnqueueInput {
 
 export function messageRoutes(ctx: HttpContext): Router {
   const router = Router();
+  // Grants (contract §8), checked before the handlers run; an unknown method still falls through to the 405.
+  router.post('/api/messages', requireTopic(ctx, 'write', (req) => req.body?.topic));
+  router.post('/api/messages/batch', requireWriteOfBatch(ctx));
+  router.post('/api/messages/dequeue', requireConsumeOfBody(ctx));
+  router.post('/api/messages/ack', requireConsumeOfMessages(ctx));
+  router.post('/api/messages/:id/ack', requireConsumeOfMessage(ctx));
+  router.post('/api/messages/:id/nack', requireConsumeOfMessage(ctx));
+  router.post('/api/messages/:id/requeue', requireRequeueOfMessage(ctx));
   route(router, '/api/messages', {
     GET: async (req, res) => {
       const { limit, offset } = parsePage(req.query);
       const topic = queryString(req.query, 'topic');
-      const page = await ctx.topics.listMessages({ topic }, limit, offset);
+      // Contract §8: an explicit topic needs a read grant (403); without one, non-admins see their readable topics only.
+      let filter: { topic?: string; topics?: string[] } = { topic };
+      if (topic !== undefined) ctx.auth.requireTopic(req.principal, 'read', topic);
+      else if (!ctx.auth.seesAllTopics(req.principal)) {
+        const known = [...new Set((await ctx.topics.stats()).map((s) => s.topic))];
+        filter = { topics: ctx.auth.visibleTopics(req.principal, 'read', known) };
+      }
+      const page = await ctx.topics.listMessages(filter, limit, offset);
       res.json({ items: page.items.map(messageJson), total: page.total, limit, offset });
     },
     POST: async (req, res) => {
       const { id } = await ctx.messages.enqueue(toEnqueueInput(req.body));
-      res.status(201).json({ id });
+      sendJson(res, 201, { id });
     },
   });
   route(router, '/api/messages/batch', {
@@ -48,27 +65,27 @@ export function messageRoutes(ctx: HttpContext): Router {
         visibilityTimeoutSeconds: body.visibility_timeout_seconds,
         consumerGroup: body.consumer_group,
       });
-      res.json({ messages: messages.map(dequeuedMessageJson) });
+      sendJson(res, 200, { messages: messages.map(dequeuedMessageJson) });
     },
   });
   route(router, '/api/messages/ack', {
     POST: async (req, res) => {
       const body = parseBody(ackBatchBody, req.body);
-      const { acked, notFound } = await ctx.messages.ackBatch(body.ids);
-      res.json({ acked, not_found: notFound });
+      const { acked, notFound } = await ctx.messages.ackBatch(body.ids, body.consumer_group);
+      sendJson(res, 200, { acked, not_found: notFound });
     },
   });
   route(router, '/api/messages/:id/ack', {
     POST: async (req, res) => {
-      parseBody(ackBody, req.body);
-      await ctx.messages.ack(req.params.id);
+      const body = parseBody(ackBody, req.body);
+      await ctx.messages.ack(req.params.id, body.consumer_group);
       res.status(204).end();
     },
   });
   route(router, '/api/messages/:id/nack', {
     POST: async (req, res) => {
       const body = parseBody(nackBody, req.body);
-      await ctx.messages.nack(req.params.id, body.error ?? '');
+      await ctx.messages.nack(req.params.id, body.error ?? '', body.consumer_group);
       res.status(204).end();
     },
   });

@@ -23,7 +23,7 @@ export function serviceRoutes(ctx: HttpContext): Router {
     },
   });
   route(router, '/api/version', { GET: (_req, res) => void res.json({ version: VERSION }) });
-  route(router, '/api/auth/status', { GET: (_req, res) => void res.json({ auth_required: false }) });
+  // With auth on, the authenticate middleware has already demanded a valid token here (spec: access `token`).
   route(router, '/metrics', { GET: (req, res) => ctx.metrics.handle(req, res) });
   return router;
 }

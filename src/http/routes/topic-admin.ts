@@ -1,11 +1,21 @@
 import { Router } from 'express';
 import type { HttpContext } from '../context.js';
+import { requireAdmin } from '../middleware/auth.js';
 import { route } from '../route-table.js';
 import { parseBody, purgeBody } from '../validation.js';
 
 export function topicAdminRoutes(ctx: HttpContext): Router {
   const router = Router();
-  route(router, '/api/stats', { GET: async (_req, res) => void res.json({ topics: await ctx.topics.stats() }) });
+  // Maintenance is admin-only; stats show non-admins only the topics they may read (contract §8).
+  router.post('/api/topics/:topic/purge', requireAdmin(ctx));
+  router.delete('/api/topics/:topic/messages/by-key/:key', requireAdmin(ctx));
+  route(router, '/api/stats', {
+    GET: async (req, res) => {
+      const stats = await ctx.topics.stats();
+      const visible = new Set(ctx.auth.visibleTopics(req.principal, 'read', [...new Set(stats.map((s) => s.topic))]));
+      res.json({ topics: stats.filter((s) => visible.has(s.topic)) });
+    },
+  });
   route(router, '/api/topics/:topic/purge', {
     POST: async (req, res) => {
       const { statuses } = parseBody(purgeBody, req.body);

@@ -1,13 +1,21 @@
-import { Router } from 'express';
+import { Router, type Request } from 'express';
 import type { HttpContext } from '../context.js';
 import { topicConfigJson, topicSchemaJson } from '../format.js';
+import { requireTopic } from '../middleware/auth.js';
 import { route } from '../route-table.js';
 import { parseBody, schemaBody } from '../validation.js';
 import { invalid, notFound } from '../../queue/errors.js';
 
 export function topicConfigRoutes(ctx: HttpContext): Router {
   const router = Router();
-  route(router, '/api/topic-configs', { GET: (_req, res) => void res.json({ items: ctx.topics.listConfigs().map(topicConfigJson) }) });
+  // An `admin` grant on a topic covers its configuration and schema (spec Authorization 6); lists are filtered to those topics.
+  const topicAdmin = requireTopic(ctx, 'admin', (req) => req.params.topic);
+  router.all(['/api/topic-configs/:topic', '/api/topic-schemas/:topic'], topicAdmin);
+  const visible = <T extends { topic: string }>(req: Request, rows: T[]) => {
+    const topics = new Set(ctx.auth.visibleTopics(req.principal, 'admin', rows.map((r) => r.topic)));
+    return rows.filter((r) => topics.has(r.topic));
+  };
+  route(router, '/api/topic-configs', { GET: (req, res) => void res.json({ items: visible(req, ctx.topics.listConfigs()).map(topicConfigJson) }) });
   route(router, '/api/topic-configs/:topic', {
     GET: (req, res) => {
       const row = ctx.topics.listConfigs().find((c) => c.topic === req.params.topic);
@@ -25,7 +33,7 @@ export function topicConfigRoutes(ctx: HttpContext): Router {
     },
   });
 
-  route(router, '/api/topic-schemas', { GET: (_req, res) => void res.json({ items: ctx.topics.listSchemas().map(topicSchemaJson) }) });
+  route(router, '/api/topic-schemas', { GET: (req, res) => void res.json({ items: visible(req, ctx.topics.listSchemas()).map(topicSchemaJson) }) });
   route(router, '/api/topic-schemas/:topic', {
     GET: async (req, res) => void res.json(topicSchemaJson(await ctx.topics.getSchema(req.params.topic))),
     PUT: async (req, res) => {

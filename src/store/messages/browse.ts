@@ -26,6 +26,13 @@ export async function findMessageTopic(db: Knex, id: string): Promise<string | n
   return row ? String(row.topic) : null;
 }
 
+/** The distinct topics of the messages among `ids` that exist. */
+export async function findMessageTopics(db: Knex, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db('messages').whereIn('id', ids).distinct('topic');
+  return rows.map((r: Record<string, unknown>) => String(r.topic));
+}
+
 export interface StatusCount {
   topic: string;
   status: string;

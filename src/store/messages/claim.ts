@@ -11,6 +11,8 @@ export interface ClaimRequest {
   visibleUntil: number;
   /** throughput_limit in messages per second; the claim takes at most the bucket's whole tokens. */
   ratePerSecond?: number | null;
+  /** Dead-letter topics only: the dead letters of this consumer group (contract §4). */
+  consumerGroup?: string;
 }
 
 /**
@@ -18,20 +20,26 @@ export interface ClaimRequest {
  * transaction. The ORDER BY is exactly the index order of `messages_claim (topic, status, id)`, so InnoDB
  * walks the index from the oldest pending row and locks only the rows it returns. Ordering by anything else
  * (created_at, visible_at) makes a filesort that locks every pending row of the topic: with a 300k backlog
- * mariadbd ran out of lock memory (measured). test/claim-explain.test.ts pins the plan.
+ * mariadbd ran out of lock memory (measured). FORCE INDEX because the optimizer otherwise picks PRIMARY
+ * for LIMIT 1 on a large topic (walking every other topic's rows) or a filesort for a topic it estimates
+ * empty (seen on MariaDB 10.11). test/claim-explain.test.ts pins the plan.
  * Rows whose TTL has passed are skipped even before the expiry reaper marks them (contract §3).
  */
+export function claimSelectMysql(db: Knex, req: ClaimRequest, limit: number): Knex.QueryBuilder {
+  return db
+    .from(db.raw('?? FORCE INDEX (??)', ['messages', 'messages_claim']))
+    .select('id')
+    .where({ topic: req.topic, status: 'pending' })
+    .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', req.now))
+    .modify((q) => void (req.consumerGroup !== undefined && q.andWhere({ consumer_group: req.consumerGroup })))
+    .orderBy('id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked();
+}
+
 async function claimMysql(trx: Knex.Transaction, req: ClaimRequest, limit: number): Promise<MessageRow[]> {
-  const ids = (
-    await trx('messages')
-      .select('id')
-      .where({ topic: req.topic, status: 'pending' })
-      .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', req.now))
-      .orderBy('id')
-      .limit(limit)
-      .forUpdate()
-      .skipLocked()
-  ).map((r: { id: string }) => r.id);
+  const ids = (await claimSelectMysql(trx, req, limit)).map((r: { id: string }) => r.id);
   if (ids.length === 0) return [];
   await trx('messages').whereIn('id', ids).update({ status: 'processing', visible_at: req.visibleUntil });
   const rows = await trx('messages').select(MESSAGE_COLUMNS).whereIn('id', ids).orderBy('id');
@@ -47,10 +55,10 @@ async function claimSqlite(trx: Knex.Transaction, req: ClaimRequest, limit: numb
     `UPDATE messages SET status = 'processing', visible_at = ?
      WHERE id IN (
        SELECT id FROM messages INDEXED BY messages_claim
-       WHERE topic = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)
+       WHERE topic = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)${req.consumerGroup !== undefined ? ' AND consumer_group = ?' : ''}
        ORDER BY id LIMIT ?)
      RETURNING ${MESSAGE_COLUMNS.join(', ')}`,
-    [req.visibleUntil, req.topic, req.now, limit],
+    [req.visibleUntil, req.topic, req.now, ...(req.consumerGroup !== undefined ? [req.consumerGroup] : []), limit],
   )) as Array<Record<string, unknown>>;
   return rows.map(normaliseRow).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

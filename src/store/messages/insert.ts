@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
 import { withConflictRetry } from '../retry.js';
 import { chunkRows } from './rows.js';
+import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 
 export interface NewMessage {
   id: string;
@@ -41,6 +42,7 @@ function toRow(m: NewMessage) {
  * SQLite through the partial unique index. Only payload and metadata are overwritten (contract §2).
  */
 async function upsertKeyed(trx: Knex.Transaction, message: NewMessage): Promise<{ id: string; inserted: boolean }> {
+  await expireStaleKeyHolder(trx, message);
   const insert = trx('messages').insert(toRow(message)).toSQL();
   if (engineOf(trx) === 'mysql') {
     const [result] = (await trx.raw(
@@ -61,22 +63,41 @@ async function upsertKeyed(trx: Knex.Transaction, message: NewMessage): Promise<
   return { id, inserted: id === message.id };
 }
 
+/** The pending message holding (topic, key), through the pending-key unique index on both engines. */
+function pendingKeyHolder(trx: Knex.Transaction, topic: string, key: string): Knex.QueryBuilder {
+  return engineOf(trx) === 'mysql'
+    ? trx('messages').where({ topic, pending_key: key })
+    : trx('messages').where({ topic, msg_key: key, status: 'pending', original_topic: '' });
+}
+
 async function hasPendingKey(trx: Knex.Transaction, topic: string, key: string): Promise<boolean> {
-  const query =
-    engineOf(trx) === 'mysql'
-      ? trx('messages').where({ topic, pending_key: key })
-      : trx('messages').where({ topic, msg_key: key, status: 'pending', original_topic: '' });
-  return (await query.first('id')) !== undefined;
+  return (await pendingKeyHolder(trx, topic, key).first('id')) !== undefined;
+}
+
+/**
+ * A pending message whose TTL has passed is never delivered again (contract §3), so an upsert into it would
+ * silently drop the new payload. It is marked expired here, as the expiry reaper would, which frees the key.
+ */
+async function expireStaleKeyHolder(trx: Knex.Transaction, message: NewMessage): Promise<void> {
+  const stale = await pendingKeyHolder(trx, message.topic, message.key!).andWhere('expires_at', '<=', message.createdAt).first('id');
+  if (!stale) return;
+  await trx('messages').where({ id: stale.id }).update({ status: 'expired' });
+  await trx('deliveries').where({ message_id: stale.id, status: 'pending' }).update({ status: 'expired' });
 }
 
 /**
  * Room left under max_depth. The topic_configs row is locked FOR UPDATE first, so concurrent enqueues to a
  * capped topic (on any instance) count and insert one after the other and the cap holds exactly.
- * SQLite transactions are already serial (BEGIN IMMEDIATE).
+ * SQLite transactions are already serial (BEGIN IMMEDIATE). On a fan-out topic the cap counts the messages
+ * some group has not finished yet (pending or processing rows): the slowest group's backlog.
  */
-async function roomUnderCap(trx: Knex.Transaction, topic: string, maxDepth: number): Promise<number> {
+async function roomUnderCap(trx: Knex.Transaction, topic: string, maxDepth: number, fanOut: boolean): Promise<number> {
   if (engineOf(trx) === 'mysql') await trx('topic_configs').where({ topic }).forUpdate().first('topic');
-  const row = await trx('messages').where({ topic, status: 'pending' }).count({ n: '*' }).first();
+  const row = await trx('messages')
+    .where({ topic })
+    .whereIn('status', fanOut ? ['pending', 'processing'] : ['pending'])
+    .count({ n: '*' })
+    .first();
   return maxDepth - Number(row?.n ?? 0);
 }
 
@@ -96,11 +117,14 @@ export class BatchRejected extends Error {}
 export async function insertMessages(db: Knex, messages: NewMessage[], options: InsertOptions): Promise<InsertOutcome[]> {
   return withConflictRetry(() =>
     db.transaction(async (trx) => {
+      const topics = [...new Set(messages.map((m) => m.topic))];
+      const groups = await groupsOfTopics(trx, topics);
       const room = new Map<string, number>();
-      for (const topic of new Set(messages.map((m) => m.topic))) {
+      for (const topic of topics) {
         const cap = options.maxDepthOf(topic);
-        if (cap != null) room.set(topic, await roomUnderCap(trx, topic, cap));
+        if (cap != null) room.set(topic, await roomUnderCap(trx, topic, cap, groups.has(topic)));
       }
+      const stored: NewMessage[] = [];
       const outcomes: InsertOutcome[] = new Array(messages.length);
       const plain: Array<{ index: number; message: NewMessage }> = [];
       for (let i = 0; i < messages.length; i++) {
@@ -119,11 +143,17 @@ export async function insertMessages(db: Knex, messages: NewMessage[], options: 
         }
         const { id, inserted } = await upsertKeyed(trx, message);
         if (capped && inserted) room.set(message.topic, left - 1);
+        if (inserted) stored.push(message);
         outcomes[i] = { id, outcome: inserted ? 'inserted' : 'upserted' };
       }
       for (const chunk of chunkRows(plain.map((p) => ({ ...p, payload: p.message.payload })))) {
         await trx('messages').insert(chunk.map((p) => toRow(p.message)));
         for (const p of chunk) outcomes[p.index] = { id: p.message.id, outcome: 'inserted' };
+      }
+      // Fan-out topics: every registered group gets its own pending delivery of each new message.
+      if (groups.size > 0) {
+        const fanned = [...stored, ...plain.map((p) => p.message)].filter((m) => groups.has(m.topic));
+        await insertDeliveries(trx, fanned, (topic) => groups.get(topic));
       }
       return outcomes;
     }),

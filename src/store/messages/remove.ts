@@ -9,7 +9,11 @@ export async function deleteInBatches(db: Knex, select: () => Knex.QueryBuilder,
   for (;;) {
     const ids = (await select().select('id').limit(batchSize)).map((r: { id: string }) => r.id);
     if (ids.length === 0) return deleted;
-    deleted += await db('messages').whereIn('id', ids).delete();
+    // Fan-out messages take their per-group deliveries with them (an index seek when there are none).
+    deleted += await db.transaction(async (trx): Promise<number> => {
+      await trx('deliveries').whereIn('message_id', ids).delete();
+      return await trx('messages').whereIn('id', ids).delete();
+    });
     if (ids.length < batchSize) return deleted;
   }
 }

@@ -1,0 +1,218 @@
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { LOADER_OPTIONS, queueProtoPath } from '../src/grpc/proto.js';
+import { CpuMeter } from './cpu.js';
+import { LatencyRecorder } from './latency.js';
+import { makePayload, type PhaseResult, type Processes } from './phases.js';
+
+/**
+ * The gRPC section of `npm run bench` (issue 5): single Enqueue (report only), EnqueueBatch of 100 from 8
+ * callers, BatchDequeue of 100 + AckBatch, and Subscribe enqueue-to-delivery latency at a steady rate.
+ * bench/run.ts calls grpcPhases() with the service's gRPC port (grpcPortOf its log output).
+ */
+
+export interface GrpcBenchOptions {
+  /** Messages per throughput phase. */
+  count: number;
+  deadlineMs: number;
+  payloadBytes: number;
+  /** Callers of the single-Enqueue phase. */
+  concurrency: number;
+  /** Callers of EnqueueBatch and consumers of BatchDequeue + AckBatch. */
+  batchCallers?: number;
+  batchSize?: number;
+  /** Subscribe phase: steady enqueue rate, for how long, over how many streams. */
+  subscribeRatePerSecond?: number;
+  subscribeSeconds?: number;
+  subscribeStreams?: number;
+}
+
+/** The service logs `"grpcPort":N` in its "conveyor listening" line. */
+export function grpcPortOf(output: string): number {
+  const match = /"grpcPort":(\d+)/.exec(output);
+  if (!match) throw new Error('the service did not report a gRPC port');
+  return Number(match[1]);
+}
+
+type Callback<T> = (err: grpc.ServiceError | null, response: T) => void;
+type AnyClient = grpc.Client & Record<string, (request: object, callback: Callback<any>) => void> & {
+  Subscribe(request: object): grpc.ClientReadableStream<any>;
+};
+
+function connect(port: number): AnyClient {
+  const definition = protoLoader.loadSync(queueProtoPath(), LOADER_OPTIONS);
+  const pkg = grpc.loadPackageDefinition(definition) as unknown as { queue: { QueueService: grpc.ServiceClientConstructor } };
+  return new pkg.queue.QueueService(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
+  }) as unknown as AnyClient;
+}
+
+function unary<T = any>(client: AnyClient, method: string, request: object): Promise<T> {
+  return new Promise((resolve, reject) => client[method](request, (err: grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res))));
+}
+
+async function measured(phase: string, procs: Processes, work: (recorder: (kind: string) => LatencyRecorder) => Promise<number>): Promise<PhaseResult> {
+  const recorders = new Map<string, LatencyRecorder>();
+  const recorder = (kind: string) => {
+    let r = recorders.get(kind);
+    if (!r) recorders.set(kind, (r = new LatencyRecorder()));
+    return r;
+  };
+  const meter = new CpuMeter([procs.serverPid, procs.dbPid]);
+  const clientCpu = process.cpuUsage();
+  const started = performance.now();
+  const messages = await work(recorder);
+  const seconds = (performance.now() - started) / 1000;
+  const [serverCpu, dbCpu] = meter.elapsed();
+  const client = process.cpuUsage(clientCpu);
+  const perMessage = (cpu: number | undefined) => (cpu === undefined || messages === 0 ? undefined : Math.round((cpu / messages) * 1e6 * 10) / 10);
+  const round = (n: number | undefined, digits = 2) => (n === undefined ? undefined : Math.round(n * 10 ** digits) / 10 ** digits);
+  return {
+    phase,
+    messages,
+    seconds: round(seconds, 3)!,
+    msgsPerSecond: Math.round(messages / seconds),
+    latency: Object.fromEntries([...recorders].map(([kind, r]) => [kind, r.summary()])),
+    serverCpuSeconds: round(serverCpu),
+    serverCpuUsPerMessage: perMessage(serverCpu),
+    dbCpuSeconds: round(dbCpu),
+    dbCpuUsPerMessage: perMessage(dbCpu),
+    clientCpuSeconds: round((client.user + client.system) / 1e6)!,
+  };
+}
+
+/** Single-message Enqueue calls from `concurrency` callers (report only: the client, not the server, is the limit). */
+function enqueuePhase(client: AnyClient, procs: Processes, o: GrpcBenchOptions, topic: string): Promise<PhaseResult> {
+  const payload = Buffer.from(makePayload(o.payloadBytes, 1));
+  return measured('grpc-enqueue', procs, async (recorder) => {
+    const latency = recorder('enqueue');
+    const deadline = performance.now() + o.deadlineMs;
+    let issued = 0;
+    const caller = async () => {
+      while (issued < o.count && performance.now() < deadline) {
+        issued++;
+        await latency.time(() => unary(client, 'Enqueue', { topic, payload }));
+      }
+    };
+    await Promise.all(Array.from({ length: o.concurrency }, caller));
+    return latency.count;
+  });
+}
+
+function enqueueBatchPhase(client: AnyClient, procs: Processes, o: GrpcBenchOptions, topic: string): Promise<PhaseResult> {
+  const size = o.batchSize ?? 100;
+  const payload = Buffer.from(makePayload(o.payloadBytes, 2));
+  const requests = Array.from({ length: size }, () => ({ topic, payload }));
+  return measured(`grpc-enqueue-batch${size}`, procs, async (recorder) => {
+    const latency = recorder('enqueue-batch');
+    const deadline = performance.now() + o.deadlineMs;
+    let stored = 0;
+    let issued = 0;
+    const caller = async () => {
+      while (issued < o.count && performance.now() < deadline) {
+        issued += size;
+        const { ids } = await latency.time(() => unary<{ ids: string[] }>(client, 'EnqueueBatch', { requests }));
+        stored += ids.length;
+      }
+    };
+    await Promise.all(Array.from({ length: o.batchCallers ?? 8 }, caller));
+    return stored;
+  });
+}
+
+/** InnoDB picks deadlock victims under concurrent claims and acks; the service retries them, so none should surface. */
+function dequeueAckBatchPhase(client: AnyClient, procs: Processes, o: GrpcBenchOptions, topic: string, expected: number): Promise<PhaseResult> {
+  const size = o.batchSize ?? 100;
+  return measured(`grpc-dequeue${size}+ack-batch`, procs, async (recorder) => {
+    const dequeueLatency = recorder('batch-dequeue');
+    const ackLatency = recorder('ack-batch');
+    const deadline = performance.now() + o.deadlineMs;
+    let acked = 0;
+    const consumer = async () => {
+      while (acked < expected && performance.now() < deadline) {
+        const { messages } = await dequeueLatency.time(() => unary<{ messages: Array<{ id: string }> }>(client, 'BatchDequeue', { topic, count: size }));
+        if (messages.length === 0) return;
+        const ids = messages.map((m) => m.id);
+        const result = await ackLatency.time(() => unary<{ acked: string[] }>(client, 'AckBatch', { ids }));
+        if (result.acked.length !== ids.length) throw new Error(`AckBatch: ${ids.length - result.acked.length} of ${ids.length} not acked`);
+        acked += ids.length;
+      }
+    };
+    await Promise.all(Array.from({ length: o.batchCallers ?? 8 }, consumer));
+    return acked;
+  });
+}
+
+/**
+ * A steady stream of single Enqueues (in ticks of 10 ms) into Subscribe streams that ack every delivery;
+ * latency is from sending the Enqueue to the message arriving on a stream (one clock: this process).
+ */
+function subscribePhase(client: AnyClient, procs: Processes, o: GrpcBenchOptions, topic: string): Promise<PhaseResult> {
+  const rate = o.subscribeRatePerSecond ?? 1000;
+  const seconds = o.subscribeSeconds ?? 10;
+  const total = rate * seconds;
+  const tickMs = 10;
+  const perTick = Math.max(1, Math.round((rate * tickMs) / 1000));
+  const filler = makePayload(Math.max(0, o.payloadBytes - 20), 3);
+  return measured(`grpc-subscribe@${rate}/s`, procs, async (recorder) => {
+    const delivery = recorder('enqueue-to-delivery');
+    const enqueueLatency = recorder('enqueue');
+    const sentAt = new Map<string, number>();
+    let delivered = 0;
+    let finish: () => void = () => {};
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    const streams = Array.from({ length: o.subscribeStreams ?? 4 }, () => {
+      const stream = client.Subscribe({ topic, visibility_timeout_seconds: 60 });
+      stream.on('data', (message: { id: string; payload: Buffer }) => {
+        const sequence = message.payload.toString('latin1', 0, 12).trim();
+        const sent = sentAt.get(sequence);
+        if (sent !== undefined) {
+          delivery.record(performance.now() - sent);
+          sentAt.delete(sequence);
+        }
+        if (++delivered >= total) finish();
+        unary(client, 'Ack', { id: message.id }).catch(() => undefined);
+      });
+      stream.on('error', () => undefined);
+      return stream;
+    });
+    // Let the streams reach their wait before the clock starts.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const started = performance.now();
+    let sent = 0;
+    await new Promise<void>((resolve) => {
+      const tick = () => {
+        const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * rate) + perTick);
+        for (; sent < due; sent++) {
+          const sequence = String(sent).padStart(12, ' ');
+          sentAt.set(sequence.trim(), performance.now());
+          void enqueueLatency.time(() => unary(client, 'Enqueue', { topic, payload: Buffer.from(sequence + filler) }));
+        }
+        if (sent >= total) return resolve();
+        setTimeout(tick, tickMs);
+      };
+      tick();
+    });
+    const timeout = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
+    await Promise.race([done, timeout]);
+    for (const stream of streams) stream.cancel();
+    return delivered;
+  });
+}
+
+/** Runs the gRPC phases against a running service; topics are prefixed so they never meet the HTTP phases'. */
+export async function grpcPhases(port: number, procs: Processes, o: GrpcBenchOptions, report: (r: PhaseResult) => void = () => {}): Promise<PhaseResult[]> {
+  const client = connect(port);
+  const results: PhaseResult[] = [];
+  const add = (r: PhaseResult) => (results.push(r), report(r));
+  try {
+    add(await enqueuePhase(client, procs, o, 'bench.grpc.single'));
+    const batched = await enqueueBatchPhase(client, procs, o, 'bench.grpc.batch');
+    add(batched);
+    add(await dequeueAckBatchPhase(client, procs, o, 'bench.grpc.batch', batched.messages));
+    add(await subscribePhase(client, procs, o, 'bench.grpc.subscribe'));
+  } finally {
+    client.close();
+  }
+  return results;
+}

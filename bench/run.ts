@@ -1,0 +1,176 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { findProcess } from './cpu.js';
+import { mysqlDatabase, sqliteDatabase, type BenchDatabase, type Engine } from './databases.js';
+import { BenchClient } from './http-client.js';
+import { loadAverage, machineInfo } from './machine.js';
+import { dequeueAckPhase, enqueuePhase, preload, type PhaseResult } from './phases.js';
+import { startService } from './server-process.js';
+
+const USAGE = `usage: npm run bench -- [options]
+
+  --engine sqlite|mysql   engines to run, repeatable or comma-separated (BENCH_ENGINES; default both)
+  --count N               messages per phase (BENCH_COUNT; default 20000)
+  --duration S            time limit per phase in seconds (BENCH_DURATION; default 30)
+  --concurrency N         concurrent enqueue clients (default 64)
+  --consumers N           concurrent consumers (default 8)
+  --dequeue-count N       messages per dequeue (default 100)
+  --ack-concurrency N     per-message acks in flight per consumer (default 8)
+  --ack single|batch|both|none  dequeue+ack variants to run (default both; none: enqueue only)
+  --payload-bytes N       payload size (default 256)
+  --node-arg ARG          extra node flag for the service, repeatable (e.g. --cpu-prof)
+  --server-env K=V        extra environment for the service, repeatable (e.g. CONVEYOR_DB_POOL_SIZE=8)
+  --out FILE              JSON results (default bench/results/latest.json)
+
+MySQL/MariaDB: MYSQL_URL (default mysql://root@127.0.0.1:3306); a fresh database is created and dropped.`;
+
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: {
+    engine: { type: 'string', multiple: true },
+    count: { type: 'string' },
+    duration: { type: 'string' },
+    concurrency: { type: 'string' },
+    consumers: { type: 'string' },
+    'dequeue-count': { type: 'string' },
+    'ack-concurrency': { type: 'string' },
+    ack: { type: 'string' },
+    'payload-bytes': { type: 'string' },
+    'node-arg': { type: 'string', multiple: true },
+    'server-env': { type: 'string', multiple: true },
+    out: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+if (values.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
+
+function positiveInt(name: string, flag: string | undefined, env: string | undefined, fallback: number): number {
+  const raw = flag ?? env;
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${raw}"`);
+  return n;
+}
+
+const engines = (values.engine ?? (process.env.BENCH_ENGINES ? [process.env.BENCH_ENGINES] : ['sqlite,mysql']))
+  .flatMap((e) => e.split(','))
+  .map((e) => e.trim())
+  .filter(Boolean) as Engine[];
+for (const e of engines) if (e !== 'sqlite' && e !== 'mysql') throw new Error(`--engine must be sqlite or mysql, got "${e}"`);
+const ackModes: Array<'single' | 'batch'> =
+  values.ack === undefined || values.ack === 'both' ? ['single', 'batch'] : values.ack === 'none' ? [] : [values.ack as 'single' | 'batch'];
+for (const m of ackModes) if (m !== 'single' && m !== 'batch') throw new Error(`--ack must be single, batch, both or none`);
+
+const options = {
+  count: positiveInt('count', values.count, process.env.BENCH_COUNT, 20_000),
+  durationSeconds: positiveInt('duration', values.duration, process.env.BENCH_DURATION, 30),
+  concurrency: positiveInt('concurrency', values.concurrency, undefined, 64),
+  consumers: positiveInt('consumers', values.consumers, undefined, 8),
+  dequeueCount: positiveInt('dequeue-count', values['dequeue-count'], undefined, 100),
+  ackConcurrency: positiveInt('ack-concurrency', values['ack-concurrency'], undefined, 8),
+  payloadBytes: positiveInt('payload-bytes', values['payload-bytes'], undefined, 256),
+};
+const nodeArgs = values['node-arg'] ?? [];
+const serverEnv = Object.fromEntries(
+  (values['server-env'] ?? []).map((kv) => {
+    const at = kv.indexOf('=');
+    if (at < 1) throw new Error(`--server-env must be KEY=VALUE, got "${kv}"`);
+    return [kv.slice(0, at), kv.slice(at + 1)];
+  }),
+);
+const outFile = values.out ?? fileURLToPath(new URL('../../bench/results/latest.json', import.meta.url));
+
+interface EngineResult {
+  engine: Engine;
+  database: string;
+  phases: PhaseResult[];
+  error?: string;
+}
+
+async function benchEngine(engine: Engine): Promise<EngineResult> {
+  let db: BenchDatabase;
+  try {
+    db = engine === 'sqlite' ? sqliteDatabase() : await mysqlDatabase(process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306');
+  } catch (err) {
+    return { engine, database: 'unavailable', phases: [], error: (err as Error).message };
+  }
+  const phases: PhaseResult[] = [];
+  try {
+    const service = await startService(db.url, nodeArgs, serverEnv);
+    const procs = { serverPid: service.pid, dbPid: engine === 'mysql' ? findProcess(['mariadbd', 'mysqld']) : undefined };
+    const client = new BenchClient(service.port, Math.max(options.concurrency, options.consumers * (options.ackConcurrency + 1)));
+    const deadlineMs = options.durationSeconds * 1000;
+    try {
+      const report = (r: PhaseResult) => (phases.push(r), process.stdout.write(`${formatPhase(engine, r)}\n`));
+      const enqueued = await enqueuePhase(client, procs, { topic: 'bench.single', count: options.count, deadlineMs, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
+      report(enqueued);
+      for (const ackMode of ackModes) {
+        const topic = `bench.${ackMode}`;
+        let expected = enqueued.messages;
+        if (ackMode === 'batch' || ackModes[0] !== 'single') {
+          expected = options.count;
+          await preload(client, { topic, count: expected, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
+        }
+        report(await dequeueAckPhase(client, procs, { topic, expected, deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackMode, ackConcurrency: options.ackConcurrency }));
+      }
+    } finally {
+      client.close();
+      await service.stop();
+    }
+    return { engine, database: db.version, phases };
+  } catch (err) {
+    return { engine, database: db.version, phases, error: (err as Error).message };
+  } finally {
+    await db.drop().catch(() => undefined);
+  }
+}
+
+function formatPhase(engine: Engine, r: PhaseResult): string {
+  const lat = Object.entries(r.latency)
+    .map(([kind, s]) => `${kind} p50 ${s.p50Ms} ms p99 ${s.p99Ms} ms`)
+    .join(', ');
+  const cpu = [
+    r.serverCpuUsPerMessage === undefined ? '' : `server ${r.serverCpuUsPerMessage} µs/msg`,
+    r.dbCpuUsPerMessage === undefined ? '' : `db ${r.dbCpuUsPerMessage} µs/msg`,
+  ]
+    .filter(Boolean)
+    .join(', ');
+  return `${engine.padEnd(6)} ${r.phase.padEnd(18)} ${String(r.msgsPerSecond).padStart(6)} msg/s  (${r.messages} msgs in ${r.seconds} s; ${lat}; CPU ${cpu})`;
+}
+
+async function main(): Promise<void> {
+  // Bounded by construction (count and per-phase deadline); this is the backstop for a hung server.
+  const phasesPerEngine = 1 + ackModes.length;
+  const limitMs = engines.length * (phasesPerEngine * options.durationSeconds * 2 + 120) * 1000;
+  setTimeout(() => {
+    process.stderr.write(`bench: gave up after ${Math.round(limitMs / 1000)} s\n`);
+    process.exit(1);
+  }, limitMs).unref();
+
+  const machine = machineInfo();
+  process.stdout.write(
+    `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}, load ${machine.loadAverage ?? '?'}\n` +
+      `options: ${JSON.stringify(options)}${nodeArgs.length ? ` node args ${nodeArgs.join(' ')}` : ''}${Object.keys(serverEnv).length ? ` env ${JSON.stringify(serverEnv)}` : ''}\n`,
+  );
+  const results: EngineResult[] = [];
+  for (const engine of engines) {
+    const result = await benchEngine(engine);
+    process.stdout.write(`${engine}: ${result.database}${result.error ? ` — FAILED: ${result.error}` : ''}\n`);
+    results.push(result);
+  }
+  const report = { date: new Date().toISOString(), machine: { ...machine, loadAverageAfter: loadAverage() }, options, nodeArgs, serverEnv, results };
+  mkdirSync(dirname(outFile), { recursive: true });
+  writeFileSync(outFile, `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`results: ${outFile}\n`);
+  if (results.some((r) => r.error)) process.exitCode = 1;
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench: ${(err as Error).message}\n${USAGE}\n`);
+  process.exit(2);
+});

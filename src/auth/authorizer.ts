@@ -1,0 +1,178 @@
+/**
+ * The transport-neutral authentication and authorization core: HTTP middleware and gRPC interceptors both call
+ * it, and it knows neither. `principal === null` means "auth is disabled": every check passes.
+ *
+ *   authenticate(header: string | undefined): Promise<Principal | null>
+ *       `header` is the raw Authorization value ("Bearer <token>"; gRPC: metadata `authorization`). Returns
+ *       null when auth is off; throws DomainError('unauthenticated', 'missing authorization header' |
+ *       'invalid or expired token'). The user is re-read from the database (cached at most 5 s), so a deleted
+ *       user gets 401 and a demoted admin loses admin rights.
+ *   requireAuthenticated(principal)                      any valid user (GET /metrics)
+ *   requireAdmin(principal)                              else DomainError('forbidden', 'admin access required')
+ *   requireTopic(principal, 'read'|'write'|'admin', topic)  else DomainError('forbidden', 'insufficient permissions')
+ *   requireConsume(principal, topic, consumerGroup?)     dequeue, ack, nack: consume-group rules, else write
+ *   requireRequeue(principal, deadLetterTopic)           write on the dead-letter topic or its original topic
+ *   visibleTopics(principal, action, topics): string[]   filters lists for non-admins (all for admins / auth off)
+ *   login(username, password, clientAddress) / refresh(principal) / status(header)
+ */
+import { failedPrecondition, invalid, DomainError } from '../queue/errors.js';
+import { baseTopicOf } from '../queue/topic-names.js';
+import { mayConsume, mayUseTopic } from './grants-policy.js';
+import type { PasswordVerifier } from './passwords.js';
+import { GRANT_ACTIONS, type GrantAction, type GrantRule, type Principal } from './principal.js';
+import type { LoginRateLimiter } from './rate-limit.js';
+import type { TokenIssuer } from './tokens.js';
+import type { UserService } from './users.js';
+
+export type { Principal } from './principal.js';
+export type TopicAction = Exclude<GrantAction, 'consume'>;
+
+/** Contract §8: how long a principal may be served from cache before the database is asked again. */
+export const PRINCIPAL_CACHE_MS = 5000;
+
+export const MISSING_HEADER = 'missing authorization header';
+export const INVALID_TOKEN = 'invalid or expired token';
+const unauthenticated = (message: string) => new DomainError('unauthenticated', message);
+const insufficient = () => new DomainError('forbidden', 'insufficient permissions');
+
+export interface AuthorizerDeps {
+  enabled: boolean;
+  users: UserService;
+  /** Null when no secret is configured (auth disabled). */
+  tokens: TokenIssuer | null;
+  passwords: PasswordVerifier;
+  limiter: LoginRateLimiter;
+  now: () => number;
+}
+
+export interface AuthStatus {
+  auth_required: boolean;
+  user?: { id: string; username: string; is_admin: boolean };
+}
+
+export class Authorizer {
+  readonly enabled: boolean;
+  private readonly cache = new Map<string, { principal: Principal | null; loadedAt: number }>();
+
+  constructor(private readonly deps: AuthorizerDeps) {
+    this.enabled = deps.enabled;
+  }
+
+  async authenticate(header: string | undefined): Promise<Principal | null> {
+    if (!this.enabled) return null;
+    if (!header) throw unauthenticated(MISSING_HEADER);
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match) throw unauthenticated(INVALID_TOKEN);
+    const principal = await this.principalOfToken(match[1]);
+    if (!principal) throw unauthenticated(INVALID_TOKEN);
+    return principal;
+  }
+
+  requireAuthenticated(principal: Principal | null): void {
+    if (this.enabled && !principal) throw unauthenticated(MISSING_HEADER);
+  }
+
+  requireAdmin(principal: Principal | null): void {
+    if (!this.enabled) return;
+    if (!principal) throw unauthenticated(MISSING_HEADER);
+    if (!principal.isAdmin) throw new DomainError('forbidden', 'admin access required');
+  }
+
+  requireTopic(principal: Principal | null, action: TopicAction, topic: string): void {
+    if (!this.enabled) return;
+    if (!principal) throw unauthenticated(MISSING_HEADER);
+    if (!mayUseTopic(principal, action, topic)) throw insufficient();
+  }
+
+  requireConsume(principal: Principal | null, topic: string, consumerGroup?: string): void {
+    if (!this.enabled) return;
+    if (!principal) throw unauthenticated(MISSING_HEADER);
+    if (!mayConsume(principal, topic, consumerGroup || undefined)) throw insufficient();
+  }
+
+  /** A requeue moves a dead letter back to its original topic, so write on either side of the move suffices. */
+  requireRequeue(principal: Principal | null, deadLetterTopic: string): void {
+    if (!this.enabled) return;
+    if (!principal) throw unauthenticated(MISSING_HEADER);
+    const allowed = [deadLetterTopic, baseTopicOf(deadLetterTopic)].some((topic) => mayUseTopic(principal, 'write', topic));
+    if (!allowed) throw insufficient();
+  }
+
+  /** With auth on, a missing principal sees nothing: a route reached without authentication must not leak. */
+  visibleTopics(principal: Principal | null, action: TopicAction, topics: string[]): string[] {
+    if (!this.enabled) return topics;
+    if (!principal) return [];
+    if (principal.isAdmin) return topics;
+    return topics.filter((topic) => mayUseTopic(principal, action, topic));
+  }
+
+  /** Whether the caller sees every topic, so a list needs no filtering at all. */
+  seesAllTopics(principal: Principal | null): boolean {
+    return !this.enabled || principal?.isAdmin === true;
+  }
+
+  /**
+   * Every attempt counts against the client's limit before anything else, whatever its outcome (contract §8).
+   * An unknown user still costs one argon2 verification, and both failures read the same.
+   */
+  async login(username: unknown, password: unknown, clientAddress: string): Promise<string> {
+    const decision = await this.deps.limiter.hit(clientAddress);
+    if (!decision.allowed) throw new DomainError('rate_limited', 'too many login attempts', { retryAfterSeconds: decision.retryAfterSeconds });
+    if (typeof username !== 'string' || username === '') throw invalid('username is required');
+    if (typeof password !== 'string' || password === '') throw invalid('password is required');
+    const tokens = this.tokenIssuer();
+    const user = await this.deps.users.findByName(username);
+    const valid = await this.deps.passwords.verify(user?.password_hash ?? null, password);
+    if (!user || !valid) throw unauthenticated('invalid username or password');
+    return tokens.issue({ uid: user.id, sub: user.username, adm: user.is_admin });
+  }
+
+  /** A new 15-minute token from the user as it is now (the caller's token was valid to get here). */
+  async refresh(principal: Principal | null): Promise<string> {
+    const tokens = this.tokenIssuer();
+    if (!principal) throw unauthenticated(MISSING_HEADER);
+    return tokens.issue({ uid: principal.userId, sub: principal.username, adm: principal.isAdmin });
+  }
+
+  /** `user` only for a valid token (contract §8); an invalid one is not an error here. */
+  async status(header: string | undefined): Promise<AuthStatus> {
+    if (!this.enabled) return { auth_required: false };
+    const principal = await this.authenticate(header).catch((err: unknown) => {
+      if (err instanceof DomainError && err.code === 'unauthenticated') return null;
+      throw err;
+    });
+    if (!principal) return { auth_required: true };
+    return { auth_required: true, user: { id: principal.userId, username: principal.username, is_admin: principal.isAdmin } };
+  }
+
+  /** Users or grants changed on this instance: forget every cached principal now (other instances within 5 s). */
+  invalidate(): void {
+    this.cache.clear();
+  }
+
+  private tokenIssuer(): TokenIssuer {
+    if (!this.enabled || !this.deps.tokens) throw failedPrecondition('authentication is disabled on this server');
+    return this.deps.tokens;
+  }
+
+  private async principalOfToken(token: string): Promise<Principal | null> {
+    const claims = await this.deps.tokens!.verify(token);
+    if (!claims) return null;
+    const now = this.deps.now();
+    const cached = this.cache.get(claims.uid);
+    if (cached && now - cached.loadedAt < PRINCIPAL_CACHE_MS && now >= cached.loadedAt) return cached.principal;
+    const principal = await this.loadPrincipal(claims.uid);
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(claims.uid, { principal, loadedAt: now });
+    return principal;
+  }
+
+  private async loadPrincipal(userId: string): Promise<Principal | null> {
+    const user = await this.deps.users.find(userId);
+    if (!user) return null;
+    const grants: GrantRule[] = (await this.deps.users.grants(user.id))
+      .filter((g) => (GRANT_ACTIONS as readonly string[]).includes(g.action))
+      .map((g) => ({ action: g.action as GrantAction, topicPattern: g.topic_pattern, consumerGroup: g.consumer_group }));
+    return { userId: user.id, username: user.username, isAdmin: user.is_admin, grants };
+  }
+}

@@ -1,0 +1,43 @@
+import type { GrantAction, GrantRule, Principal } from './principal.js';
+
+/**
+ * Pattern rules (spec Authorization 3, contract §8): `*` matches every topic; `<prefix>.*` matches the prefix
+ * topic itself and its dotted sub-topics (`orders.*` covers `orders`, `orders.dlq`, `orders.eu`);
+ * `<prefix>*` matches every topic starting with the prefix; anything else matches exactly one topic.
+ */
+export function patternMatches(pattern: string, topic: string): boolean {
+  if (pattern === '*') return true;
+  if (pattern.endsWith('.*')) {
+    const prefix = pattern.slice(0, -2);
+    return topic === prefix || topic.startsWith(`${prefix}.`);
+  }
+  if (pattern.endsWith('*')) return topic.startsWith(pattern.slice(0, -1));
+  return topic === pattern;
+}
+
+const VALID_PATTERN = /^(\*|[A-Za-z0-9][A-Za-z0-9._-]{0,199}\*?)$/;
+
+/** A pattern is `*` or a topic name optionally followed by `*` (which covers `<prefix>.*`). */
+export function isValidPattern(pattern: string): boolean {
+  return VALID_PATTERN.test(pattern);
+}
+
+function grantsFor(principal: Principal, action: GrantAction, topic: string): GrantRule[] {
+  return principal.grants.filter((g) => g.action === action && patternMatches(g.topicPattern, topic));
+}
+
+/** Admins bypass every per-topic check (spec Authorization 1). */
+export function mayUseTopic(principal: Principal, action: Exclude<GrantAction, 'consume'>, topic: string): boolean {
+  return principal.isAdmin || grantsFor(principal, action, topic).length > 0;
+}
+
+/**
+ * Dequeue, ack and nack (spec Authorization 5, 7, 8; contract §8). Once any consume grant covers the topic,
+ * only its groups are allowed, whatever write grants exist; without one, a write grant allows any group.
+ */
+export function mayConsume(principal: Principal, topic: string, consumerGroup: string | undefined): boolean {
+  if (principal.isAdmin) return true;
+  const consumeGrants = grantsFor(principal, 'consume', topic);
+  if (consumeGrants.length > 0) return !!consumerGroup && consumeGrants.some((g) => g.consumerGroup === consumerGroup);
+  return grantsFor(principal, 'write', topic).length > 0;
+}

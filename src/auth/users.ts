@@ -1,0 +1,179 @@
+import type { Knex } from 'knex';
+import { v4 as uuidv4 } from 'uuid';
+import { isUniqueViolation } from '../store/dialect.js';
+import { deleteGrant, insertGrant, listGrants, type GrantRow } from '../store/grants.js';
+import { deleteUser, findUserByName, getUser, insertUser, listUsers, updateUser, type UserChanges, type UserRow } from '../store/users.js';
+import { conflict, DomainError, invalid, notFound } from '../queue/errors.js';
+import { isValidPattern } from './grants-policy.js';
+import { hashPassword, MIN_PASSWORD_LENGTH } from './passwords.js';
+
+export type User = Omit<UserRow, 'password_hash'>;
+export type Grant = GrantRow;
+
+export interface NewUserInput {
+  username?: unknown;
+  password?: unknown;
+  is_admin?: unknown;
+}
+
+export interface UserUpdateInput {
+  username?: unknown;
+  password?: unknown;
+  is_admin?: unknown;
+}
+
+const MAX_USERNAME_LENGTH = 255;
+const MAX_GROUP_LENGTH = 255;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const TOPIC_GRANT_ACTIONS = ['read', 'write', 'admin'];
+
+const userNotFound = () => notFound('user not found');
+const withoutHash = ({ password_hash: _hash, ...user }: UserRow): User => user;
+
+function assertUsername(value: unknown): string {
+  if (typeof value !== 'string' || value.trim() === '') throw invalid('username is required and must be a non-empty string');
+  if (value.length > MAX_USERNAME_LENGTH) throw invalid(`username must be at most ${MAX_USERNAME_LENGTH} characters`);
+  return value;
+}
+
+function assertPassword(value: unknown): string {
+  if (typeof value !== 'string' || value === '') throw invalid('password is required and must be a string');
+  if (value.length < MIN_PASSWORD_LENGTH) throw invalid(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  return value;
+}
+
+function assertPattern(value: unknown): string {
+  if (value === undefined || value === null || value === '') return '*';
+  if (typeof value !== 'string' || !isValidPattern(value)) {
+    throw invalid('topic_pattern must be "*", a topic name, "<prefix>.*" or "<prefix>*"');
+  }
+  return value;
+}
+
+/** Users and grants (spec Users, Grants; contract §8). Every change calls `changed` so caches drop stale principals. */
+export class UserService {
+  constructor(
+    private readonly db: Knex,
+    private readonly now: () => number,
+    private readonly changed: () => void,
+  ) {}
+
+  async list(): Promise<User[]> {
+    return (await listUsers(this.db)).map(withoutHash);
+  }
+
+  /** The stored user with its hash, for login and for re-checking a token; null for anything unknown. */
+  async find(id: string): Promise<UserRow | null> {
+    return UUID.test(id) ? getUser(this.db, id.toLowerCase()) : null;
+  }
+
+  findByName(username: string): Promise<UserRow | null> {
+    return findUserByName(this.db, username);
+  }
+
+  async create(input: NewUserInput): Promise<User> {
+    const username = assertUsername(input.username);
+    const password = assertPassword(input.password);
+    if (input.is_admin !== undefined && input.is_admin !== null && typeof input.is_admin !== 'boolean') throw invalid('is_admin must be a boolean');
+    return this.insert(username, await hashPassword(password), input.is_admin === true);
+  }
+
+  /** Start-up: the configured admin, unless a user of that name exists (another pod may create it at the same time). */
+  async bootstrapAdmin(username: string, password: string): Promise<User | null> {
+    if (await findUserByName(this.db, username)) return null;
+    try {
+      return await this.insert(username, await hashPassword(password), true);
+    } catch (err) {
+      if (err instanceof DomainError && err.code === 'conflict') return null;
+      throw err;
+    }
+  }
+
+  async update(id: string, input: UserUpdateInput): Promise<User> {
+    const changes: UserChanges = {};
+    if (input.username !== undefined) changes.username = assertUsername(input.username);
+    if (input.password !== undefined) changes.password_hash = await hashPassword(assertPassword(input.password));
+    if (input.is_admin !== undefined) {
+      if (typeof input.is_admin !== 'boolean') throw invalid('is_admin must be a boolean');
+      changes.is_admin = input.is_admin;
+    }
+    if (!(await this.find(id))) throw userNotFound();
+    let outcome: Awaited<ReturnType<typeof updateUser>>;
+    try {
+      outcome = await updateUser(this.db, id.toLowerCase(), changes, this.now());
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`username "${changes.username}" is already taken`);
+      throw err;
+    }
+    if (outcome === 'not_found') throw userNotFound();
+    if (outcome === 'last_admin') throw invalid('cannot remove admin rights from the last admin user');
+    this.changed();
+    return withoutHash((await this.find(id))!);
+  }
+
+  /** `actingUserId` is the caller (null with auth off): deleting yourself is 400 (spec Users). */
+  async delete(id: string, actingUserId: string | null): Promise<void> {
+    const user = await this.find(id);
+    if (user && user.id === actingUserId) throw invalid('cannot delete the currently authenticated user');
+    if (!user) throw userNotFound();
+    const outcome = await deleteUser(this.db, user.id);
+    if (outcome === 'not_found') throw userNotFound();
+    if (outcome === 'last_admin') throw invalid('cannot delete the last admin user');
+    this.changed();
+  }
+
+  async grants(userId: string): Promise<Grant[]> {
+    const user = await this.find(userId);
+    if (!user) throw userNotFound();
+    return listGrants(this.db, user.id);
+  }
+
+  /** Topic grants: read, write or admin; consume grants come from addConsumeGrant. */
+  async addGrant(userId: string, input: { action?: unknown; topic_pattern?: unknown }): Promise<Grant> {
+    if (typeof input.action !== 'string' || !TOPIC_GRANT_ACTIONS.includes(input.action)) {
+      throw invalid('action is required and must be one of read, write, admin (consume grants: POST /api/users/:id/consumer-group-grants)');
+    }
+    return this.insertGrant(userId, input.action, assertPattern(input.topic_pattern), '');
+  }
+
+  async addConsumeGrant(userId: string, input: { consumer_group?: unknown; topic_pattern?: unknown }): Promise<Grant> {
+    const group = input.consumer_group;
+    if (typeof group !== 'string' || group === '') throw invalid('consumer_group is required and must be a non-empty string');
+    if (group.length > MAX_GROUP_LENGTH) throw invalid(`consumer_group must be at most ${MAX_GROUP_LENGTH} characters`);
+    return this.insertGrant(userId, 'consume', assertPattern(input.topic_pattern), group);
+  }
+
+  async deleteGrant(userId: string, grantId: string): Promise<void> {
+    const user = await this.find(userId);
+    if (!user) throw userNotFound();
+    if (!UUID.test(grantId) || !(await deleteGrant(this.db, user.id, grantId.toLowerCase()))) throw notFound('grant not found');
+    this.changed();
+  }
+
+  private async insert(username: string, passwordHash: string, isAdmin: boolean): Promise<User> {
+    const now = this.now();
+    const row: UserRow = { id: uuidv4(), username, password_hash: passwordHash, is_admin: isAdmin, created_at: now, updated_at: now };
+    try {
+      await insertUser(this.db, row);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`username "${username}" is already taken`);
+      throw err;
+    }
+    this.changed();
+    return withoutHash(row);
+  }
+
+  private async insertGrant(userId: string, action: string, topicPattern: string, consumerGroup: string): Promise<Grant> {
+    const user = await this.find(userId);
+    if (!user) throw userNotFound();
+    const row: GrantRow = { id: uuidv4(), user_id: user.id, action, topic_pattern: topicPattern, consumer_group: consumerGroup, created_at: this.now() };
+    try {
+      await insertGrant(this.db, row);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict('the user already has this grant');
+      throw err;
+    }
+    this.changed();
+    return row;
+  }
+}

@@ -1,0 +1,75 @@
+import type { EnqueueInput } from '../queue/messages.js';
+import type { Message } from '../queue/message.js';
+
+/** Request and response shapes of proto/queue.proto as @grpc/proto-loader hands them over (keepCase). */
+export interface EnqueueRequest {
+  topic: string;
+  payload: Buffer;
+  metadata: Record<string, string>;
+  key?: string;
+}
+
+export interface DequeueRequest {
+  topic: string;
+  visibility_timeout_seconds?: number;
+  consumer_group: string;
+}
+
+export interface BatchDequeueRequest extends DequeueRequest {
+  count: number;
+}
+
+export interface AckRequest {
+  id: string;
+  consumer_group: string;
+}
+
+export interface NackRequest extends AckRequest {
+  error: string;
+}
+
+export interface EnqueueBatchRequest {
+  requests: EnqueueRequest[];
+}
+
+export interface AckBatchRequest {
+  ids: string[];
+  consumer_group: string;
+}
+
+export type SubscribeRequest = DequeueRequest;
+
+interface Timestamp {
+  seconds: number;
+  nanos: number;
+}
+
+export function toEnqueueInput(request: EnqueueRequest): EnqueueInput {
+  return { topic: request.topic, payload: request.payload, metadata: request.metadata, key: request.key ?? null };
+}
+
+/** proto3 cannot send an absent string, so the empty group means "no consumer group". */
+export function groupOf(request: { consumer_group: string }): string | undefined {
+  return request.consumer_group === '' ? undefined : request.consumer_group;
+}
+
+function timestamp(ms: number): Timestamp {
+  return { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1_000_000 };
+}
+
+export function dequeueResponse(m: Message) {
+  return {
+    id: m.id,
+    topic: m.topic,
+    payload: m.payload,
+    metadata: m.metadata,
+    created_at: timestamp(m.createdAt),
+    retry_count: m.retryCount,
+    max_retries: m.maxRetries,
+    ...(m.key === null ? {} : { key: m.key }),
+  };
+}
+
+export function subscribeResponse(m: Message) {
+  return { id: m.id, topic: m.topic, payload: m.payload, metadata: m.metadata, created_at: timestamp(m.createdAt), retry_count: m.retryCount };
+}

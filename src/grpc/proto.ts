@@ -1,0 +1,28 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+/**
+ * keepCase keeps the contract's snake_case names; `oneofs` marks which proto3 `optional` fields were sent
+ * (their synthetic oneof names the field), so an absent visibility timeout is told apart from 0.
+ */
+export const LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true };
+
+/** proto/ sits at the package root: two levels above src/grpc, three above dist/src/grpc. */
+export function queueProtoPath(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++) {
+    const candidate = join(dir, 'proto', 'queue.proto');
+    if (existsSync(candidate)) return candidate;
+    dir = dirname(dir);
+  }
+  throw new Error('proto/queue.proto not found next to the installed package');
+}
+
+export function loadQueuePackage(): { definition: protoLoader.PackageDefinition; service: grpc.ServiceDefinition } {
+  const definition = protoLoader.loadSync(queueProtoPath(), LOADER_OPTIONS);
+  const loaded = grpc.loadPackageDefinition(definition) as unknown as { queue: { QueueService: grpc.ServiceClientConstructor } };
+  return { definition, service: loaded.queue.QueueService.service };
+}

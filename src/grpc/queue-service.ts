@@ -1,0 +1,150 @@
+import { status as Status, type Metadata, type ServerUnaryCall, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { Histogram, UpDownCounter } from '@opentelemetry/api';
+import type { Logger } from '../log/logger.js';
+import type { MessageService } from '../queue/messages.js';
+import type { TopicSignals } from '../queue/topic-signals.js';
+import type { Access, CallGuard } from './auth.js';
+import { notFound } from '../queue/errors.js';
+import { codeName, toGrpcError, type GrpcError } from './errors.js';
+import {
+  dequeueResponse,
+  groupOf,
+  toEnqueueInput,
+  type AckBatchRequest,
+  type AckRequest,
+  type BatchDequeueRequest,
+  type DequeueRequest,
+  type EnqueueBatchRequest,
+  type EnqueueRequest,
+  type NackRequest,
+  type SubscribeRequest,
+} from './messages.js';
+import { DeliveryTracker, SubscribeStream } from './subscribe.js';
+
+export interface QueueServiceDeps {
+  logger: Logger;
+  messages: MessageService;
+  signals: TopicSignals;
+  guard: CallGuard;
+  defaultVisibilitySeconds: number;
+  duration: Histogram;
+  streams: UpDownCounter;
+}
+
+type Unary<Req> = (request: Req) => Promise<object>;
+
+/** The transport of QueueService: each RPC checks access, calls the domain and shapes the reply; no rules here. */
+export class QueueServiceHandlers {
+  private readonly deliveries = new DeliveryTracker();
+  private readonly active = new Set<SubscribeStream>();
+
+  constructor(private readonly deps: QueueServiceDeps) {}
+
+  implementation(): UntypedServiceImplementation {
+    const { messages } = this.deps;
+    return {
+      Enqueue: this.unary<EnqueueRequest>('Enqueue', (r) => ({ action: 'produce', topic: r.topic }), (r) => messages.enqueue(toEnqueueInput(r))),
+      EnqueueBatch: this.unary<EnqueueBatchRequest>(
+        'EnqueueBatch',
+        // Every distinct topic of the batch is checked; the first one refused refuses the batch.
+        (r) => [...new Set(r.requests.map((m) => m.topic))].map((topic) => ({ action: 'produce', topic })),
+        async (r) => messages.enqueueBatch(r.requests.map(toEnqueueInput)),
+      ),
+      Dequeue: this.unary<DequeueRequest>('Dequeue', consume, async (r) => {
+        const [message] = await messages.dequeue(dequeueInput(r, 1));
+        // Contract §9: a unary Dequeue has no empty reply, so an empty topic is NOT_FOUND.
+        if (!message) throw notFound('no messages available');
+        return dequeueResponse(message);
+      }),
+      BatchDequeue: this.unary<BatchDequeueRequest>('BatchDequeue', consume, async (r) => ({
+        messages: (await messages.dequeue(dequeueInput(r, r.count))).map(dequeueResponse),
+      })),
+      Ack: this.unary<AckRequest>('Ack', (r) => settle([r.id], r), async (r) => {
+        await messages.ack(r.id, groupOf(r));
+        this.deliveries.release(groupOf(r), r.id);
+        return {};
+      }),
+      Nack: this.unary<NackRequest>('Nack', (r) => settle([r.id], r), async (r) => {
+        await messages.nack(r.id, r.error, groupOf(r));
+        this.deliveries.release(groupOf(r), r.id);
+        return {};
+      }),
+      AckBatch: this.unary<AckBatchRequest>('AckBatch', (r) => settle(r.ids, r), async (r) => {
+        const { acked, notFound } = await messages.ackBatch(r.ids, groupOf(r));
+        for (const id of acked) this.deliveries.release(groupOf(r), id);
+        return { acked, not_found: notFound };
+      }),
+      Subscribe: (call: ServerWritableStream<SubscribeRequest, unknown>) => void this.subscribe(call),
+    };
+  }
+
+  /** Graceful shutdown: every open stream ends with UNAVAILABLE instead of holding the server open. */
+  endStreams(): void {
+    for (const stream of this.active) stream.shutdown();
+  }
+
+  private unary<Req>(method: string, access: (request: Req) => Access | Access[], handle: Unary<Req>) {
+    return (call: ServerUnaryCall<Req, unknown>, callback: (error: GrpcError | null, response?: object) => void) => {
+      const started = performance.now();
+      const respond = (error: GrpcError | null, response?: object) => {
+        this.record(method, error?.code ?? Status.OK, started);
+        callback(error, response);
+      };
+      this.authorize(call.metadata, access(call.request))
+        .then(() => handle(call.request))
+        .then(
+          (response) => respond(null, response),
+          (err) => respond(this.toError(err)),
+        );
+    };
+  }
+
+  private async subscribe(call: ServerWritableStream<SubscribeRequest, unknown>): Promise<void> {
+    const started = performance.now();
+    const request = call.request;
+    const group = groupOf(request);
+    let code: Status = Status.OK;
+    call.once('error', (err: GrpcError) => (code = err.code));
+    call.once('cancelled', () => (code = Status.CANCELLED));
+    try {
+      await this.authorize(call.metadata, { action: 'consume', topic: request.topic, group });
+    } catch (err) {
+      const error = this.toError(err);
+      this.record('Subscribe', error.code, started);
+      return void call.emit('error', error);
+    }
+    const stream = new SubscribeStream(call, request.visibility_timeout_seconds, this.deps.defaultVisibilitySeconds, group, {
+      dequeue: (input) => this.deps.messages.dequeue(input),
+      signals: this.deps.signals,
+      deliveries: this.deliveries,
+      streams: this.deps.streams,
+      toError: (err) => this.toError(err),
+    });
+    this.active.add(stream);
+    try {
+      await stream.run();
+    } finally {
+      this.active.delete(stream);
+      this.record('Subscribe', code, started);
+    }
+  }
+
+  private authorize(metadata: Metadata, access: Access | Access[]): Promise<void> {
+    return this.deps.guard(metadata, Array.isArray(access) ? access : [access]);
+  }
+
+  private toError(err: unknown): GrpcError {
+    return toGrpcError(err, (cause, what) => this.deps.logger.error({ err: cause }, what));
+  }
+
+  private record(method: string, code: Status, started: number): void {
+    this.deps.duration.record((performance.now() - started) / 1000, { method, code: codeName(code) });
+  }
+}
+
+const consume = (r: DequeueRequest): Access => ({ action: 'consume', topic: r.topic, group: groupOf(r) });
+const settle = (ids: string[], r: { consumer_group: string }): Access => ({ action: 'settle', ids, group: groupOf(r) });
+
+function dequeueInput(r: DequeueRequest, count: number) {
+  return { topic: r.topic, count, visibilityTimeoutSeconds: r.visibility_timeout_seconds, consumerGroup: groupOf(r) };
+}

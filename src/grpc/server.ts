@@ -1,0 +1,79 @@
+import { readFileSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { protoPath as healthProtoPath } from 'grpc-health-check';
+import type { Knex } from 'knex';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../log/logger.js';
+import type { MetricsRegistry } from '../metrics/registry.js';
+import type { MessageService } from '../queue/messages.js';
+import type { TopicSignals } from '../queue/topic-signals.js';
+import type { CallGuard } from './auth.js';
+import { DatabaseHealth } from './health.js';
+import { LOADER_OPTIONS, loadQueuePackage, queueProtoPath } from './proto.js';
+import { QueueServiceHandlers } from './queue-service.js';
+
+/** EnqueueBatch carries up to 1,000 payloads; the same ceiling as the HTTP batch body. */
+const MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
+
+export interface GrpcDeps {
+  config: Config;
+  logger: Logger;
+  db: Knex;
+  metrics: MetricsRegistry;
+  messages: MessageService;
+  signals: TopicSignals;
+  guard: CallGuard;
+}
+
+export interface RunningGrpcServer {
+  port: number;
+  close(deadlineMs: number): Promise<void>;
+}
+
+function credentials(config: Config): grpc.ServerCredentials {
+  const { grpc_tls_cert: cert, grpc_tls_key: key } = config.server;
+  if (!cert && !key) return grpc.ServerCredentials.createInsecure();
+  if (!cert || !key) throw new Error('server.grpc_tls_cert and server.grpc_tls_key must be set together');
+  return grpc.ServerCredentials.createSsl(null, [{ cert_chain: readFileSync(cert), private_key: readFileSync(key) }], false);
+}
+
+function bind(server: grpc.Server, address: string, creds: grpc.ServerCredentials): Promise<number> {
+  return new Promise((resolve, reject) => server.bindAsync(address, creds, (err, port) => (err ? reject(err) : resolve(port))));
+}
+
+/** QueueService, grpc.health.v1.Health and server reflection on server.grpc_port. */
+export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer> {
+  const { config, metrics } = deps;
+  const creds = credentials(config);
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_RECEIVE_BYTES });
+  const handlers = new QueueServiceHandlers({
+    logger: deps.logger,
+    messages: deps.messages,
+    signals: deps.signals,
+    guard: deps.guard,
+    defaultVisibilitySeconds: config.queue.visibility_timeout,
+    duration: metrics.histogram('conveyor_grpc_request_duration_seconds', 'gRPC call duration by method and status code (streams: their lifetime)'),
+    streams: metrics.meter.createUpDownCounter('conveyor_subscribe_streams', { description: 'Open Subscribe streams by topic' }),
+  });
+  server.addService(loadQueuePackage().service, handlers.implementation());
+
+  const health = new DatabaseHealth(deps.db);
+  await health.start();
+  health.implementation.addToServer(server);
+  // Reflection describes both services, so grpcurl can list and call them without local .proto files.
+  new ReflectionService(protoLoader.loadSync([queueProtoPath(), healthProtoPath], LOADER_OPTIONS)).addToServer(server);
+
+  const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host;
+  const port = await bind(server, `${host}:${config.server.grpc_port}`, creds);
+
+  const close = async (deadlineMs: number) => {
+    health.stop();
+    handlers.endStreams();
+    const stopped = new Promise<boolean>((resolve) => server.tryShutdown(() => resolve(true)));
+    const deadline = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), deadlineMs).unref());
+    if (!(await Promise.race([stopped, deadline]))) server.forceShutdown();
+  };
+  return { port, close };
+}

@@ -1,0 +1,106 @@
+import type { Request, RequestHandler } from 'express';
+import type { Principal, TopicAction } from '../../auth/authorizer.js';
+import type { HttpContext } from '../context.js';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** The caller behind the bearer token; null when auth is disabled or the path needs no token. */
+    principal: Principal | null;
+  }
+}
+
+/** Spec Endpoints, access `none` (plus the /readyz probe). Paths outside /api (the admin UI's files) are open too. */
+const OPEN_PATHS = new Set(['/healthz', '/readyz', '/api/version', '/api/auth/status', '/api/auth/login']);
+
+/** Express matches routes case-insensitively and ignores a trailing slash, so this check must too. */
+function needsToken(path: string): boolean {
+  const normalised = path.toLowerCase().replace(/\/+$/, '');
+  return !OPEN_PATHS.has(normalised) && (normalised.startsWith('/api/') || normalised === '/metrics');
+}
+
+/**
+ * Authenticates every request that needs a token, before any route runs, so a route without a guard is still
+ * closed to anonymous callers. What a caller may do is decided per route by the guards below.
+ */
+export function authenticate(ctx: HttpContext): RequestHandler {
+  return async (req, _res, next) => {
+    req.principal = ctx.auth.enabled && needsToken(req.path) ? await ctx.auth.authenticate(req.get('authorization')) : null;
+    next();
+  };
+}
+
+/** Admin-only routes (spec Authorization 9, users, grants, maintenance). */
+export function requireAdmin(ctx: HttpContext): RequestHandler {
+  return (req, _res, next) => {
+    ctx.auth.requireAdmin(req.principal);
+    next();
+  };
+}
+
+/**
+ * A per-topic grant on the topic `topicOf` names. A missing or non-string topic is left to the route's own
+ * validation, which answers 400 before touching any topic.
+ */
+export function requireTopic(ctx: HttpContext, action: TopicAction, topicOf: (req: Request) => unknown): RequestHandler {
+  return (req, _res, next) => {
+    const topic = topicOf(req);
+    if (typeof topic === 'string') ctx.auth.requireTopic(req.principal, action, topic);
+    else ctx.auth.requireAuthenticated(req.principal);
+    next();
+  };
+}
+
+/** Dequeue: write, or a consume grant for the group in the body (contract §8). */
+export function requireConsumeOfBody(ctx: HttpContext): RequestHandler {
+  return (req, _res, next) => {
+    const { topic, consumer_group: group } = (req.body ?? {}) as Record<string, unknown>;
+    if (typeof topic === 'string') ctx.auth.requireConsume(req.principal, topic, typeof group === 'string' ? group : undefined);
+    next();
+  };
+}
+
+/**
+ * Ack and nack by id: the grant is checked on the message's topic. An unknown id passes on, so the domain
+ * answers its usual 404 without revealing more to the unauthorised than to anyone else.
+ */
+export function requireConsumeOfMessage(ctx: HttpContext): RequestHandler {
+  return async (req, _res, next) => {
+    if (!ctx.auth.enabled) return next();
+    const topic = await ctx.messages.topicOf(req.params.id);
+    const group = (req.body ?? {}).consumer_group;
+    if (topic !== null) ctx.auth.requireConsume(req.principal, topic, typeof group === 'string' ? group : undefined);
+    next();
+  };
+}
+
+export function requireRequeueOfMessage(ctx: HttpContext): RequestHandler {
+  return async (req, _res, next) => {
+    if (!ctx.auth.enabled) return next();
+    const topic = await ctx.messages.topicOf(req.params.id);
+    if (topic !== null) ctx.auth.requireRequeue(req.principal, topic);
+    next();
+  };
+}
+
+/** Batch ack (`{ids, consumer_group?}`): every topic the ids live in must be consumable by the caller. */
+export function requireConsumeOfMessages(ctx: HttpContext): RequestHandler {
+  return async (req, _res, next) => {
+    if (!ctx.auth.enabled) return next();
+    const { ids, consumer_group: group } = (req.body ?? {}) as Record<string, unknown>;
+    if (!Array.isArray(ids)) return next();
+    for (const topic of await ctx.messages.topicsOf(ids)) ctx.auth.requireConsume(req.principal, topic, typeof group === 'string' ? group : undefined);
+    next();
+  };
+}
+
+/** Batch enqueue (`{messages: [{topic, ...}]}`): write on every topic named. */
+export function requireWriteOfBatch(ctx: HttpContext): RequestHandler {
+  return (req, _res, next) => {
+    const messages = (req.body ?? {}).messages;
+    if (!Array.isArray(messages)) return next();
+    const topics = new Set(messages.map((m: unknown) => (m as Record<string, unknown> | null)?.topic).filter((t): t is string => typeof t === 'string'));
+    for (const topic of topics) ctx.auth.requireTopic(req.principal, 'write', topic);
+    ctx.auth.requireAuthenticated(req.principal);
+    next();
+  };
+}

@@ -1,0 +1,32 @@
+import { randomFillSync } from 'node:crypto';
+import { v7 } from 'uuid';
+
+/**
+ * uuid's own v7() draws 16 bytes through crypto.getRandomValues on every call, which cost ~3% of the
+ * service's CPU per enqueue (measured with `npm run bench`). This draws them from a pool refilled 4 KiB at a
+ * time and keeps uuid's monotonic rule: within one millisecond the 31-bit sequence counts up, so ids made by
+ * this process sort in creation order (claims take messages in id order).
+ */
+const POOL_BYTES = 16 * 256;
+const pool = Buffer.alloc(POOL_BYTES);
+let offset = POOL_BYTES;
+let lastMs = -Infinity;
+let seq = 0;
+
+export function uuidv7(): string {
+  if (offset === POOL_BYTES) {
+    randomFillSync(pool);
+    offset = 0;
+  }
+  const random = pool.subarray(offset, (offset += 16));
+  const now = Date.now();
+  if (now > lastMs) {
+    lastMs = now;
+    seq = ((random[6] & 0x7f) << 24) | (random[7] << 16) | (random[8] << 8) | random[9];
+  } else {
+    seq = (seq + 1) | 0;
+    // Counter overflow: borrow the next millisecond, as uuid does.
+    if (seq === 0) lastMs++;
+  }
+  return v7({ random, msecs: lastMs, seq });
+}

@@ -1,0 +1,53 @@
+import type { Config } from '../config/schema.js';
+import { noopQueueMetrics } from '../queue/metrics-port.js';
+import { createDb, ping } from '../store/db.js';
+import { REAPER_KINDS, Reapers, type ReaperKind } from './reapers.js';
+
+/** How long a one-shot run waits for a run on another instance (an API pod, another CronJob) to finish. */
+const WAIT_FOR_OTHER_RUN_MS = 60_000;
+
+const RESULT_KEY: Record<ReaperKind, string> = { expiry: 'expired', delete: 'deleted', archive: 'deleted' };
+
+export class ReapCommandError extends Error {}
+
+export function parseReaperKind(value: string | undefined): ReaperKind {
+  if (!value || !(REAPER_KINDS as readonly string[]).includes(value)) {
+    throw new ReapCommandError(`reap needs one of ${REAPER_KINDS.join(', ')}${value ? `, not "${value}"` : ''}`);
+  }
+  return value as ReaperKind;
+}
+
+/**
+ * `conveyor reap expiry|delete|archive`: one run (for Kubernetes CronJobs), one JSON line on stdout such as
+ * {"reaper":"expiry","expired":3}. Failures throw with one readable sentence; the CLI exits non-zero.
+ */
+export async function reapOnce(config: Config, kind: ReaperKind): Promise<string> {
+  let db: ReturnType<typeof createDb>;
+  try {
+    db = createDb({ url: config.db.url, poolSize: 2 });
+  } catch (err) {
+    throw new ReapCommandError(`reap ${kind}: cannot open the database: ${(err as Error).message}`);
+  }
+  // knex logs each failed connection attempt with a stack trace; this command reports the failure itself.
+  const quiet = () => {};
+  Object.assign((db.client as { logger: object }).logger, { _warn: quiet, _error: quiet, _debug: quiet, _deprecate: quiet });
+  try {
+    try {
+      await ping(db);
+    } catch (err) {
+      throw new ReapCommandError(`reap ${kind}: cannot reach the database: ${(err as Error).message}`);
+    }
+    if (!(await db.schema.hasTable('deliveries'))) {
+      throw new ReapCommandError(`reap ${kind}: the database has no (or an older) conveyor schema; run \`conveyor migrate\` first`);
+    }
+    let count: number;
+    try {
+      count = await new Reapers({ db, metrics: noopQueueMetrics }).run(kind, WAIT_FOR_OTHER_RUN_MS);
+    } catch (err) {
+      throw new ReapCommandError(`reap ${kind} failed: ${(err as Error).message}`);
+    }
+    return JSON.stringify({ reaper: kind, [RESULT_KEY[kind]]: count });
+  } finally {
+    await db.destroy();
+  }
+}

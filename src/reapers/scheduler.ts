@@ -1,0 +1,81 @@
+import { Cron } from 'croner';
+import type { Logger } from '../log/logger.js';
+import { DomainError } from '../queue/errors.js';
+import type { DeleteSchedule } from './delete-schedule.js';
+import type { ReaperKind, Reapers } from './reapers.js';
+
+export interface ReaperSchedulerOptions {
+  reapers: Reapers;
+  schedule: DeleteSchedule;
+  logger: Logger;
+  /** Seconds; 0 turns the reaper off. */
+  expiryIntervalSeconds: number;
+  archiveIntervalSeconds: number;
+}
+
+/**
+ * In-process reapers (reapers.mode: in-process): expiry and archive on intervals, delete on the stored or
+ * configured cron. Schedule changes made on any instance arrive through `refresh()`, which the server calls
+ * whenever the catalog revision moves (a PUT bumps it), so every instance follows within a poll interval.
+ */
+export class ReaperScheduler {
+  private readonly timers: NodeJS.Timeout[] = [];
+  private cron: Cron | undefined;
+  private current = '';
+  private stopped = false;
+  private refreshing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly options: ReaperSchedulerOptions) {}
+
+  async start(): Promise<void> {
+    this.every('expiry', this.options.expiryIntervalSeconds);
+    this.every('archive', this.options.archiveIntervalSeconds);
+    await this.refresh();
+  }
+
+  /** Re-reads the effective delete schedule and re-arms the cron when it changed. Calls are serialised. */
+  refresh(): Promise<void> {
+    this.refreshing = this.refreshing.then(() => this.applySchedule()).catch((err) => this.options.logger.warn({ err }, 'could not read the delete-reaper schedule'));
+    return this.refreshing;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const timer of this.timers) clearInterval(timer);
+    this.cron?.stop();
+  }
+
+  private async applySchedule(): Promise<void> {
+    const schedule = await this.options.schedule.effective();
+    if (this.stopped || (schedule === this.current && (schedule === '' || this.cron))) return;
+    this.cron?.stop();
+    this.cron = undefined;
+    this.current = schedule;
+    if (schedule === '') return;
+    try {
+      this.cron = new Cron(schedule, { mode: '5-or-6-parts', protect: true }, () => this.runScheduled('delete'));
+      this.options.logger.info({ schedule }, 'delete reaper scheduled');
+    } catch (err) {
+      this.options.logger.error({ err, schedule }, 'delete reaper schedule is not a valid cron expression; the reaper is off');
+    }
+  }
+
+  private every(kind: ReaperKind, seconds: number): void {
+    if (!(seconds > 0)) return;
+    const timer = setInterval(() => void this.runScheduled(kind), seconds * 1000);
+    timer.unref();
+    this.timers.push(timer);
+  }
+
+  private async runScheduled(kind: ReaperKind): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const count = await this.options.reapers.run(kind, 0);
+      this.options.logger.debug({ reaper: kind, count }, 'reaper run');
+    } catch (err) {
+      // Another instance is running it right now: that run does the work.
+      if (err instanceof DomainError && err.code === 'unavailable') return;
+      this.options.logger.error({ err, reaper: kind }, 'reaper run failed');
+    }
+  }
+}

@@ -1,0 +1,68 @@
+import type { Knex } from 'knex';
+import { isUniqueViolation } from './dialect.js';
+import { adoptMessages } from './deliveries/adopt.js';
+import { completeSettled } from './deliveries/complete.js';
+import { withConflictRetry } from './retry.js';
+import { bumpCatalogRevision } from './settings.js';
+
+export interface ConsumerGroupRow {
+  topic: string;
+  consumer_group: string;
+}
+
+export async function listAllConsumerGroups(db: Knex): Promise<ConsumerGroupRow[]> {
+  const rows = await db('consumer_groups').select('topic', 'consumer_group').orderBy(['topic', 'consumer_group']);
+  return rows.map((r: Record<string, unknown>) => ({ topic: String(r.topic), consumer_group: String(r.consumer_group) }));
+}
+
+export async function listConsumerGroups(db: Knex, topic: string): Promise<string[]> {
+  return (await db('consumer_groups').where({ topic }).orderBy('consumer_group').pluck('consumer_group')).map(String);
+}
+
+export async function isConsumerGroupRegistered(db: Knex, topic: string, group: string): Promise<boolean> {
+  return (await db('consumer_groups').where({ topic, consumer_group: group }).first('topic')) !== undefined;
+}
+
+/**
+ * Registers a group and, in the same transaction, gives it a pending delivery of every message of the topic
+ * that no group has started yet (contract §4), plus any message a plain consumer holds when the topic turns
+ * fan-out, so nothing in flight is stranded. False when the group already exists.
+ */
+export async function registerConsumerGroup(db: Knex, topic: string, group: string, now: number): Promise<boolean> {
+  try {
+    await withConflictRetry(() =>
+      db.transaction(async (trx) => {
+        await trx('consumer_groups').insert({ topic, consumer_group: group, created_at: now });
+        await adoptMessages(trx, topic, group);
+        await bumpCatalogRevision(trx);
+      }),
+    );
+  } catch (err) {
+    if (isUniqueViolation(err)) return false;
+    throw err;
+  }
+  // An enqueue that read the group list just before this commit may have stored a message without this
+  // group; a second adoption right after the commit closes that window.
+  await withConflictRetry(() => db.transaction((trx) => adoptMessages(trx, topic, group)));
+  return true;
+}
+
+/**
+ * Unregisters a group: its deliveries go, and messages that no remaining group still needs are completed
+ * (archived when some group acked them and the topic is replayable, then removed). False when unknown.
+ */
+export async function unregisterConsumerGroup(db: Knex, topic: string, group: string, replayable: boolean, now: number): Promise<boolean> {
+  const removed = await db.transaction(async (trx) => {
+    const deleted = await trx('consumer_groups').where({ topic, consumer_group: group }).delete();
+    if (deleted > 0) await bumpCatalogRevision(trx);
+    return deleted > 0;
+  });
+  if (!removed) return false;
+  for (;;) {
+    const batch = await db('deliveries').where({ topic, consumer_group: group }).limit(1000).pluck('message_id');
+    if (batch.length === 0) break;
+    await db('deliveries').where({ consumer_group: group }).whereIn('message_id', batch).delete();
+  }
+  await completeSettled(db, topic, replayable, now);
+  return true;
+}

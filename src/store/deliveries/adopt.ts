@@ -1,0 +1,65 @@
+import type { Knex } from 'knex';
+import { engineOf } from '../dialect.js';
+
+/** `INSERT IGNORE` / `INSERT OR IGNORE`: a delivery that already exists is left as it is. */
+function insertIgnore(trx: Knex.Transaction): string {
+  return engineOf(trx) === 'mysql' ? 'INSERT IGNORE INTO' : 'INSERT OR IGNORE INTO';
+}
+
+const DELIVERY_COLUMNS = '(message_id, topic, consumer_group, status, retry_count, last_error, visible_at, expires_at)';
+
+/**
+ * Gives `group` a pending delivery of every message of the topic that no group has started (row status
+ * pending), and of messages a plain consumer holds (processing without any delivery). One INSERT ... SELECT,
+ * so a backlog is adopted without shipping rows through Node.
+ */
+export async function adoptMessages(trx: Knex.Transaction, topic: string, group: string): Promise<void> {
+  await trx.raw(
+    `${insertIgnore(trx)} deliveries ${DELIVERY_COLUMNS}
+     SELECT m.id, m.topic, ?, 'pending', 0, '', 0, m.expires_at FROM messages m
+     WHERE m.topic = ? AND (m.status = 'pending'
+       OR (m.status = 'processing' AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)))`,
+    [group, topic],
+  );
+}
+
+/** The registered groups of each topic, read inside the enqueue transaction so a new group is never missed. */
+export async function groupsOfTopics(trx: Knex.Transaction, topics: string[]): Promise<Map<string, string[]>> {
+  const groups = new Map<string, string[]>();
+  if (topics.length === 0) return groups;
+  const rows = await trx('consumer_groups').select('topic', 'consumer_group').whereIn('topic', topics);
+  for (const row of rows as Array<{ topic: string; consumer_group: string }>) {
+    const list = groups.get(String(row.topic)) ?? [];
+    list.push(String(row.consumer_group));
+    groups.set(String(row.topic), list);
+  }
+  return groups;
+}
+
+export interface DeliveryTarget {
+  id: string;
+  topic: string;
+  expiresAt: number | null;
+}
+
+/** One pending delivery per (message, group) for messages just stored on fan-out topics. */
+export async function insertDeliveries(trx: Knex.Transaction, messages: DeliveryTarget[], groupsOf: (topic: string) => string[] | undefined): Promise<void> {
+  const rows = messages.flatMap((m) =>
+    (groupsOf(m.topic) ?? []).map((group) => ({
+      message_id: m.id,
+      topic: m.topic,
+      consumer_group: group,
+      status: 'pending',
+      retry_count: 0,
+      last_error: '',
+      visible_at: 0,
+      expires_at: m.expiresAt,
+    })),
+  );
+  for (let i = 0; i < rows.length; i += 500) {
+    await trx('deliveries')
+      .insert(rows.slice(i, i + 500))
+      .onConflict(['message_id', 'consumer_group'])
+      .ignore();
+  }
+}

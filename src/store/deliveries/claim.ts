@@ -1,0 +1,78 @@
+import type { Knex } from 'knex';
+import { takeTokens } from '../buckets.js';
+import { engineOf } from '../dialect.js';
+import { withConflictRetry } from '../retry.js';
+import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from '../messages/rows.js';
+
+export interface GroupClaimRequest {
+  topic: string;
+  group: string;
+  limit: number;
+  now: number;
+  visibleUntil: number;
+  ratePerSecond?: number | null;
+}
+
+/**
+ * MySQL/MariaDB: SELECT ... FOR UPDATE SKIP LOCKED on deliveries, ORDER BY exactly the index order of
+ * `deliveries_claim (topic, consumer_group, status, message_id)`, so InnoDB walks the group's pending rows
+ * from the oldest and locks only those it returns (the same reasoning as messages_claim).
+ */
+export function claimDeliveriesSelectMysql(db: Knex, req: GroupClaimRequest, limit: number): Knex.QueryBuilder {
+  // FORCE INDEX for the reason messages_claim needs it: MariaDB otherwise picks PRIMARY for small LIMITs.
+  return db
+    .from(db.raw('?? FORCE INDEX (??)', ['deliveries', 'deliveries_claim']))
+    .select('message_id')
+    .where({ topic: req.topic, consumer_group: req.group, status: 'pending' })
+    .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', req.now))
+    .orderBy('message_id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked();
+}
+
+async function claimIdsMysql(trx: Knex.Transaction, req: GroupClaimRequest, limit: number): Promise<string[]> {
+  const ids = (await claimDeliveriesSelectMysql(trx, req, limit)).map((r: { message_id: string }) => String(r.message_id));
+  if (ids.length > 0) {
+    await trx('deliveries').where({ consumer_group: req.group }).whereIn('message_id', ids).update({ status: 'processing', visible_at: req.visibleUntil });
+  }
+  return ids;
+}
+
+/** SQLite: one UPDATE ... WHERE message_id IN (SELECT ... ORDER BY message_id LIMIT n) RETURNING, under BEGIN IMMEDIATE. */
+async function claimIdsSqlite(trx: Knex.Transaction, req: GroupClaimRequest, limit: number): Promise<string[]> {
+  const rows = (await trx.raw(
+    `UPDATE deliveries SET status = 'processing', visible_at = ?
+     WHERE consumer_group = ? AND message_id IN (
+       SELECT message_id FROM deliveries INDEXED BY deliveries_claim
+       WHERE topic = ? AND consumer_group = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)
+       ORDER BY message_id LIMIT ?)
+     RETURNING message_id`,
+    [req.visibleUntil, req.group, req.topic, req.group, req.now, limit],
+  )) as Array<{ message_id: string }>;
+  return rows.map((r) => String(r.message_id));
+}
+
+async function claimForGroup(trx: Knex.Transaction, req: GroupClaimRequest, limit: number): Promise<MessageRow[]> {
+  const ids = await (engineOf(trx) === 'mysql' ? claimIdsMysql : claimIdsSqlite)(trx, req, limit);
+  if (ids.length === 0) return [];
+  // The first group to take a message ends its "fresh" state: a keyed enqueue now creates a new message
+  // instead of overwriting one that some group has already seen (contract §2 on processing messages).
+  await trx('messages').whereIn('id', ids).andWhere({ status: 'pending' }).update({ status: 'processing' });
+  const rows = await trx('messages as m')
+    .join('deliveries as d', (j) => j.on('d.message_id', '=', 'm.id').andOn('d.consumer_group', '=', trx.raw('?', [req.group])))
+    .select([...MESSAGE_COLUMNS.filter((c) => c !== 'retry_count' && c !== 'last_error').map((c) => `m.${c}`), 'd.retry_count', 'd.last_error'])
+    .whereIn('m.id', ids)
+    .orderBy('m.id');
+  return rows.map(normaliseRow);
+}
+
+/** Claims up to `limit` of a group's pending deliveries for one visibility period, oldest first. */
+export async function claimDeliveries(db: Knex, req: GroupClaimRequest): Promise<MessageRow[]> {
+  return withConflictRetry(() =>
+    db.transaction(async (trx) => {
+      if (!req.ratePerSecond) return claimForGroup(trx, req, req.limit);
+      return takeTokens(trx, req.topic, req.ratePerSecond, req.now, req.limit, (granted) => claimForGroup(trx, req, granted));
+    }),
+  );
+}

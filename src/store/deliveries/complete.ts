@@ -1,0 +1,78 @@
+import type { Knex } from 'knex';
+import { engineOf } from '../dialect.js';
+import { archiveMessages } from '../message-log.js';
+import { withConflictRetry } from '../retry.js';
+
+export const ACTIVE_DELIVERY = ['pending', 'processing'];
+
+export interface SettleOutcome {
+  /** Messages that left the topic (every group acked, dead-lettered or failed them). */
+  completed: string[];
+  /** Messages marked expired because a group's TTL ran out and no group works on them any more. */
+  expired: string[];
+}
+
+/** Locks message rows in primary-key order; every path that can finish a fan-out message takes this lock first. */
+export async function lockMessages(trx: Knex.Transaction, ids: string[]): Promise<Array<{ id: string; topic: string }>> {
+  if (ids.length === 0) return [];
+  const query = trx('messages').select('id', 'topic').whereIn('id', ids).orderBy('id');
+  const rows = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query);
+  return rows.map((r: { id: string; topic: string }) => ({ id: String(r.id), topic: String(r.topic) }));
+}
+
+/**
+ * Finishes the fan-out messages among `messages` (rows locked by the caller) that no group is still working
+ * on: archived when some group acked them and their topic is replayable, then removed with their deliveries;
+ * when a group's TTL ran out instead they stay as `expired` for the delete reaper.
+ */
+export async function settleMessages(
+  trx: Knex.Transaction,
+  messages: Array<{ id: string; topic: string }>,
+  replayable: (topic: string) => boolean,
+  now: number,
+): Promise<SettleOutcome> {
+  const outcome: SettleOutcome = { completed: [], expired: [] };
+  if (messages.length === 0) return outcome;
+  const ids = messages.map((m) => m.id);
+  const active = new Set(await trx('deliveries').whereIn('message_id', ids).whereIn('status', ACTIVE_DELIVERY).distinct().pluck('message_id'));
+  const done = messages.filter((m) => !active.has(m.id));
+  if (done.length === 0) return outcome;
+  const doneIds = done.map((m) => m.id);
+  const byStatus = async (status: string) => new Set(await trx('deliveries').whereIn('message_id', doneIds).where({ status }).distinct().pluck('message_id'));
+  const acked = await byStatus('acked');
+  const expired = await byStatus('expired');
+  const toArchive = done.filter((m) => acked.has(m.id) && replayable(m.topic)).map((m) => m.id);
+  if (toArchive.length > 0) await archiveMessages(trx, toArchive, now);
+  outcome.expired = doneIds.filter((id) => expired.has(id));
+  outcome.completed = doneIds.filter((id) => !expired.has(id));
+  if (outcome.expired.length > 0) await trx('messages').whereIn('id', outcome.expired).update({ status: 'expired' });
+  if (outcome.completed.length > 0) {
+    await trx('deliveries').whereIn('message_id', outcome.completed).delete();
+    await trx('messages').whereIn('id', outcome.completed).delete();
+  }
+  return outcome;
+}
+
+/**
+ * Completes every message of a topic that no group still needs (after a group was unregistered or a purge
+ * dropped deliveries). Walks the topic's live messages by id in batches, each its own short transaction.
+ */
+export async function completeSettled(db: Knex, topic: string, replayable: boolean, now: number): Promise<number> {
+  let completed = 0;
+  let after = '';
+  for (;;) {
+    const ids: string[] = await db('messages')
+      .where({ topic })
+      .whereIn('status', ['pending', 'processing'])
+      .andWhere('id', '>', after)
+      .orderBy('id')
+      .limit(500)
+      .pluck('id');
+    if (ids.length === 0) return completed;
+    after = ids[ids.length - 1];
+    const outcome = await withConflictRetry(() =>
+      db.transaction(async (trx) => settleMessages(trx, await lockMessages(trx, ids), () => replayable, now)),
+    );
+    completed += outcome.completed.length + outcome.expired.length;
+  }
+}

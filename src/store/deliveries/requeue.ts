@@ -1,0 +1,86 @@
+import type { Knex } from 'knex';
+import { engineOf } from '../dialect.js';
+import { withConflictRetry } from '../retry.js';
+import { returnToPending, type RequeueTarget } from '../messages/settle.js';
+import { insertDeliveries } from './adopt.js';
+
+export interface DeadLetterInfo {
+  originalTopic: string;
+  consumerGroup: string;
+}
+
+/** What requeue needs to know before it picks a path; null when the id is not a dead letter. */
+export async function findDeadLetter(db: Knex, id: string): Promise<DeadLetterInfo | null> {
+  const row = await db('messages').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq').first('original_topic', 'consumer_group');
+  return row ? { originalTopic: String(row.original_topic), consumerGroup: String(row.consumer_group ?? '') } : null;
+}
+
+function withoutGroup(metadata: string): string {
+  try {
+    const value = JSON.parse(metadata) as Record<string, string>;
+    delete value.consumer_group;
+    return JSON.stringify(value);
+  } catch {
+    return metadata;
+  }
+}
+
+/**
+ * Requeue of a dead letter to a fan-out topic. `forAll`: every registered group gets it again, so the row is
+ * fresh (`pending`, key rules apply); otherwise only the group that dead-lettered it: the row is `processing`
+ * (already seen), so a keyed enqueue never overwrites what only that group will receive.
+ */
+export async function requeueToGroups(
+  db: Knex,
+  id: string,
+  groups: string[],
+  forAll: boolean,
+  target: RequeueTarget,
+  now: number,
+): Promise<{ topic: string; outcome: 'pending' | 'superseded' } | null> {
+  return withConflictRetry(() =>
+    db.transaction(async (trx) => {
+      const query = trx('messages').select('id', 'original_topic', 'metadata', 'consumer_group').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq');
+      const row = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first();
+      if (!row) return null;
+      const topic = String(row.original_topic);
+      const expiresAt = target.expiresAt(topic);
+      const changes = {
+        topic,
+        retry_count: 0,
+        max_retries: target.maxRetries(topic),
+        original_topic: '',
+        dlq_moved_at: null,
+        visible_at: now,
+        expires_at: expiresAt,
+        consumer_group: '',
+        metadata: row.consumer_group ? withoutGroup(String(row.metadata)) : String(row.metadata),
+      };
+      if (forAll) {
+        if ((await returnToPending(trx, id, changes)) === 'superseded') return { topic, outcome: 'superseded' as const };
+      } else {
+        await trx('messages').where({ id }).update({ ...changes, status: 'processing' });
+      }
+      await insertDeliveries(trx, [{ id, topic, expiresAt }], () => groups);
+      return { topic, outcome: 'pending' as const };
+    }),
+  );
+}
+
+export interface DeliveryCount {
+  topic: string;
+  consumer_group: string;
+  status: string;
+  count: number;
+}
+
+/** Per-group counts for /api/stats; acked rows are bookkeeping until their message completes, not shown. */
+export async function countDeliveriesByStatus(db: Knex): Promise<DeliveryCount[]> {
+  const rows = await db('deliveries')
+    .select('topic', 'consumer_group', 'status')
+    .count({ n: '*' })
+    .whereNot({ status: 'acked' })
+    .groupBy('topic', 'consumer_group', 'status')
+    .orderBy(['topic', 'consumer_group', 'status']);
+  return rows.map((r: Record<string, unknown>) => ({ topic: String(r.topic), consumer_group: String(r.consumer_group), status: String(r.status), count: Number(r.n) }));
+}

@@ -1,0 +1,147 @@
+import type { Knex } from 'knex';
+import { v7 as uuidv7 } from 'uuid';
+import { engineOf } from '../dialect.js';
+import { withConflictRetry } from '../retry.js';
+import { normaliseRow, type MessageRow } from '../messages/rows.js';
+import { dlqTopicOf, type AttemptResult, type DecideAttempt } from '../messages/settle.js';
+import { lockMessages, settleMessages, type SettleOutcome } from './complete.js';
+
+export interface GroupSettleContext {
+  replayable: (topic: string) => boolean;
+  now: number;
+}
+
+/** The message row with the group's own attempt counters in place of the message's. */
+async function deliveryRow(trx: Knex.Transaction, id: string, group: string, status: string): Promise<MessageRow | null> {
+  const query = trx('deliveries as d')
+    .join('messages as m', 'm.id', 'd.message_id')
+    .select('m.id', 'm.topic', 'm.msg_key', 'm.metadata', 'm.status', 'm.max_retries', 'd.visible_at', 'm.expires_at', 'm.created_at', 'm.original_topic', 'm.dlq_moved_at', 'd.retry_count', 'd.last_error')
+    .where({ 'd.message_id': id, 'd.consumer_group': group, 'd.status': status });
+  const raw = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first();
+  return raw ? normaliseRow(raw) : null;
+}
+
+function withGroup(metadata: string, group: string): string {
+  let parsed: Record<string, string> = {};
+  try {
+    const value = JSON.parse(metadata) as unknown;
+    if (value && typeof value === 'object' && !Array.isArray(value)) parsed = value as Record<string, string>;
+  } catch {
+    /* unreadable metadata is replaced rather than copied */
+  }
+  return JSON.stringify({ ...parsed, consumer_group: group });
+}
+
+/**
+ * A group's dead letter: a copy of the message (new id, payload copied by INSERT ... SELECT) in <topic>.dlq,
+ * carrying the group in metadata and in the consumer_group column; the group's delivery goes.
+ */
+async function deadLetter(trx: Knex.Transaction, row: MessageRow, group: string, attempts: number, error: string, now: number): Promise<void> {
+  const select = trx('messages')
+    .select(
+      trx.raw('?', [uuidv7()]),
+      trx.raw('?', [dlqTopicOf(row.topic)]),
+      'msg_key',
+      'payload',
+      trx.raw('?', [withGroup(row.metadata, group)]),
+      trx.raw("'pending'"),
+      trx.raw('?', [attempts]),
+      'max_retries',
+      trx.raw('?', [error]),
+      trx.raw('?', [now]),
+      trx.raw('NULL'),
+      'created_at',
+      'topic',
+      trx.raw('?', [now]),
+      trx.raw('?', [group]),
+    )
+    .where({ id: row.id })
+    .toSQL();
+  await trx.raw(
+    'INSERT INTO messages (id, topic, msg_key, payload, metadata, status, retry_count, max_retries, last_error, visible_at, expires_at, created_at, original_topic, dlq_moved_at, consumer_group) ' +
+      select.sql,
+    select.bindings as Knex.RawBinding[],
+  );
+  await trx('deliveries').where({ message_id: row.id, consumer_group: group }).delete();
+}
+
+async function applyGroupAttempt(trx: Knex.Transaction, row: MessageRow, group: string, decide: DecideAttempt, error: string, ctx: GroupSettleContext): Promise<AttemptResult> {
+  const attempts = row.retry_count + 1;
+  const outcome = decide(row);
+  const delivery = trx('deliveries').where({ message_id: row.id, consumer_group: group });
+  if (outcome === 'retry') await delivery.update({ status: 'pending', retry_count: attempts, last_error: error, visible_at: ctx.now });
+  else if (outcome === 'failed') await delivery.update({ status: 'failed', retry_count: attempts, last_error: error });
+  else await deadLetter(trx, row, group, attempts, error, ctx.now);
+  if (outcome !== 'retry') await settleMessages(trx, [{ id: row.id, topic: row.topic }], ctx.replayable, ctx.now);
+  return { id: row.id, topic: row.topic, outcome };
+}
+
+/** A group's nack: locks the message row, then the group's processing delivery, and applies the decision. */
+export async function nackDelivery(db: Knex, id: string, group: string, error: string, decide: DecideAttempt, ctx: GroupSettleContext): Promise<AttemptResult | null> {
+  return withConflictRetry(() =>
+    db.transaction(async (trx) => {
+      if ((await lockMessages(trx, [id])).length === 0) return null;
+      const row = await deliveryRow(trx, id, group, 'processing');
+      return row ? applyGroupAttempt(trx, row, group, decide, error, ctx) : null;
+    }),
+  );
+}
+
+/** Visibility expiry of one group's deliveries on a topic: each counts as a failed attempt (contract §3). */
+export async function releaseExpiredDeliveries(
+  db: Knex,
+  topic: string,
+  group: string,
+  decide: DecideAttempt,
+  error: string,
+  ctx: GroupSettleContext,
+  limit = 500,
+): Promise<AttemptResult[]> {
+  const expired = () => db('deliveries').where({ topic, consumer_group: group, status: 'processing' }).andWhere('visible_at', '<=', ctx.now);
+  const ids: string[] = await expired().orderBy('visible_at').limit(limit).pluck('message_id');
+  if (ids.length === 0) return [];
+  return withConflictRetry(() =>
+    db.transaction(async (trx) => {
+      const locked = await lockMessages(trx, ids);
+      const results: AttemptResult[] = [];
+      for (const { id } of locked) {
+        // Re-read under the lock: an ack or nack may have settled the delivery since the probe above.
+        const row = await deliveryRow(trx, id, group, 'processing');
+        if (row && row.visible_at <= ctx.now) results.push(await applyGroupAttempt(trx, row, group, decide, error, ctx));
+      }
+      return results;
+    }),
+  );
+}
+
+/**
+ * A group's acks: marks its processing deliveries acked and finishes the messages every group is done with
+ * (archiving them first when replayable), all in one transaction. Returns the ids that were acked.
+ */
+export async function ackDeliveries(db: Knex, ids: string[], group: string, ctx: GroupSettleContext): Promise<{ acked: Array<{ id: string; topic: string }>; settled: SettleOutcome }> {
+  return withConflictRetry(() =>
+    db.transaction(async (trx) => {
+      const locked = await lockMessages(trx, ids);
+      if (locked.length === 0) return { acked: [], settled: { completed: [], expired: [] } };
+      const processing = new Set(
+        await trx('deliveries')
+          .whereIn(
+            'message_id',
+            locked.map((m) => m.id),
+          )
+          .where({ consumer_group: group, status: 'processing' })
+          .pluck('message_id'),
+      );
+      const acked = locked.filter((m) => processing.has(m.id));
+      if (acked.length === 0) return { acked, settled: { completed: [], expired: [] } };
+      await trx('deliveries')
+        .where({ consumer_group: group })
+        .whereIn(
+          'message_id',
+          acked.map((m) => m.id),
+        )
+        .update({ status: 'acked' });
+      return { acked, settled: await settleMessages(trx, acked, ctx.replayable, ctx.now) };
+    }),
+  );
+}

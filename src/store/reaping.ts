@@ -1,0 +1,79 @@
+import type { Knex } from 'knex';
+import { lockMessages, settleMessages } from './deliveries/complete.js';
+import { trimLogCreatedBefore } from './message-log.js';
+import { withConflictRetry } from './retry.js';
+
+const BATCH = 1000;
+
+/** Rows affected per topic, for the per-topic counters. */
+export type TopicCounts = Map<string, number>;
+
+function countTopics(counts: TopicCounts, rows: Array<{ topic: string }>): void {
+  for (const row of rows) counts.set(String(row.topic), (counts.get(String(row.topic)) ?? 0) + 1);
+}
+
+/**
+ * Marks pending messages whose TTL passed as expired, 1,000 per short transaction (index messages_expiry).
+ * A fan-out message that no group has started takes all its deliveries with it.
+ */
+export async function expireMessages(db: Knex, now: number): Promise<TopicCounts> {
+  const expired: TopicCounts = new Map();
+  for (;;) {
+    const rows = await db('messages').select('id', 'topic').where({ status: 'pending' }).andWhere('expires_at', '<=', now).limit(BATCH);
+    if (rows.length === 0) return expired;
+    const ids = rows.map((r: { id: string }) => String(r.id));
+    await withConflictRetry(() =>
+      db.transaction(async (trx) => {
+        await trx('messages').whereIn('id', ids).where({ status: 'pending' }).andWhere('expires_at', '<=', now).update({ status: 'expired' });
+        await trx('deliveries').whereIn('message_id', ids).where({ status: 'pending' }).update({ status: 'expired' });
+      }),
+    );
+    countTopics(expired, rows);
+    if (rows.length < BATCH) return expired;
+  }
+}
+
+/**
+ * Per-group TTL: pending deliveries of messages some group already started (index deliveries_expiry). A
+ * message that no group still works on afterwards becomes expired (or leaves, when the others are done).
+ */
+export async function expireDeliveries(db: Knex, now: number, replayable: (topic: string) => boolean): Promise<TopicCounts> {
+  const expired: TopicCounts = new Map();
+  for (;;) {
+    const rows = await db('deliveries').select('message_id', 'consumer_group', 'topic').where({ status: 'pending' }).andWhere('expires_at', '<=', now).limit(BATCH);
+    if (rows.length === 0) return expired;
+    const ids = [...new Set(rows.map((r: { message_id: string }) => String(r.message_id)))];
+    await withConflictRetry(() =>
+      db.transaction(async (trx) => {
+        const locked = await lockMessages(trx, ids);
+        await trx('deliveries').whereIn('message_id', ids).where({ status: 'pending' }).andWhere('expires_at', '<=', now).update({ status: 'expired' });
+        await settleMessages(trx, locked, replayable, now);
+      }),
+    );
+    countTopics(expired, rows);
+    if (rows.length < BATCH) return expired;
+  }
+}
+
+/** Deletes expired messages and their deliveries, 1,000 per short transaction. */
+export async function deleteExpiredMessages(db: Knex): Promise<TopicCounts> {
+  const deleted: TopicCounts = new Map();
+  for (;;) {
+    const rows = await db('messages').select('id', 'topic').where({ status: 'expired' }).limit(BATCH);
+    if (rows.length === 0) return deleted;
+    const ids = rows.map((r: { id: string }) => String(r.id));
+    await withConflictRetry(() =>
+      db.transaction(async (trx) => {
+        await trx('deliveries').whereIn('message_id', ids).delete();
+        await trx('messages').whereIn('id', ids).where({ status: 'expired' }).delete();
+      }),
+    );
+    countTopics(deleted, rows);
+    if (rows.length < BATCH) return deleted;
+  }
+}
+
+/** Trims one topic's archive log to its replay window. */
+export function trimLog(db: Knex, topic: string, windowStart: number): Promise<number> {
+  return trimLogCreatedBefore(db, topic, windowStart);
+}

@@ -1,0 +1,76 @@
+import type { Knex } from 'knex';
+import { withConflictRetry } from './retry.js';
+
+export interface UserRow {
+  id: string;
+  username: string;
+  password_hash: string;
+  is_admin: boolean;
+  created_at: number;
+  updated_at: number;
+}
+
+function normalise(raw: Record<string, unknown>): UserRow {
+  return {
+    id: String(raw.id),
+    username: String(raw.username),
+    password_hash: String(raw.password_hash),
+    is_admin: Boolean(raw.is_admin),
+    created_at: Number(raw.created_at),
+    updated_at: Number(raw.updated_at),
+  };
+}
+
+export async function listUsers(db: Knex): Promise<UserRow[]> {
+  return (await db('users').select('*').orderBy('username')).map(normalise);
+}
+
+export async function getUser(db: Knex, id: string): Promise<UserRow | null> {
+  const row = await db('users').where({ id }).first();
+  return row ? normalise(row) : null;
+}
+
+export async function findUserByName(db: Knex, username: string): Promise<UserRow | null> {
+  const row = await db('users').where({ username }).first();
+  return row ? normalise(row) : null;
+}
+
+/** Throws the engine's unique violation when the username is taken; the caller maps it. */
+export async function insertUser(db: Knex, row: UserRow): Promise<void> {
+  await db('users').insert({ ...row });
+}
+
+export type UserChanges = Partial<Pick<UserRow, 'username' | 'password_hash' | 'is_admin'>>;
+
+/**
+ * Applies the changes unless they would demote the last admin. The admin count is read under the write lock
+ * (FOR UPDATE on MySQL; SQLite transactions here start with BEGIN IMMEDIATE), so two concurrent demotions
+ * cannot both see "another admin is left".
+ */
+export async function updateUser(db: Knex, id: string, changes: UserChanges, now: number): Promise<'updated' | 'not_found' | 'last_admin'> {
+  // Two admins demoting each other lock each other's rows in opposite order: InnoDB picks a victim, we retry it.
+  return withConflictRetry(() => db.transaction(async (trx) => {
+    const current = await trx('users').where({ id }).forUpdate().first('is_admin');
+    if (!current) return 'not_found';
+    if (Boolean(current.is_admin) && changes.is_admin === false && (await otherAdmins(trx, id)) === 0) return 'last_admin';
+    await trx('users').where({ id }).update({ ...changes, updated_at: now });
+    return 'updated';
+  }));
+}
+
+/** Deletes the user and its grants unless it is the last admin; same locking as updateUser. */
+export async function deleteUser(db: Knex, id: string): Promise<'deleted' | 'not_found' | 'last_admin'> {
+  return withConflictRetry(() => db.transaction(async (trx) => {
+    const current = await trx('users').where({ id }).forUpdate().first('is_admin');
+    if (!current) return 'not_found';
+    if (Boolean(current.is_admin) && (await otherAdmins(trx, id)) === 0) return 'last_admin';
+    await trx('grants').where({ user_id: id }).delete();
+    await trx('users').where({ id }).delete();
+    return 'deleted';
+  }));
+}
+
+async function otherAdmins(trx: Knex.Transaction, id: string): Promise<number> {
+  const rows = await trx('users').where({ is_admin: true }).whereNot({ id }).forUpdate().select('id');
+  return rows.length;
+}

@@ -1,0 +1,267 @@
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { expectErrorBody } from './helpers/assert-error.js';
+import { describeEachEngine } from './helpers/engines.js';
+import type { Api } from './helpers/http.js';
+import { manualClock, startTestServer, type TestClock, type TestServer } from './helpers/server.js';
+
+const register = (api: Api, topic: string, group: string) => api.post(`/api/topics/${topic}/consumer-groups`, { consumer_group: group });
+
+async function dequeueGroup(api: Api, topic: string, group: string, extra: Record<string, unknown> = {}): Promise<any[]> {
+  const res = await api.dequeue(topic, { consumer_group: group, count: 10, ...extra });
+  expect(res.status, res.text).toBe(200);
+  return res.body.messages;
+}
+
+const ack = (api: Api, id: string, group?: string) => api.post(`/api/messages/${id}/ack`, group === undefined ? undefined : { consumer_group: group });
+const nack = (api: Api, id: string, group: string, error = 'boom') => api.post(`/api/messages/${id}/nack`, { consumer_group: group, error });
+
+async function topicMessages(api: Api, topic: string): Promise<any[]> {
+  const res = await api.get(`/api/messages?topic=${topic}&limit=200`);
+  expect(res.status).toBe(200);
+  return res.body.items;
+}
+
+describeEachEngine('consumer groups', (engine) => {
+  let server: TestServer;
+  let api: Api;
+  let clock: TestClock;
+  beforeEach(async () => {
+    clock = manualClock();
+    server = await startTestServer(engine, { now: clock.now, overrides: { queue: { dlq_threshold: 2, max_retries: 5 }, reapers: { mode: 'external' } } });
+    api = server.api;
+  });
+  afterEach(async () => {
+    await server?.close();
+  });
+
+  it('registers, lists and unregisters groups with the status codes of the spec', async () => {
+    const created = await register(api, 'orders', 'billing');
+    expect(created.status).toBe(201);
+    expect(created.text).toBe('');
+    expect((await register(api, 'orders', 'audit')).status).toBe(201);
+    expectErrorBody(await register(api, 'orders', 'billing'), 409);
+    expect((await api.get('/api/topics/orders/consumer-groups')).body).toEqual({ items: ['audit', 'billing'] });
+    expect((await api.get('/api/topics/other/consumer-groups')).body).toEqual({ items: [] });
+
+    expectErrorBody(await api.post('/api/topics/orders/consumer-groups', {}), 400);
+    expectErrorBody(await register(api, 'orders', 'bad name!'), 400);
+    expectErrorBody(await register(api, 'orders', ''), 400);
+    expectErrorBody(await register(api, 'orders.dlq', 'billing'), 400);
+
+    expect((await api.delete('/api/topics/orders/consumer-groups/audit')).status).toBe(204);
+    expectErrorBody(await api.delete('/api/topics/orders/consumer-groups/audit'), 404);
+    expect((await api.get('/api/topics/orders/consumer-groups')).body).toEqual({ items: ['billing'] });
+  });
+
+  it('gives every group every message; each acks on its own and the message leaves after the last ack', async () => {
+    await register(api, 'fan', 'a');
+    await register(api, 'fan', 'b');
+    const { id } = (await api.enqueue('fan', 'hello', { metadata: { k: 'v' } })).body;
+
+    const [forA] = await dequeueGroup(api, 'fan', 'a');
+    const [forB] = await dequeueGroup(api, 'fan', 'b');
+    expect(forA).toMatchObject({ id, payload: 'hello', status: 'processing', retry_count: 0, metadata: { k: 'v' } });
+    expect(forB).toMatchObject({ id, payload: 'hello', status: 'processing' });
+    // Each group holds its own delivery: nothing more for either until the visibility timeout.
+    expect(await dequeueGroup(api, 'fan', 'a')).toEqual([]);
+
+    expect((await ack(api, id, 'a')).status).toBe(204);
+    expectErrorBody(await ack(api, id, 'a'), 404);
+    expect((await topicMessages(api, 'fan')).map((m) => m.id)).toEqual([id]);
+    expect((await ack(api, id, 'b')).status).toBe(204);
+    expect(await topicMessages(api, 'fan')).toEqual([]);
+  });
+
+  it('does not let a slow group hold back a fast one', async () => {
+    await register(api, 'speed', 'fast');
+    await register(api, 'speed', 'slow');
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await api.enqueue('speed', `m${i}`)).body.id);
+
+    for (const message of await dequeueGroup(api, 'speed', 'fast')) expect((await ack(api, message.id, 'fast')).status).toBe(204);
+    const later = (await api.enqueue('speed', 'm3')).body.id;
+    expect((await dequeueGroup(api, 'speed', 'fast')).map((m) => m.id)).toEqual([later]);
+
+    expect((await dequeueGroup(api, 'speed', 'slow', { count: 2 })).map((m) => m.id)).toEqual(ids.slice(0, 2));
+    expect((await dequeueGroup(api, 'speed', 'slow')).map((m) => m.id)).toEqual([ids[2], later]);
+  });
+
+  it('refuses calls without a group on a fan-out topic (400) and groups the topic does not have (422)', async () => {
+    await register(api, 'strict', 'g');
+    const { id } = (await api.enqueue('strict', 'x')).body;
+    const noGroup = await api.dequeue('strict');
+    expectErrorBody(noGroup, 400);
+    expect(noGroup.body.error).toBe('consumer_group is required');
+    expectErrorBody(await api.dequeue('strict', { consumer_group: 'nope' }), 422);
+    expectErrorBody(await api.dequeue('plain', { consumer_group: 'g' }), 422);
+
+    await dequeueGroup(api, 'strict', 'g');
+    expectErrorBody(await ack(api, id), 400);
+    expectErrorBody(await api.post(`/api/messages/${id}/nack`, { error: 'x' }), 400);
+    expectErrorBody(await api.post('/api/messages/ack', { ids: [id] }), 400);
+    expectErrorBody(await ack(api, id, 'nope'), 422);
+    expectErrorBody(await nack(api, id, 'nope'), 422);
+    expect((await ack(api, id, 'g')).status).toBe(204);
+  });
+
+  it('acks a batch for one group', async () => {
+    await register(api, 'batch', 'g1');
+    await register(api, 'batch', 'g2');
+    const first = (await api.enqueue('batch', 'a')).body.id;
+    const second = (await api.enqueue('batch', 'b')).body.id;
+    await dequeueGroup(api, 'batch', 'g1');
+    const res = await api.post('/api/messages/ack', { ids: [first, second, 'not-a-uuid'], consumer_group: 'g1' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ acked: [first, second], not_found: ['not-a-uuid'] });
+    // g2 still has both.
+    expect((await dequeueGroup(api, 'batch', 'g2')).map((m) => m.id)).toEqual([first, second]);
+  });
+
+  it('adopts the pending messages of a topic when a group registers', async () => {
+    const before = (await api.enqueue('late', 'old')).body.id;
+    expect((await register(api, 'late', 'g')).status).toBe(201);
+    const after = (await api.enqueue('late', 'new')).body.id;
+    expect((await dequeueGroup(api, 'late', 'g')).map((m) => m.id)).toEqual([before, after]);
+  });
+
+  it('keeps retries, visibility and dead letters per group; a requeued dead letter goes back to its group only', async () => {
+    await register(api, 'work', 'flaky');
+    await register(api, 'work', 'steady');
+    const { id } = (await api.enqueue('work', 'job')).body;
+
+    // flaky: one nack (retry), then a visibility expiry: the second attempt reaches dlq_threshold 2.
+    await dequeueGroup(api, 'work', 'flaky');
+    expect((await nack(api, id, 'flaky', 'first')).status).toBe(204);
+    const [again] = await dequeueGroup(api, 'work', 'flaky', { visibility_timeout_seconds: 1 });
+    expect(again).toMatchObject({ id, retry_count: 1 });
+    const [steady] = await dequeueGroup(api, 'work', 'steady');
+    expect(steady).toMatchObject({ id, retry_count: 0 });
+    clock.advance(1500);
+    expect(await dequeueGroup(api, 'work', 'flaky')).toEqual([]);
+
+    const dead = await topicMessages(api, 'work.dlq');
+    expect(dead).toHaveLength(1);
+    expect(dead[0]).toMatchObject({
+      payload: 'job',
+      original_topic: 'work',
+      retry_count: 2,
+      last_error: 'visibility timeout expired',
+      metadata: { consumer_group: 'flaky' },
+    });
+    expect(dead[0].id).not.toBe(id);
+    // steady is unaffected and finishes; the message leaves because flaky's part went to the DLQ.
+    expect((await ack(api, id, 'steady')).status).toBe(204);
+    expect(await topicMessages(api, 'work')).toEqual([]);
+
+    expect((await api.dequeue('work.dlq', { consumer_group: 'steady' })).body.messages).toEqual([]);
+    const [letter] = (await api.dequeue('work.dlq', { consumer_group: 'flaky' })).body.messages;
+    expect(letter.id).toBe(dead[0].id);
+    expectErrorBody(await nack(api, letter.id, 'steady'), 404);
+    expect((await nack(api, letter.id, 'flaky', 'still broken')).status).toBe(204);
+
+    expect((await api.post(`/api/messages/${letter.id}/requeue`)).status).toBe(204);
+    expect(await dequeueGroup(api, 'work', 'steady')).toEqual([]);
+    const [back] = await dequeueGroup(api, 'work', 'flaky');
+    expect(back).toMatchObject({ id: letter.id, payload: 'job', retry_count: 0, metadata: {} });
+    expect((await ack(api, letter.id, 'flaky')).status).toBe(204);
+    expect(await topicMessages(api, 'work')).toEqual([]);
+  });
+
+  it('fails a group delivery without touching the other group', async () => {
+    await api.put('/api/topic-configs/fragile', { max_retries: 1 });
+    await register(api, 'fragile', 'x');
+    await register(api, 'fragile', 'y');
+    const { id } = (await api.enqueue('fragile', 'f')).body;
+    await dequeueGroup(api, 'fragile', 'x');
+    // max_retries 1 is also the dead-letter threshold: one failed attempt dead-letters x's delivery.
+    expect((await nack(api, id, 'x')).status).toBe(204);
+    expect((await topicMessages(api, 'fragile.dlq'))[0]).toMatchObject({ metadata: { consumer_group: 'x' } });
+    expect((await dequeueGroup(api, 'fragile', 'y')).map((m) => m.id)).toEqual([id]);
+  });
+
+  it('unregistering a group drops its deliveries and completes what no group still needs', async () => {
+    await register(api, 'drop', 'keep');
+    await register(api, 'drop', 'gone');
+    const acked = (await api.enqueue('drop', 'one')).body.id;
+    const open = (await api.enqueue('drop', 'two')).body.id;
+    await dequeueGroup(api, 'drop', 'keep', { count: 1 });
+    expect((await ack(api, acked, 'keep')).status).toBe(204);
+
+    expect((await api.delete('/api/topics/drop/consumer-groups/gone')).status).toBe(204);
+    expect((await topicMessages(api, 'drop')).map((m) => m.id)).toEqual([open]);
+    expectErrorBody(await api.dequeue('drop', { consumer_group: 'gone' }), 422);
+    expect((await dequeueGroup(api, 'drop', 'keep')).map((m) => m.id)).toEqual([open]);
+
+    // The last group goes: nothing needs the message any more, and the topic is a plain topic again.
+    expect((await api.delete('/api/topics/drop/consumer-groups/keep')).status).toBe(204);
+    expect(await topicMessages(api, 'drop')).toEqual([]);
+    const plain = (await api.enqueue('drop', 'three')).body.id;
+    expect((await api.dequeue('drop')).body.messages.map((m: any) => m.id)).toEqual([plain]);
+  });
+
+  it('upserts a keyed message only while no group has taken it', async () => {
+    await register(api, 'keyed', 'a');
+    await register(api, 'keyed', 'b');
+    const first = (await api.enqueue('keyed', 'v1', { key: 'k' })).body.id;
+    expect((await api.enqueue('keyed', 'v2', { key: 'k' })).body.id).toBe(first);
+    expect((await dequeueGroup(api, 'keyed', 'a'))[0]).toMatchObject({ id: first, payload: 'v2' });
+    const second = (await api.enqueue('keyed', 'v3', { key: 'k' })).body.id;
+    expect(second).not.toBe(first);
+    expect((await dequeueGroup(api, 'keyed', 'b')).map((m) => [m.id, m.payload])).toEqual([
+      [first, 'v2'],
+      [second, 'v3'],
+    ]);
+  });
+
+  it('caps a fan-out topic at max_depth messages that some group has not finished', async () => {
+    await api.put('/api/topic-configs/capped', { max_depth: 2 });
+    await register(api, 'capped', 'fast');
+    await register(api, 'capped', 'slow');
+    const ids = [(await api.enqueue('capped', '1')).body.id, (await api.enqueue('capped', '2')).body.id];
+    for (const m of await dequeueGroup(api, 'capped', 'fast')) await ack(api, m.id, 'fast');
+    expectErrorBody(await api.enqueue('capped', '3'), 429);
+    for (const m of await dequeueGroup(api, 'capped', 'slow')) await ack(api, m.id, 'slow');
+    expect((await api.enqueue('capped', '3')).status).toBe(201);
+    expect(ids).toHaveLength(2);
+  });
+
+  it('expires deliveries per group and counts fan-out deliveries in /api/stats', async () => {
+    await api.put('/api/topic-configs/ttl', { message_ttl_seconds: 10 });
+    await register(api, 'ttl', 'quick');
+    await register(api, 'ttl', 'late');
+    const { id } = (await api.enqueue('ttl', 'x')).body;
+    await dequeueGroup(api, 'ttl', 'quick');
+
+    const stats = (await api.get('/api/stats')).body.topics.filter((s: any) => s.topic === 'ttl');
+    expect(stats).toEqual(
+      expect.arrayContaining([
+        { topic: 'ttl', status: 'processing', count: 1 },
+        { topic: 'ttl', consumer_group: 'quick', status: 'processing', count: 1 },
+        { topic: 'ttl', consumer_group: 'late', status: 'pending', count: 1 },
+      ]),
+    );
+
+    clock.advance(11_000);
+    // Past its TTL the message is never handed out, even before the reaper marks it.
+    expect(await dequeueGroup(api, 'ttl', 'late')).toEqual([]);
+    expect((await api.post('/api/admin/expiry-reaper/run')).body).toEqual({ expired: 1 });
+    expect((await ack(api, id, 'quick')).status).toBe(204);
+    // quick acked, late's TTL ran out: the message stays as expired for the delete reaper.
+    expect((await topicMessages(api, 'ttl')).map((m) => [m.id, m.status])).toEqual([[id, 'expired']]);
+    expect((await api.post('/api/admin/delete-reaper/run')).body).toEqual({ deleted: 1 });
+    expect(await topicMessages(api, 'ttl')).toEqual([]);
+  });
+
+  it('purges per group on a fan-out topic', async () => {
+    await register(api, 'purge', 'a');
+    await register(api, 'purge', 'b');
+    const taken = (await api.enqueue('purge', 'one')).body.id;
+    await api.enqueue('purge', 'two');
+    await dequeueGroup(api, 'purge', 'a', { count: 1 });
+    expect((await ack(api, taken, 'a')).status).toBe(204);
+    // Every group's pending deliveries go: 'two' (nobody started it) and 'one' (a acked it, b had it pending).
+    expect((await api.post('/api/topics/purge/purge', { statuses: ['pending'] })).body).toEqual({ deleted: 2 });
+    expect(await topicMessages(api, 'purge')).toEqual([]);
+    expect(await dequeueGroup(api, 'purge', 'b')).toEqual([]);
+  });
+});

@@ -1,0 +1,114 @@
+import { status } from '@grpc/grpc-js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createUser, signToken, startAuthServer, type AuthServer, type TestUser } from './helpers/auth.js';
+import { describeEachEngine } from './helpers/engines.js';
+import { expectGrpcError, QueueClient, StreamRecorder } from './helpers/grpc.js';
+
+const UNKNOWN_ID = '01900000-0000-7000-8000-000000000000';
+
+describeEachEngine('gRPC authentication and grants', (engine) => {
+  let server: AuthServer;
+  let anonymous: QueueClient;
+  let writer: TestUser;
+  let reader: TestUser;
+  const clients: QueueClient[] = [];
+  const as = (token?: string) => {
+    const client = new QueueClient(server.server.grpcPort, token);
+    clients.push(client);
+    return client;
+  };
+  const endOf = async (client: QueueClient, request: object) => {
+    const rec = new StreamRecorder(client.subscribe(request));
+    await rec.until(() => rec.ended !== undefined, 5000, 'the stream to end');
+    return rec.ended!;
+  };
+
+  beforeAll(async () => {
+    server = await startAuthServer(engine);
+    writer = await createUser(server, ['write:orders*']);
+    reader = await createUser(server, ['read:orders*']);
+    anonymous = as();
+  });
+  afterAll(async () => {
+    for (const client of clients) client.close();
+    await server?.close();
+  });
+
+  it('refuses every unary call without a token with UNAUTHENTICATED', async () => {
+    const calls: Array<[string, object]> = [
+      ['Enqueue', { topic: 'orders', payload: Buffer.from('x') }],
+      ['EnqueueBatch', { requests: [{ topic: 'orders', payload: Buffer.from('x') }] }],
+      ['EnqueueBatch', { requests: [] }],
+      ['Dequeue', { topic: 'orders' }],
+      ['BatchDequeue', { topic: 'orders', count: 1 }],
+      ['Ack', { id: UNKNOWN_ID }],
+      ['Nack', { id: UNKNOWN_ID }],
+      ['AckBatch', { ids: [UNKNOWN_ID] }],
+      ['AckBatch', { ids: [] }],
+    ];
+    for (const [method, request] of calls) {
+      await expectGrpcError(anonymous.call(method, request), status.UNAUTHENTICATED, /^missing authorization header$/);
+    }
+  });
+
+  it('refuses a bad, forged or wrongly prefixed token with UNAUTHENTICATED', async () => {
+    await expectGrpcError(as('not-a-jwt').call('Enqueue', { topic: 'orders', payload: Buffer.from('x') }), status.UNAUTHENTICATED, /^invalid or expired token$/);
+    const forged = await signToken({ uid: writer.id, sub: writer.username }, { secret: 'another-secret-that-is-32-bytes-or-more!' });
+    await expectGrpcError(as(forged).call('Enqueue', { topic: 'orders', payload: Buffer.from('x') }), status.UNAUTHENTICATED);
+    const client = as();
+    const metadata = client.metadata();
+    metadata.set('authorization', writer.token);
+    await expectGrpcError(client.call('Enqueue', { topic: 'orders', payload: Buffer.from('x') }, metadata), status.UNAUTHENTICATED);
+  });
+
+  it('ends a Subscribe without a valid token with UNAUTHENTICATED', async () => {
+    expect((await endOf(anonymous, { topic: 'orders' })).code).toBe(status.UNAUTHENTICATED);
+    expect((await endOf(as('junk'), { topic: 'orders' })).code).toBe(status.UNAUTHENTICATED);
+  });
+
+  it('lets a write grant enqueue, dequeue, ack and subscribe on matching topics only', async () => {
+    const client = as(writer.token);
+    const { id } = await client.call('Enqueue', { topic: 'orders-eu', payload: Buffer.from('x') });
+    expect((await client.call('Dequeue', { topic: 'orders-eu' })).id).toBe(id);
+    await client.call('Ack', { id });
+    await expectGrpcError(client.call('Enqueue', { topic: 'payments', payload: Buffer.from('x') }), status.PERMISSION_DENIED, /^insufficient permissions$/);
+    await expectGrpcError(client.call('Dequeue', { topic: 'payments' }), status.PERMISSION_DENIED);
+
+    const rec = new StreamRecorder(client.subscribe({ topic: 'orders-live' }));
+    const pushed = await client.call('Enqueue', { topic: 'orders-live', payload: Buffer.from('y') });
+    await rec.until(() => rec.received.length === 1, 5000, 'the pushed message');
+    expect(rec.received[0].id).toBe(pushed.id);
+    rec.stream.cancel();
+    expect((await endOf(client, { topic: 'payments' })).code).toBe(status.PERMISSION_DENIED);
+  });
+
+  it('refuses a batch naming any topic the caller may not write, and enqueues nothing', async () => {
+    const client = as(writer.token);
+    const requests = [
+      { topic: 'orders-batch', payload: Buffer.from('1') },
+      { topic: 'payments', payload: Buffer.from('2') },
+    ];
+    await expectGrpcError(client.call('EnqueueBatch', { requests }), status.PERMISSION_DENIED);
+    expect((await server.admin.get('/api/messages?topic=orders-batch')).body.total).toBe(0);
+  });
+
+  it('checks Ack, Nack and AckBatch against the topic the message lives in', async () => {
+    const admin = as((await createUser(server, [], true)).token);
+    const { id } = await admin.call('Enqueue', { topic: 'payments', payload: Buffer.from('x') });
+    await admin.call('Dequeue', { topic: 'payments' });
+    const client = as(writer.token);
+    await expectGrpcError(client.call('Ack', { id }), status.PERMISSION_DENIED);
+    await expectGrpcError(client.call('Nack', { id, error: 'no' }), status.PERMISSION_DENIED);
+    await expectGrpcError(client.call('AckBatch', { ids: [id] }), status.PERMISSION_DENIED);
+    // An unknown id reveals nothing: the usual NOT_FOUND.
+    await expectGrpcError(client.call('Ack', { id: UNKNOWN_ID }), status.NOT_FOUND);
+    await admin.call('Ack', { id });
+  });
+
+  it('does not let a read grant produce or consume', async () => {
+    const client = as(reader.token);
+    await expectGrpcError(client.call('Enqueue', { topic: 'orders', payload: Buffer.from('x') }), status.PERMISSION_DENIED);
+    await expectGrpcError(client.call('BatchDequeue', { topic: 'orders', count: 1 }), status.PERMISSION_DENIED);
+    expect((await endOf(client, { topic: 'orders' })).code).toBe(status.PERMISSION_DENIED);
+  });
+});

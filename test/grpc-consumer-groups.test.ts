@@ -1,0 +1,82 @@
+import { status } from '@grpc/grpc-js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeEachEngine } from './helpers/engines.js';
+import { expectGrpcError, QueueClient, StreamRecorder } from './helpers/grpc.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+
+describeEachEngine('gRPC with consumer groups', (engine) => {
+  let server: TestServer;
+  let client: QueueClient;
+  let n = 0;
+  const fanOutTopic = async (...groups: string[]) => {
+    const topic = `fan-${++n}`;
+    for (const group of groups) {
+      const res = await server.api.post(`/api/topics/${topic}/consumer-groups`, { consumer_group: group });
+      expect(res.status, res.text).toBe(201);
+    }
+    return topic;
+  };
+
+  beforeAll(async () => {
+    server = await startTestServer(engine);
+    client = new QueueClient(server.server.grpcPort);
+  });
+  afterAll(async () => {
+    client?.close();
+    await server?.close();
+  });
+
+  it('gives every group its own delivery, acked and nacked per group', async () => {
+    const topic = await fanOutTopic('billing', 'shipping');
+    const { id } = await client.call('Enqueue', { topic, payload: Buffer.from('x') });
+    const billing = await client.call('Dequeue', { topic, consumer_group: 'billing' });
+    const shipping = await client.call('BatchDequeue', { topic, count: 5, consumer_group: 'shipping' });
+    expect(billing.id).toBe(id);
+    expect(shipping.messages.map((m: any) => m.id)).toEqual([id]);
+
+    await client.call('Ack', { id, consumer_group: 'billing' });
+    await expectGrpcError(client.call('Ack', { id, consumer_group: 'billing' }), status.NOT_FOUND);
+    await client.call('Nack', { id, consumer_group: 'shipping', error: 'later' });
+    const again = await client.call('Dequeue', { topic, consumer_group: 'shipping' });
+    expect(again).toMatchObject({ id, retry_count: 1 });
+    expect(await client.call('AckBatch', { ids: [id], consumer_group: 'shipping' })).toEqual({ acked: [id], not_found: [] });
+    await expectGrpcError(client.call('Dequeue', { topic, consumer_group: 'billing' }), status.NOT_FOUND);
+  });
+
+  it('requires consumer_group on a fan-out topic and a registered group', async () => {
+    const topic = await fanOutTopic('only');
+    await expectGrpcError(client.call('Dequeue', { topic }), status.INVALID_ARGUMENT, /consumer_group is required/);
+    await expectGrpcError(client.call('Dequeue', { topic, consumer_group: 'stranger' }), status.FAILED_PRECONDITION);
+    const rec = new StreamRecorder(client.subscribe({ topic }));
+    await rec.until(() => rec.ended !== undefined, 5000, 'the error');
+    expect(rec.ended!.code).toBe(status.INVALID_ARGUMENT);
+  });
+
+  it('pushes each message to a Subscribe stream of every group', async () => {
+    const topic = await fanOutTopic('a', 'b');
+    const a = new StreamRecorder(client.subscribe({ topic, consumer_group: 'a' }));
+    const b = new StreamRecorder(client.subscribe({ topic, consumer_group: 'b' }));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const { id } = await client.call('Enqueue', { topic, payload: Buffer.from('fan') });
+    await a.until(() => a.received.length === 1, 5000, 'group a');
+    await b.until(() => b.received.length === 1, 5000, 'group b');
+    expect([a.received[0].id, b.received[0].id]).toEqual([id, id]);
+    a.stream.cancel();
+    b.stream.cancel();
+  });
+
+  it("frees the slot of the acking group's stream only", async () => {
+    const topic = await fanOutTopic('a', 'b');
+    await client.call('EnqueueBatch', { requests: Array.from({ length: 11 }, (_, i) => ({ topic, payload: Buffer.from(`m${i}`) })) });
+    const a = new StreamRecorder(client.subscribe({ topic, consumer_group: 'a', visibility_timeout_seconds: 60 }));
+    const b = new StreamRecorder(client.subscribe({ topic, consumer_group: 'b', visibility_timeout_seconds: 60 }));
+    await a.until(() => a.received.length === 10, 5000, 'ten for a');
+    await b.until(() => b.received.length === 10, 5000, 'ten for b');
+    await client.call('Ack', { id: b.received[0].id, consumer_group: 'b' });
+    await b.until(() => b.received.length === 11, 3000, "b's eleventh");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(a.received).toHaveLength(10);
+    a.stream.cancel();
+    b.stream.cancel();
+  });
+});

@@ -1,0 +1,142 @@
+import { status } from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeEachEngine } from './helpers/engines.js';
+import { expectGrpcError, QueueClient, sleep, StreamRecorder } from './helpers/grpc.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+
+describeEachEngine('gRPC Subscribe', (engine) => {
+  let server: TestServer;
+  let client: QueueClient;
+  let n = 0;
+  const topic = () => `sub-${++n}`;
+  const enqueue = (t: string, payload: string) => client.call('Enqueue', { topic: t, payload: Buffer.from(payload) });
+  const streamsGauge = async (t: string) => {
+    const line = (await server.api.get('/metrics')).text.split('\n').find((l) => l.startsWith('conveyor_subscribe_streams{') && l.includes(`topic="${t}"`));
+    return line ? Number(line.split(' ').at(-1)) : 0;
+  };
+
+  beforeAll(async () => {
+    server = await startTestServer(engine);
+    client = new QueueClient(server.server.grpcPort);
+  });
+  afterAll(async () => {
+    client?.close();
+    await server?.close();
+  });
+
+  it('pushes messages already waiting and then new ones as they are enqueued', async () => {
+    const t = topic();
+    const first = await enqueue(t, 'before');
+    const rec = new StreamRecorder(client.subscribe({ topic: t }));
+    await rec.until(() => rec.received.length === 1, 5000, 'the waiting message');
+    expect(rec.received[0]).toMatchObject({ id: first.id, topic: t, retry_count: 0 });
+    expect(rec.received[0].payload.toString()).toBe('before');
+    expect(rec.received[0].created_at.seconds).toBeGreaterThan(0);
+
+    const enqueuedAt = Date.now();
+    const second = await enqueue(t, 'after');
+    await rec.until(() => rec.received.length === 2, 5000, 'the new message');
+    expect(rec.received[1].id).toBe(second.id);
+    // Pushed on the enqueue's wake-up, not found by the 1 s fallback poll.
+    expect(rec.receivedAt[1] - enqueuedAt).toBeLessThan(500);
+    rec.stream.cancel();
+  });
+
+  it('holds at most 10 unacknowledged deliveries, and each unary Ack or Nack frees one slot', async () => {
+    const t = topic();
+    await client.call('EnqueueBatch', { requests: Array.from({ length: 15 }, (_, i) => ({ topic: t, payload: Buffer.from(`m${i}`) })) });
+    const rec = new StreamRecorder(client.subscribe({ topic: t, visibility_timeout_seconds: 60 }));
+    await rec.until(() => rec.received.length === 10, 5000, 'ten deliveries');
+    await sleep(300);
+    expect(rec.received).toHaveLength(10);
+    expect((await server.api.get(`/api/messages?topic=${t}`)).body.items.filter((m: any) => m.status === 'pending')).toHaveLength(5);
+
+    await client.call('Ack', { id: rec.received[0].id });
+    await rec.until(() => rec.received.length === 11, 2000, 'a delivery after an ack');
+    await client.call('Nack', { id: rec.received[1].id, error: 'retry me' });
+    await rec.until(() => rec.received.length === 12, 2000, 'a delivery after a nack');
+    await client.call('AckBatch', { ids: [rec.received[2].id, rec.received[3].id] });
+    await rec.until(() => rec.received.length === 14, 2000, 'deliveries after an ack batch');
+    await sleep(200);
+    expect(rec.received).toHaveLength(14);
+    rec.stream.cancel();
+  });
+
+  it('frees a slot when a delivery is neither acked nor nacked before its visibility timeout', async () => {
+    const t = topic();
+    await client.call('EnqueueBatch', { requests: Array.from({ length: 11 }, (_, i) => ({ topic: t, payload: Buffer.from(`m${i}`) })) });
+    const rec = new StreamRecorder(client.subscribe({ topic: t, visibility_timeout_seconds: 1 }));
+    await rec.until(() => rec.received.length === 10, 5000, 'ten deliveries');
+    // After 1 s the ten unsettled deliveries no longer count, so the stream is served again (redeliveries).
+    await rec.until(() => rec.received.length >= 20, 4000, 'deliveries after the visibility timeout');
+    expect(rec.received.slice(10, 20).some((m) => m.retry_count === 1)).toBe(true);
+    rec.stream.cancel();
+  });
+
+  it('a cancelled stream releases its waiter, and what it held comes back through the visibility timeout', async () => {
+    const t = topic();
+    const { id } = await enqueue(t, 'held');
+    const first = new StreamRecorder(client.subscribe({ topic: t, visibility_timeout_seconds: 1 }));
+    await first.until(() => first.received.length === 1, 5000, 'the delivery');
+    await expect.poll(() => streamsGauge(t)).toBe(1);
+    first.stream.cancel();
+    await first.until(() => first.ended !== undefined, 2000, 'the cancellation');
+    expect(first.ended!.code).toBe(status.CANCELLED);
+    await expect.poll(() => streamsGauge(t)).toBe(0);
+
+    const second = new StreamRecorder(client.subscribe({ topic: t }));
+    await second.until(() => second.received.length === 1, 5000, 'the redelivery');
+    expect(second.received[0].id).toBe(id);
+    expect(second.received[0].retry_count).toBe(1);
+    // The cancelled stream is no longer woken: only the live one sees the next message.
+    await enqueue(t, 'next');
+    await second.until(() => second.received.length === 2, 2000, 'the next message');
+    expect(first.received).toHaveLength(1);
+    second.stream.cancel();
+  });
+
+  it('delivers each message to one of several streams on the same topic', async () => {
+    const t = topic();
+    const a = new StreamRecorder(client.subscribe({ topic: t }));
+    const b = new StreamRecorder(client.subscribe({ topic: t }));
+    await expect.poll(() => streamsGauge(t)).toBe(2);
+    const { ids } = await client.call('EnqueueBatch', { requests: Array.from({ length: 6 }, (_, i) => ({ topic: t, payload: Buffer.from(`m${i}`) })) });
+    await a.until(() => a.received.length + b.received.length === 6, 5000, 'six deliveries');
+    const delivered = [...a.received, ...b.received].map((m) => m.id).sort();
+    expect(delivered).toEqual([...ids].sort());
+    a.stream.cancel();
+    b.stream.cancel();
+  });
+
+  describe('errors', () => {
+    it('ends with INVALID_ARGUMENT for a bad topic or visibility timeout', async () => {
+      const bad = new StreamRecorder(client.subscribe({ topic: 'no spaces allowed' }));
+      await bad.until(() => bad.ended !== undefined, 5000, 'the error');
+      expect(bad.ended!.code).toBe(status.INVALID_ARGUMENT);
+      const zero = new StreamRecorder(client.subscribe({ topic: topic(), visibility_timeout_seconds: 0 }));
+      await zero.until(() => zero.ended !== undefined, 5000, 'the error');
+      expect(zero.ended!.code).toBe(status.INVALID_ARGUMENT);
+    });
+
+    it('ends with FAILED_PRECONDITION for a consumer group that is not registered', async () => {
+      const rec = new StreamRecorder(client.subscribe({ topic: topic(), consumer_group: 'ghost' }));
+      await rec.until(() => rec.ended !== undefined, 5000, 'the error');
+      expect(rec.ended!.code).toBe(status.FAILED_PRECONDITION);
+    });
+  });
+
+  it('ends open streams with UNAVAILABLE on shutdown instead of hanging', async () => {
+    const own = await startTestServer(engine);
+    const ownClient = new QueueClient(own.server.grpcPort);
+    const rec = new StreamRecorder(ownClient.subscribe({ topic: 'shutdown' }));
+    await own.api.enqueue('shutdown', 'x');
+    await rec.until(() => rec.received.length === 1, 5000, 'a delivery on the open stream');
+    const started = Date.now();
+    await own.close();
+    expect(Date.now() - started).toBeLessThan(4000);
+    await rec.until(() => rec.ended !== undefined, 2000, 'the stream end');
+    expect(rec.ended!.code).toBe(status.UNAVAILABLE);
+    await expectGrpcError(ownClient.call('Enqueue', { topic: 'shutdown', payload: Buffer.from('x') }, undefined), status.UNAVAILABLE);
+    ownClient.close();
+  });
+});

@@ -1,0 +1,177 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeEachEngine } from './helpers/engines.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** Parses Prometheus text exposition into samples (enough of the format for these assertions). */
+function parseMetrics(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
+    if (!match) throw new Error(`unparseable metrics line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const [, k, v] of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[k] = v;
+    samples.push({ name: match[1], labels, value: Number(match[3]) });
+  }
+  return samples;
+}
+
+function valueOf(samples: Sample[], name: string, labels: Record<string, string>): number | undefined {
+  const found = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  if (found.length > 1) throw new Error(`${name} ${JSON.stringify(labels)} matches ${found.length} series`);
+  return found[0]?.value;
+}
+
+const SCHEMA = JSON.stringify({ type: 'record', name: 'Order', fields: [{ name: 'id', type: 'string' }] });
+const TOPICS = ['m-main', 'm-retry', 'm-dlq', 'm-fail', 'm-redeliver', 'm-super', 'm-cap', 'm-schema', 'm-invalid', 'm-old'];
+
+describeEachEngine('metrics', (engine) => {
+  let server: TestServer;
+  let samples: Sample[];
+  let text: string;
+  const ids: Record<string, string> = {};
+
+  beforeAll(async () => {
+    server = await startTestServer(engine, { overrides: { queue: { require_topic_registration: true } } });
+    const { api } = server;
+    const config: Record<string, object> = { 'm-dlq': { max_retries: 1 }, 'm-fail': { max_retries: 0 }, 'm-cap': { max_depth: 1 } };
+    for (const topic of TOPICS) expect((await api.put(`/api/topic-configs/${topic}`, config[topic] ?? {})).status).toBe(200);
+    expect((await api.put('/api/topic-schemas/m-schema', { schema_json: SCHEMA })).status).toBe(200);
+
+    // enqueue 5, dequeue 3, ack 2: one processing and two pending remain.
+    for (let i = 0; i < 5; i++) expect((await api.enqueue('m-main', `x${i}`)).status).toBe(201);
+    const taken = (await api.dequeue('m-main', { count: 3 })).body.messages;
+    for (const m of taken.slice(0, 2)) expect((await api.post(`/api/messages/${m.id}/ack`)).status).toBe(204);
+    ids.mainProcessing = taken[2].id;
+
+    // nack outcomes: retry (attempt 1 of 3), dead letter (topic max_retries 1), failed (max_retries 0).
+    for (const topic of ['m-retry', 'm-dlq', 'm-fail']) {
+      await api.enqueue(topic, 'x');
+      const [m] = (await api.dequeue(topic)).body.messages;
+      expect((await api.post(`/api/messages/${m.id}/nack`, { error: 'boom' })).status).toBe(204);
+      ids[topic] = m.id;
+    }
+    expect((await api.post(`/api/messages/${ids['m-dlq']}/requeue`)).status).toBe(204);
+
+    // Redelivery after the visibility timeout.
+    await api.enqueue('m-redeliver', 'x');
+    expect((await api.dequeue('m-redeliver', { visibility_timeout_seconds: 1 })).body.messages).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await api.dequeue('m-redeliver')).body.messages).toHaveLength(1);
+
+    // Supersede: a nacked message returns while a newer pending message holds its key.
+    await api.enqueue('m-super', 'old', { key: 'k' });
+    const [old] = (await api.dequeue('m-super')).body.messages;
+    await api.enqueue('m-super', 'new', { key: 'k' });
+    expect((await api.post(`/api/messages/${old.id}/nack`)).status).toBe(204);
+
+    // Rejects by reason.
+    expect((await api.enqueue('m-cap', 'a')).status).toBe(201);
+    expect((await api.enqueue('m-cap', 'b')).status).toBe(429);
+    expect((await api.enqueue('m-cap', 'c')).status).toBe(429);
+    expect((await api.enqueue('m-schema', JSON.stringify({ nope: 1 }))).status).toBe(422);
+    expect((await api.enqueue('m-schema', JSON.stringify({ id: 'ok' }))).status).toBe(201);
+    expect((await api.enqueue('m-unregistered', 'x')).status).toBe(422);
+    expect((await api.enqueue('m-invalid', '')).status).toBe(400);
+
+    // A pending message that has waited two minutes.
+    const { body } = await api.enqueue('m-old', 'x');
+    await server.db('messages').where({ id: body.id }).update({ created_at: Date.now() - 120_000 });
+
+    expect((await api.get('/no-such-route')).status).toBe(404);
+
+    // One scrape after all the traffic: the gauges are cached between scrapes.
+    const res = await api.get('/metrics');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    text = res.text;
+    samples = parseMetrics(text);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const counter = (name: string, labels: Record<string, string>) => valueOf(samples, name, labels);
+
+  it('counts enqueued, dequeued and acked messages per topic', () => {
+    expect(counter('conveyor_messages_enqueued_total', { topic: 'm-main' })).toBe(5);
+    expect(counter('conveyor_messages_dequeued_total', { topic: 'm-main' })).toBe(3);
+    expect(counter('conveyor_messages_acked_total', { topic: 'm-main' })).toBe(2);
+    expect(counter('conveyor_messages_enqueued_total', { topic: 'm-cap' })).toBe(1);
+    expect(counter('conveyor_messages_enqueued_total', { topic: 'm-schema' })).toBe(1);
+    expect(counter('conveyor_messages_acked_total', { topic: 'm-retry' })).toBeUndefined();
+  });
+
+  it('counts nacks by topic and outcome', () => {
+    expect(counter('conveyor_messages_nacked_total', { topic: 'm-retry', outcome: 'retry' })).toBe(1);
+    expect(counter('conveyor_messages_nacked_total', { topic: 'm-dlq', outcome: 'dlq' })).toBe(1);
+    expect(counter('conveyor_messages_nacked_total', { topic: 'm-fail', outcome: 'failed' })).toBe(1);
+    expect(counter('conveyor_messages_nacked_total', { topic: 'm-retry', outcome: 'dlq' })).toBeUndefined();
+    expect(counter('conveyor_messages_nacked_total', { topic: 'm-fail', outcome: 'retry' })).toBeUndefined();
+  });
+
+  it('counts requeues, redeliveries and superseded messages', () => {
+    expect(counter('conveyor_messages_requeued_total', { topic: 'm-dlq' })).toBe(1);
+    expect(counter('conveyor_messages_redelivered_total', { topic: 'm-redeliver' })).toBe(1);
+    expect(counter('conveyor_messages_dequeued_total', { topic: 'm-redeliver' })).toBe(2);
+    expect(counter('conveyor_messages_superseded_total', { topic: 'm-super' })).toBe(1);
+    expect(counter('conveyor_messages_superseded_total', { topic: 'm-retry' })).toBeUndefined();
+  });
+
+  it('counts rejected enqueues by topic and reason', () => {
+    expect(counter('conveyor_enqueue_rejected_total', { topic: 'm-cap', reason: 'depth' })).toBe(2);
+    expect(counter('conveyor_enqueue_rejected_total', { topic: 'm-schema', reason: 'schema' })).toBe(1);
+    expect(counter('conveyor_enqueue_rejected_total', { topic: 'm-unregistered', reason: 'registration' })).toBe(1);
+    expect(counter('conveyor_enqueue_rejected_total', { topic: 'm-invalid', reason: 'invalid' })).toBe(1);
+  });
+
+  it('reports queue depth by topic and status', () => {
+    const depth = (topic: string, status: string) => counter('conveyor_queue_depth', { topic, status });
+    expect(depth('m-main', 'pending')).toBe(2);
+    expect(depth('m-main', 'processing')).toBe(1);
+    expect(depth('m-fail', 'failed')).toBe(1);
+    expect(depth('m-retry', 'pending')).toBe(1);
+    expect(depth('m-dlq', 'pending')).toBe(1);
+    expect(depth('m-dlq.dlq', 'pending')).toBeUndefined();
+    expect(depth('m-cap', 'pending')).toBe(1);
+    expect(depth('m-super', 'pending')).toBe(1);
+    expect(depth('m-redeliver', 'processing')).toBe(1);
+  });
+
+  it('reports the age of the oldest pending message per topic', () => {
+    const age = counter('conveyor_oldest_pending_age_seconds', { topic: 'm-old' });
+    expect(age).toBeGreaterThanOrEqual(119);
+    expect(age).toBeLessThan(300);
+    const fresh = counter('conveyor_oldest_pending_age_seconds', { topic: 'm-main' });
+    expect(fresh).toBeGreaterThanOrEqual(0);
+    expect(fresh).toBeLessThan(60);
+    // Only topics with pending messages have an age.
+    expect(counter('conveyor_oldest_pending_age_seconds', { topic: 'm-fail' })).toBeUndefined();
+  });
+
+  it('labels HTTP durations with route templates, never raw ids', () => {
+    const count = (route: string, method: string, status: string) =>
+      counter('conveyor_http_request_duration_seconds_count', { route, method, status });
+    expect(count('/api/messages/:id/ack', 'POST', '204')).toBe(2);
+    expect(count('/api/messages/:id/nack', 'POST', '204')).toBe(4);
+    expect(count('/api/messages/:id/requeue', 'POST', '204')).toBe(1);
+    expect(count('/api/messages', 'POST', '201')).toBeGreaterThanOrEqual(12);
+    expect(count('/api/messages', 'POST', '429')).toBe(2);
+    expect(count('/api/topic-configs/:topic', 'PUT', '200')).toBe(TOPICS.length);
+    expect(count('unmatched', 'GET', '404')).toBe(1);
+    const routes = new Set(samples.filter((s) => s.name.startsWith('conveyor_http_request_duration_seconds')).map((s) => s.labels.route));
+    for (const route of routes) expect(route).not.toMatch(/[0-9a-f]{8}-[0-9a-f]{4}-|m-main|no-such-route/);
+    for (const id of Object.values(ids)) expect(text).not.toContain(id);
+    // Buckets are cumulative and end in +Inf equal to the count.
+    const inf = counter('conveyor_http_request_duration_seconds_bucket', { route: '/api/messages/:id/ack', method: 'POST', status: '204', le: '+Inf' });
+    expect(inf).toBe(2);
+    const sum = counter('conveyor_http_request_duration_seconds_sum', { route: '/api/messages/:id/ack', method: 'POST', status: '204' });
+    expect(sum).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,182 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { engineByName, type TestDatabase } from './helpers/engines.js';
+import { startChildServer, type ChildServer } from './helpers/server.js';
+
+// Two `conveyor serve` processes over one MySQL database: the production shape (SQLite is single-node).
+const mysqlUrl = inject('mysqlUrl');
+
+(mysqlUrl ? describe : describe.skip)('two instances sharing one MySQL database [mysql]', () => {
+  let database: TestDatabase;
+  let a: ChildServer;
+  let b: ChildServer;
+
+  beforeAll(async () => {
+    database = await engineByName.mysql.createDatabase();
+    // The production default refresh interval (1s), not the tests' 200ms.
+    const env = { CONVEYOR_DB_URL: database.url, CONVEYOR_LOG_LEVEL: 'warn', CONVEYOR_QUEUE_CONFIG_REFRESH_INTERVAL: '1s' };
+    // Started together, so both race to migrate the same empty database under the migration lock.
+    [a, b] = await Promise.all([startChildServer({ ...env, CONVEYOR_LOG_LEVEL: 'info' }), startChildServer({ ...env, CONVEYOR_LOG_LEVEL: 'info' })]);
+  });
+  afterAll(async () => {
+    const codes = await Promise.all([a?.stop(), b?.stop()]);
+    await database?.drop();
+    expect(codes).toEqual([0, 0]);
+  });
+
+  it('both instances answer and report the same database', async () => {
+    expect(a.url).not.toBe(b.url);
+    for (const s of [a, b]) expect((await s.api.get('/readyz')).status).toBe(200);
+  });
+
+  it('producers and consumers on both instances: no message delivered twice, none lost', async () => {
+    const total = 1200;
+    const produce = async (server: ChildServer, from: number, to: number): Promise<string[]> => {
+      const ids: string[] = [];
+      // Half in batches, half one by one in parallel: both the batch path and the group commit.
+      const middle = from + (to - from) / 2;
+      for (let start = from; start < middle; start += 100) {
+        const messages = Array.from({ length: Math.min(100, middle - start) }, (_, i) => ({ topic: 'shared', payload: `p${start + i}` }));
+        const res = await server.api.post('/api/messages/batch', { messages });
+        expect(res.status).toBe(201);
+        ids.push(...res.body.ids);
+      }
+      const singles = await Promise.all(Array.from({ length: to - middle }, (_, i) => server.api.enqueue('shared', `p${middle + i}`)));
+      for (const r of singles) expect(r.status).toBe(201);
+      ids.push(...singles.map((r) => r.body.id));
+      return ids;
+    };
+
+    const received = new Map<string, string>();
+    const duplicates: string[] = [];
+    let producing = true;
+    const consume = async (server: ChildServer, name: string, count: number) => {
+      let idleAfterProduction = 0;
+      while (idleAfterProduction < 3) {
+        const res = await server.api.dequeue('shared', { count });
+        expect(res.status).toBe(200);
+        const messages = res.body.messages as Array<{ id: string }>;
+        if (messages.length === 0) {
+          if (!producing) idleAfterProduction++;
+          await new Promise((r) => setTimeout(r, 20));
+          continue;
+        }
+        idleAfterProduction = 0;
+        for (const m of messages) {
+          if (received.has(m.id)) duplicates.push(m.id);
+          received.set(m.id, name);
+        }
+        // Ack through either instance: settlement must not depend on where the message was claimed.
+        const acker = Math.random() < 0.5 ? a : b;
+        const ack = await acker.api.post('/api/messages/ack', { ids: messages.map((m) => m.id) });
+        expect(ack.body.not_found).toEqual([]);
+      }
+    };
+
+    const consumers = Promise.all([
+      consume(a, 'a1', 1),
+      consume(a, 'a2', 7),
+      consume(a, 'a3', 25),
+      consume(b, 'b1', 3),
+      consume(b, 'b2', 10),
+      consume(b, 'b3', 50),
+    ]);
+    const produced = (await Promise.all([produce(a, 0, total / 2), produce(b, total / 2, total)])).flat();
+    producing = false;
+    await consumers;
+
+    expect(duplicates).toEqual([]);
+    expect(new Set(produced).size).toBe(total);
+    expect([...received.keys()].sort()).toEqual([...produced].sort());
+    const byInstance = { a: 0, b: 0 };
+    for (const name of received.values()) byInstance[name[0] as 'a' | 'b']++;
+    expect(byInstance.a).toBeGreaterThan(0);
+    expect(byInstance.b).toBeGreaterThan(0);
+    expect((await a.api.get('/api/messages?topic=shared')).body.total).toBe(0);
+    expect((await b.api.get('/api/messages?topic=shared')).body.total).toBe(0);
+  });
+
+  it('keyed enqueues on both instances keep one pending message per key', async () => {
+    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).api.enqueue('shared-keys', `v${i}`, { key: `k${i % 3}` })));
+    expect(results.every((r) => r.status === 201)).toBe(true);
+    const { items } = (await a.api.get('/api/messages?topic=shared-keys')).body;
+    expect(items.map((m: any) => m.key).sort()).toEqual(['k0', 'k1', 'k2']);
+    expect(new Set(results.map((r) => r.body.id))).toEqual(new Set(items.map((m: any) => m.id)));
+  });
+
+  it('the depth cap holds across instances', async () => {
+    await a.api.put('/api/topic-configs/shared-capped', { max_depth: 15 });
+    await waitFor(async () => (await b.api.get('/api/topic-configs/shared-capped')).status === 200, 3000);
+    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).api.enqueue('shared-capped', `v${i}`)));
+    expect(results.filter((r) => r.status === 201)).toHaveLength(15);
+    expect(results.filter((r) => r.status === 429)).toHaveLength(45);
+    expect((await b.api.get('/api/messages?topic=shared-capped')).body.total).toBe(15);
+  });
+
+  it('a topic configuration PUT on one instance is seen by the other within two seconds', async () => {
+    const put = await a.api.put('/api/topic-configs/shared-config', { max_retries: 7, message_ttl_seconds: 0 });
+    expect(put.status).toBe(200);
+    const started = Date.now();
+    // Not a timing assertion on speed, only the contract's bound: the other instance applies it within seconds.
+    const seenAfter = await waitFor(async () => {
+      const res = await b.api.enqueue('shared-config', 'x');
+      const { items } = (await b.api.get('/api/messages?topic=shared-config&limit=200')).body;
+      const mine = items.find((m: any) => m.id === res.body.id);
+      return mine.max_retries === 7 && mine.expires_at === null;
+    }, 2500);
+    expect(seenAfter).toBeLessThan(2500);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect((await b.api.get('/api/topic-configs/shared-config')).body).toMatchObject({ topic: 'shared-config', max_retries: 7, message_ttl_seconds: 0 });
+
+    await b.api.delete('/api/topic-configs/shared-config');
+    await waitFor(async () => (await a.api.get('/api/topic-configs/shared-config')).status === 404, 2500);
+    const after = await a.api.enqueue('shared-config', 'y');
+    const row = (await a.api.get('/api/messages?topic=shared-config&limit=200')).body.items.find((m: any) => m.id === after.body.id);
+    expect(row.max_retries).toBe(3);
+    expect(row.expires_at).not.toBeNull();
+  });
+});
+
+(mysqlUrl ? describe : describe.skip)('several pods migrating one empty database at once [mysql]', () => {
+  it('four `conveyor migrate` processes started together all succeed and exactly one applies the migrations', async () => {
+    const database = await engineByName.mysql.createDatabase();
+    try {
+      const runs = await Promise.all(Array.from({ length: 4 }, () => runCli(['migrate'], { CONVEYOR_DB_URL: database.url })));
+      for (const run of runs) expect(run.code, run.stderr).toBe(0);
+      const applied = runs.map((r) => JSON.parse(r.stdout.trim().split('\n').pop()!).applied as string[]);
+      expect(applied.filter((a) => a.length > 0)).toHaveLength(1);
+      expect(applied.find((a) => a.length > 0)).toContain('20261122000000_initial');
+      // The database is usable afterwards: a server starts on it without migrating again.
+      const server = await startChildServer({ CONVEYOR_DB_URL: database.url });
+      expect((await server.api.enqueue('after-race', 'x')).status).toBe(201);
+      expect(server.output()).not.toContain('applied database migrations');
+      expect(await server.stop()).toBe(0);
+    } finally {
+      await database.drop();
+    }
+  });
+});
+
+const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+
+function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Polls `check` until it holds; returns the milliseconds it took, or throws after `limitMs`. */
+async function waitFor(check: () => Promise<boolean>, limitMs: number): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    if (await check()) return Date.now() - started;
+    if (Date.now() - started > limitMs) throw new Error(`condition not met within ${limitMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

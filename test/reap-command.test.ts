@@ -1,0 +1,76 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeEachEngine } from './helpers/engines.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+
+const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function conveyor(args: string[], env: Record<string, string>): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', CLI, ...args],
+      { env: { ...process.env, CONVEYOR_LOG_LEVEL: 'silent', ...env }, timeout: 60_000 },
+      (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describeEachEngine('conveyor reap', (engine) => {
+  let server: TestServer;
+  let dbUrl: string;
+  beforeAll(async () => {
+    server = await startTestServer(engine, { overrides: { reapers: { mode: 'external' } } });
+    dbUrl = (server as unknown as { database: { url: string } }).database.url;
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('runs each reaper once, prints one JSON line with its count and exits 0', async () => {
+    const { api } = server;
+    await api.put('/api/topic-configs/cron', { message_ttl_seconds: 1 });
+    await api.enqueue('cron', 'a');
+    await api.enqueue('cron', 'b');
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+
+    const expiry = await conveyor(['reap', 'expiry'], { CONVEYOR_DB_URL: dbUrl });
+    expect(expiry.code, expiry.stderr).toBe(0);
+    expect(expiry.stdout.trim().split('\n')).toHaveLength(1);
+    expect(JSON.parse(expiry.stdout)).toEqual({ reaper: 'expiry', expired: 2 });
+    expect((await api.get('/api/messages?topic=cron')).body.items.map((m: any) => m.status)).toEqual(['expired', 'expired']);
+
+    const deleted = await conveyor(['reap', 'delete'], { CONVEYOR_DB_URL: dbUrl });
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(JSON.parse(deleted.stdout)).toEqual({ reaper: 'delete', deleted: 2 });
+    expect((await api.get('/api/messages?topic=cron')).body.items).toEqual([]);
+
+    const archive = await conveyor(['reap', 'archive'], { CONVEYOR_DB_URL: dbUrl });
+    expect(archive.code, archive.stderr).toBe(0);
+    expect(JSON.parse(archive.stdout)).toEqual({ reaper: 'archive', deleted: 0 });
+  });
+
+  it('exits non-zero with one clear message when the database cannot be reached', async () => {
+    const url = engine.name === 'mysql' ? 'mysql://root@127.0.0.1:1/conveyor' : 'sqlite:/dev/null/conveyor.db';
+    const run = await conveyor(['reap', 'expiry'], { CONVEYOR_DB_URL: url });
+    expect(run.code).not.toBe(0);
+    expect(run.stdout).toBe('');
+    const lines = run.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^conveyor: /);
+    expect(lines[0]).toMatch(/database|ENOTDIR|directory/i);
+  });
+
+  it('rejects an unknown reaper with the usage and exit code 2', async () => {
+    const run = await conveyor(['reap', 'everything'], { CONVEYOR_DB_URL: dbUrl });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/reap needs one of expiry, delete, archive/);
+  });
+});

@@ -1,0 +1,171 @@
+import { afterEach, expect, it } from 'vitest';
+import { expectErrorBody } from './helpers/assert-error.js';
+import { describeEachEngine, type Engine, type TestDatabase } from './helpers/engines.js';
+import type { Api } from './helpers/http.js';
+import { withNamedLock } from '../src/store/reaper-lock.js';
+import { manualClock, startTestServer, type ConfigOverrides, type TestClock, type TestServer } from './helpers/server.js';
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return check();
+}
+
+async function statuses(api: Api, topic: string): Promise<string[]> {
+  return (await api.get(`/api/messages?topic=${topic}&limit=200`)).body.items.map((m: any) => m.status);
+}
+
+describeEachEngine('reapers', (engine: Engine) => {
+  const servers: TestServer[] = [];
+  let database: TestDatabase | undefined;
+  afterEach(async () => {
+    for (const s of servers.splice(0)) await s.close();
+    await database?.drop();
+    database = undefined;
+  });
+
+  async function start(clock: TestClock, overrides: ConfigOverrides = {}, shared = false): Promise<TestServer> {
+    if (shared) database ??= await engine.createDatabase();
+    const server = await startTestServer(engine, { now: clock.now, database: shared ? database : undefined, overrides: { reapers: { mode: 'external' }, ...overrides } });
+    servers.push(server);
+    return server;
+  }
+
+  it('expires pending messages past their TTL, deletes expired ones, and trims archive logs to their window', async () => {
+    const clock = manualClock();
+    const { api } = await start(clock);
+    await api.put('/api/topic-configs/short', { message_ttl_seconds: 60 });
+    await api.put('/api/topic-configs/logged', { replayable: true, replay_window_seconds: 3600 });
+    await api.enqueue('short', 'a');
+    await api.enqueue('short', 'b');
+    const held = (await api.enqueue('short', 'held')).body.id;
+    await api.enqueue('forever', 'c', {});
+    await api.put('/api/topic-configs/forever', { message_ttl_seconds: 0 });
+    await api.enqueue('forever', 'd');
+    // Taken before the TTL ran out: a consumer holds it, so the reaper leaves it alone.
+    await api.dequeue('short', { count: 1 }).then(async () => {
+      const [m] = (await api.get('/api/messages?topic=short')).body.items.filter((x: any) => x.status === 'processing');
+      expect(m).toBeDefined();
+    });
+    await api.enqueue('logged', 'x');
+    const [logged] = (await api.dequeue('logged')).body.messages;
+    await api.post(`/api/messages/${logged.id}/ack`);
+
+    clock.advance(61_000);
+    expect((await api.post('/api/admin/expiry-reaper/run')).body).toEqual({ expired: 2 });
+    expect((await statuses(api, 'short')).sort()).toEqual(['expired', 'expired', 'processing']);
+    expect((await api.post('/api/admin/expiry-reaper/run')).body).toEqual({ expired: 0 });
+    expect((await api.post('/api/admin/delete-reaper/run')).body).toEqual({ deleted: 2 });
+    expect(await statuses(api, 'short')).toEqual(['processing']);
+    expect(held).toBeDefined();
+
+    expect((await api.post('/api/admin/archive-reaper/run')).body).toEqual({ deleted: 0 });
+    clock.advance(3600_000);
+    expect((await api.post('/api/admin/archive-reaper/run')).body).toEqual({ deleted: 1 });
+    expect((await api.get('/api/topics/logged/message-log')).body.total).toBe(0);
+
+    const metrics = (await api.get('/metrics')).text;
+    expect(metrics).toMatch(/conveyor_messages_expired_total\{[^}]*topic="short"[^}]*\} 2/);
+    expect(metrics).toMatch(/conveyor_messages_deleted_total\{[^}]*topic="short"[^}]*\} 2/);
+    expect(metrics).toMatch(/conveyor_reaper_runs_total\{[^}]*reaper="expiry"[^}]*outcome="success"[^}]*\} 2|conveyor_reaper_runs_total\{[^}]*outcome="success"[^}]*reaper="expiry"[^}]*\} 2/);
+    expect(metrics).toMatch(/conveyor_reaper_last_run_timestamp_seconds\{[^}]*reaper="archive"[^}]*\} \d/);
+  });
+
+  it('does the work once when two instances run a reaper at the same moment', async () => {
+    const clock = manualClock();
+    const first = await start(clock, {}, true);
+    const second = await start(clock, {}, true);
+    await first.api.put('/api/topic-configs/race', { message_ttl_seconds: 10 });
+    await new Promise((resolve) => setTimeout(resolve, 400)); // the second instance's catalog poll
+    const messages = Array.from({ length: 40 }, (_, i) => ({ topic: 'race', payload: `m${i}` }));
+    expect((await first.api.post('/api/messages/batch', { messages })).status).toBe(201);
+    clock.advance(11_000);
+
+    const expired = await Promise.all([first.api.post('/api/admin/expiry-reaper/run'), second.api.post('/api/admin/expiry-reaper/run')]);
+    expect(expired.map((r) => r.status)).toEqual([200, 200]);
+    expect(expired[0].body.expired + expired[1].body.expired).toBe(40);
+    const deleted = await Promise.all([second.api.post('/api/admin/delete-reaper/run'), first.api.post('/api/admin/delete-reaper/run')]);
+    expect(deleted[0].body.deleted + deleted[1].body.deleted).toBe(40);
+    expect(await statuses(first.api, 'race')).toEqual([]);
+  });
+
+  it('waits while another instance holds the run of a reaper', async () => {
+    const clock = manualClock();
+    const first = await start(clock, {}, true);
+    const second = await start(clock, {}, true);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const holding = new Promise<void>((resolve) => (entered = resolve));
+    // The first instance's database handle stands in for a run in progress there.
+    const held = withNamedLock(first.db, 'reaper:delete', 0, async () => {
+      entered();
+      await released;
+    });
+    await holding;
+    let answered = false;
+    const run = second.api.post('/api/admin/delete-reaper/run').then((res) => {
+      answered = true;
+      return res;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(answered).toBe(false);
+    release();
+    await held;
+    expect((await run).body).toEqual({ deleted: 0 });
+  });
+
+  it('stores the delete schedule: it wins over the configuration, "" included, and bad cron gets 400', async () => {
+    const clock = manualClock();
+    const { api } = await start(clock, { queue: { delete_reaper_schedule: '0 3 * * *' } });
+    expect((await api.get('/api/admin/delete-reaper/schedule')).body).toEqual({ schedule: '0 3 * * *', active: true });
+    expectErrorBody(await api.put('/api/admin/delete-reaper/schedule', { schedule: 'every day' }), 400);
+    expectErrorBody(await api.put('/api/admin/delete-reaper/schedule', { schedule: '61 * * * *' }), 400);
+    expectErrorBody(await api.put('/api/admin/delete-reaper/schedule', {}), 400);
+    expect((await api.put('/api/admin/delete-reaper/schedule', { schedule: '' })).body).toEqual({ schedule: '', active: false });
+    expect((await api.get('/api/admin/delete-reaper/schedule')).body).toEqual({ schedule: '', active: false });
+    expect((await api.put('/api/admin/delete-reaper/schedule', { schedule: '*/5 * * * *' })).body).toEqual({ schedule: '*/5 * * * *', active: true });
+  });
+
+  it('applies a schedule change on another instance within seconds', async () => {
+    const clock = manualClock();
+    // The writer runs no reapers itself; only the second instance can do the scheduled deleting.
+    const writer = await start(clock, { reapers: { mode: 'external' } }, true);
+    const runner = await start(clock, { reapers: { mode: 'in-process' }, queue: { expiry_reaper_interval: 0, archive_reaper_interval: 0 } }, true);
+    await writer.api.put('/api/topic-configs/sched', { message_ttl_seconds: 5 });
+    await writer.api.enqueue('sched', 'a');
+    await writer.api.enqueue('sched', 'b');
+    clock.advance(6000);
+    expect((await writer.api.post('/api/admin/expiry-reaper/run')).body).toEqual({ expired: 2 });
+    expect((await runner.api.get('/api/admin/delete-reaper/schedule')).body).toEqual({ schedule: '', active: false });
+
+    // Six fields: every second (the seconds field is accepted for in-process runs).
+    expect((await writer.api.put('/api/admin/delete-reaper/schedule', { schedule: '* * * * * *' })).status).toBe(200);
+    expect((await runner.api.get('/api/admin/delete-reaper/schedule')).body).toEqual({ schedule: '* * * * * *', active: true });
+    expect(await waitFor(async () => (await statuses(writer.api, 'sched')).length === 0, 5000)).toBe(true);
+    expect((await runner.api.get('/metrics')).text).toMatch(/conveyor_reaper_runs_total\{[^}]*reaper="delete"/);
+
+    // Switched off again: new expired messages stay.
+    await writer.api.put('/api/admin/delete-reaper/schedule', { schedule: '' });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await writer.api.enqueue('sched', 'c');
+    clock.advance(6000);
+    await writer.api.post('/api/admin/expiry-reaper/run');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(await statuses(writer.api, 'sched')).toEqual(['expired']);
+  });
+
+  it('runs no reapers in-process with reapers.mode external', async () => {
+    const clock = manualClock();
+    const { api } = await start(clock, { reapers: { mode: 'external' }, queue: { delete_reaper_schedule: '* * * * * *', expiry_reaper_interval: '1s' } });
+    await api.put('/api/topic-configs/ext', { message_ttl_seconds: 1 });
+    await api.enqueue('ext', 'a');
+    clock.advance(2000);
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    expect(await statuses(api, 'ext')).toEqual(['pending']);
+    expect((await api.get('/metrics')).text).not.toMatch(/conveyor_reaper_runs_total\{/);
+  });
+});

@@ -1,0 +1,134 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeEachEngine } from './helpers/engines.js';
+import type { Api } from './helpers/http.js';
+import { dequeueIds, enqueueId, putTopicConfig } from './helpers/messages.js';
+import { manualClock, startTestServer, type TestServer } from './helpers/server.js';
+
+async function fill(api: Api, topic: string, n: number): Promise<void> {
+  const res = await api.post('/api/messages/batch', { messages: Array.from({ length: n }, (_, i) => ({ topic, payload: `m${i}` })) });
+  expect(res.status, res.text).toBe(201);
+}
+
+const taken = async (api: Api, topic: string, count = 100) => (await dequeueIds(api, topic, { count })).length;
+
+/** Waits until `api`'s server sees the topic configuration (other instances poll the catalog). */
+async function waitForConfig(api: Api, topic: string, expected: Record<string, unknown>): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const res = await api.get('/api/topic-configs');
+    const config = res.body.items.find((c: any) => c.topic === topic);
+    if (config && Object.entries(expected).every(([k, v]) => config[k] === v)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`topic configuration of ${topic} never reached the second server`);
+}
+
+describeEachEngine('throughput_limit', (engine) => {
+  describe('on one server', () => {
+    const clock = manualClock();
+    let server: TestServer;
+    beforeAll(async () => {
+      server = await startTestServer(engine, { now: clock.now });
+    });
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    it('hands out at most N messages per second across dequeues, starting with a full bucket', async () => {
+      await putTopicConfig(server.api, 'tp-basic', { throughput_limit: 3 });
+      await fill(server.api, 'tp-basic', 20);
+      expect(await taken(server.api, 'tp-basic')).toBe(3);
+      expect(await taken(server.api, 'tp-basic')).toBe(0);
+      expect(await taken(server.api, 'tp-basic', 1)).toBe(0);
+    });
+
+    it('refills with time, never beyond one second of tokens', async () => {
+      await putTopicConfig(server.api, 'tp-refill', { throughput_limit: 4 });
+      await fill(server.api, 'tp-refill', 40);
+      expect(await taken(server.api, 'tp-refill')).toBe(4);
+      clock.advance(500);
+      expect(await taken(server.api, 'tp-refill')).toBe(2);
+      clock.advance(250);
+      expect(await taken(server.api, 'tp-refill')).toBe(1);
+      clock.advance(10_000);
+      expect(await taken(server.api, 'tp-refill')).toBe(4);
+      expect(await taken(server.api, 'tp-refill')).toBe(0);
+    });
+
+    it('carries fractions of a token over between dequeues', async () => {
+      await putTopicConfig(server.api, 'tp-fraction', { throughput_limit: 2 });
+      await fill(server.api, 'tp-fraction', 10);
+      expect(await taken(server.api, 'tp-fraction')).toBe(2);
+      clock.advance(200);
+      // 0.4 tokens: nothing yet, but the fraction is kept.
+      expect(await taken(server.api, 'tp-fraction')).toBe(0);
+      clock.advance(300);
+      expect(await taken(server.api, 'tp-fraction')).toBe(1);
+    });
+
+    it('spends tokens only for messages actually returned', async () => {
+      await putTopicConfig(server.api, 'tp-spend', { throughput_limit: 5 });
+      await enqueueId(server.api, 'tp-spend', 'only one');
+      expect(await taken(server.api, 'tp-spend')).toBe(1);
+      await fill(server.api, 'tp-spend', 10);
+      expect(await taken(server.api, 'tp-spend')).toBe(4);
+    });
+
+    it('gives a count below the limit exactly count messages', async () => {
+      await putTopicConfig(server.api, 'tp-count', { throughput_limit: 10 });
+      await fill(server.api, 'tp-count', 20);
+      expect(await taken(server.api, 'tp-count', 2)).toBe(2);
+      expect(await taken(server.api, 'tp-count')).toBe(8);
+    });
+
+    it.each([
+      ['0', 0],
+      ['null', null],
+    ])('treats a limit of %s as unlimited', async (what, throughput_limit) => {
+      const topic = `tp-unlimited-${what}`;
+      await putTopicConfig(server.api, topic, { throughput_limit });
+      await fill(server.api, topic, 50);
+      expect(await taken(server.api, topic, 30)).toBe(30);
+      expect(await taken(server.api, topic)).toBe(20);
+    });
+
+    it('is unlimited once the limit is removed', async () => {
+      await putTopicConfig(server.api, 'tp-removed', { throughput_limit: 2 });
+      await fill(server.api, 'tp-removed', 10);
+      expect(await taken(server.api, 'tp-removed')).toBe(2);
+      expect(await taken(server.api, 'tp-removed')).toBe(0);
+      await putTopicConfig(server.api, 'tp-removed', {});
+      expect(await taken(server.api, 'tp-removed')).toBe(8);
+    });
+
+    it('limits each topic separately', async () => {
+      await putTopicConfig(server.api, 'tp-a', { throughput_limit: 2 });
+      await putTopicConfig(server.api, 'tp-b', { throughput_limit: 2 });
+      await fill(server.api, 'tp-a', 5);
+      await fill(server.api, 'tp-b', 5);
+      expect(await taken(server.api, 'tp-a')).toBe(2);
+      expect(await taken(server.api, 'tp-b')).toBe(2);
+    });
+  });
+
+  it('shares one bucket between two servers on the same database', async () => {
+    const clock = manualClock();
+    const first = await startTestServer(engine, { now: clock.now });
+    const second = await startTestServer(engine, { now: clock.now, database: first.database });
+    try {
+      await putTopicConfig(first.api, 'tp-shared', { throughput_limit: 3 });
+      await waitForConfig(second.api, 'tp-shared', { throughput_limit: 3 });
+      await fill(first.api, 'tp-shared', 30);
+
+      expect(await taken(first.api, 'tp-shared', 2)).toBe(2);
+      expect(await taken(second.api, 'tp-shared')).toBe(1);
+      expect(await taken(first.api, 'tp-shared')).toBe(0);
+      clock.advance(1_000);
+      expect(await taken(second.api, 'tp-shared')).toBe(3);
+      expect(await taken(first.api, 'tp-shared')).toBe(0);
+      expect(await taken(second.api, 'tp-shared')).toBe(0);
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  });
+});
