@@ -1,14 +1,18 @@
+import { pathToFileURL } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { LOADER_OPTIONS, queueProtoPath } from '../src/grpc/proto.js';
-import { CpuMeter } from './cpu.js';
+import { CpuMeter, findProcess } from './cpu.js';
+import { mysqlDatabase, sqliteDatabase } from './databases.js';
 import { LatencyRecorder } from './latency.js';
 import { makePayload, type PhaseResult, type Processes } from './phases.js';
+import { startService } from './server-process.js';
 
 /**
  * The gRPC section of `npm run bench` (issue 5): single Enqueue (report only), EnqueueBatch of 100 from 8
  * callers, BatchDequeue of 100 + AckBatch, and Subscribe enqueue-to-delivery latency at a steady rate.
- * bench/run.ts calls grpcPhases() with the service's gRPC port (grpcPortOf its log output).
+ * bench/run.ts calls grpcPhases() with the service's gRPC port (grpcPortOf its log output); until it does,
+ * `npm run build && node dist/bench/grpc.js [sqlite|mysql]` runs this section alone (BENCH_COUNT, BENCH_DURATION).
  */
 
 export interface GrpcBenchOptions {
@@ -215,4 +219,32 @@ export async function grpcPhases(port: number, procs: Processes, o: GrpcBenchOpt
     client.close();
   }
   return results;
+}
+
+/** Standalone: one engine, a fresh database and a `conveyor serve` process, then the gRPC phases. */
+async function main(): Promise<void> {
+  const engine = process.argv[2] ?? 'mysql';
+  const db = engine === 'sqlite' ? sqliteDatabase() : await mysqlDatabase(process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306');
+  const service = await startService(db.url);
+  try {
+    const procs = { serverPid: service.pid, dbPid: engine === 'mysql' ? findProcess(['mariadbd', 'mysqld']) : undefined };
+    const options: GrpcBenchOptions = {
+      count: Number(process.env.BENCH_COUNT ?? 100_000),
+      deadlineMs: Number(process.env.BENCH_DURATION ?? 30) * 1000,
+      payloadBytes: 256,
+      concurrency: 64,
+    };
+    process.stdout.write(`${db.version}, options ${JSON.stringify(options)}\n`);
+    await grpcPhases(grpcPortOf(service.output()), procs, options, (r) => process.stdout.write(`${JSON.stringify(r)}\n`));
+  } finally {
+    await service.stop();
+    await db.drop();
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`bench/grpc: ${(err as Error).message}\n`);
+    process.exit(1);
+  });
 }

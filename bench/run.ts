@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { findProcess } from './cpu.js';
@@ -22,6 +22,7 @@ const USAGE = `usage: npm run bench -- [options]
   --payload-bytes N       payload size (default 256)
   --node-arg ARG          extra node flag for the service, repeatable (e.g. --cpu-prof)
   --server-env K=V        extra environment for the service, repeatable (e.g. CONVEYOR_DB_POOL_SIZE=8)
+  --server-script FILE    experiments: start this script instead of dist/src/cli.js (same env, same API)
   --out FILE              JSON results (default bench/results/latest.json)
 
 MySQL/MariaDB: MYSQL_URL (default mysql://root@127.0.0.1:3306); a fresh database is created and dropped.`;
@@ -41,6 +42,7 @@ const { values } = parseArgs({
     'node-arg': { type: 'string', multiple: true },
     'server-env': { type: 'string', multiple: true },
     out: { type: 'string' },
+    'server-script': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
@@ -101,7 +103,7 @@ async function benchEngine(engine: Engine): Promise<EngineResult> {
   }
   const phases: PhaseResult[] = [];
   try {
-    const service = await startService(db.url, nodeArgs, serverEnv);
+    const service = await startService(db.url, nodeArgs, serverEnv, values['server-script'] && resolve(values['server-script']));
     const procs = { serverPid: service.pid, dbPid: engine === 'mysql' ? findProcess(['mariadbd', 'mysqld']) : undefined };
     const client = new BenchClient(service.port, Math.max(options.concurrency, options.consumers * (options.ackConcurrency + 1)));
     const deadlineMs = options.durationSeconds * 1000;
@@ -163,7 +165,15 @@ async function main(): Promise<void> {
     process.stdout.write(`${engine}: ${result.database}${result.error ? ` — FAILED: ${result.error}` : ''}\n`);
     results.push(result);
   }
-  const report = { date: new Date().toISOString(), machine: { ...machine, loadAverageAfter: loadAverage() }, options, nodeArgs, serverEnv, results };
+  const report = {
+    date: new Date().toISOString(),
+    machine: { ...machine, loadAverageAfter: loadAverage() },
+    options,
+    nodeArgs,
+    serverEnv,
+    serverScript: values['server-script'],
+    results,
+  };
   mkdirSync(dirname(outFile), { recursive: true });
   writeFileSync(outFile, `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(`results: ${outFile}\n`);

@@ -26,9 +26,9 @@ process.once('exit', killAll);
  * Starts `conveyor serve` as its own OS process on an ephemeral loopback port, in an empty working directory
  * (so no stray conveyor.yaml is picked up), and waits for the "httpPort" log line.
  */
-export async function startService(dbUrl: string, extraArgs: string[] = [], env: Record<string, string> = {}): Promise<ServiceProcess> {
+export async function startService(dbUrl: string, extraArgs: string[] = [], env: Record<string, string> = {}, script = CLI): Promise<ServiceProcess> {
   const cwd = mkdtempSync(join(tmpdir(), 'conveyor-bench-cwd-'));
-  const child = spawn(process.execPath, [...extraArgs, CLI, 'serve'], {
+  const child = spawn(process.execPath, [...extraArgs, script, 'serve'], {
     cwd,
     env: {
       ...process.env,

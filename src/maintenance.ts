@@ -18,7 +18,8 @@ export interface Maintenance {
   archive: ArchiveService;
   reapers: Reapers;
   deleteSchedule: DeleteSchedule;
-  stop(): void;
+  /** Stops the in-process reapers, waiting for a run in progress. */
+  stop(): Promise<void>;
 }
 
 export interface MaintenanceDeps {
@@ -55,6 +56,6 @@ export async function startMaintenance(deps: MaintenanceDeps): Promise<Maintenan
     archive: new ArchiveService({ db, catalog, messages: deps.messages, metrics, now }),
     reapers,
     deleteSchedule,
-    stop: () => scheduler?.stop(),
+    stop: async () => scheduler?.stop(),
   };
 }

@@ -15,7 +15,7 @@ import { QueueGauges } from './queue/queue-gauges.js';
 import { TopicService } from './queue/topics.js';
 import { TopicSignals } from './queue/topic-signals.js';
 import { startMaintenance } from './maintenance.js';
-import { RedisTopicRelay } from './pubsub/redis-topic-relay.js';
+import { RedisPeerRelay } from './pubsub/redis-peer-relay.js';
 import { createDb, migrate } from './store/db.js';
 import { engineOf } from './store/dialect.js';
 
@@ -82,7 +82,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const catalog = new Catalog(db, config.queue.config_refresh_interval, logger);
   await catalog.start();
   const signals = new TopicSignals();
-  const signalRelay = config.redis.url ? await RedisTopicRelay.start(config.redis.url, signals, logger) : undefined;
+  const peerRelay = config.redis.url ? await RedisPeerRelay.start(config.redis.url, signals, logger) : undefined;
   const messages = new MessageService({
     db,
     queue: config.queue,
@@ -102,7 +102,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const httpServer = createServer({ keepAliveTimeout: 65_000 }, app);
   trackConnections(httpServer);
   const httpPort = await listen(httpServer, config.server.http_port, config.server.host);
-  const grpcServer = await startGrpcServer({ config, logger, db, metrics, messages, signals, guard: authorizerGuard(authRuntime.auth, messages) });
+  const grpcServer = await startGrpcServer({ config, logger, db, metrics, messages, signals, guard: authorizerGuard(authRuntime.auth, messages), peers: peerRelay });
   const grpcPort = grpcServer.port;
 
   let metricsServer: Server | undefined;
@@ -122,9 +122,9 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     (closing ??= (async () => {
       const deadlineMs = config.server.shutdown_timeout * 1000;
       await Promise.all([stopHttp(httpServer, deadlineMs), grpcServer.close(deadlineMs), metricsServer ? stopHttp(metricsServer, 1000) : undefined]);
-      maintenance.stop();
+      await maintenance.stop();
       await messages.drain();
-      await signalRelay?.close();
+      await peerRelay?.close();
       await authRuntime.close();
       catalog.stop();
       await metrics.shutdown();

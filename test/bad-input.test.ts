@@ -331,3 +331,94 @@ describe('readiness without a database', () => {
     }
   });
 });
+
+/** Every route the API serves (other features add theirs here too), with its path parameters filled in. */
+const ROUTES = [
+  '/healthz',
+  '/readyz',
+  '/api/version',
+  '/api/auth/status',
+  '/api/auth/login',
+  '/api/auth/refresh',
+  '/api/messages',
+  '/api/messages/batch',
+  '/api/messages/dequeue',
+  '/api/messages/ack',
+  '/api/messages/:id/ack',
+  '/api/messages/:id/nack',
+  '/api/messages/:id/requeue',
+  '/api/topic-configs',
+  '/api/topic-configs/:topic',
+  '/api/topic-schemas',
+  '/api/topic-schemas/:topic',
+  '/api/stats',
+  '/api/topics/:topic/purge',
+  '/api/topics/:topic/messages/by-key/:key',
+  '/api/topics/:topic/consumer-groups',
+  '/api/topics/:topic/consumer-groups/:group',
+  '/api/topics/:topic/message-log',
+  '/api/topics/:topic/replay',
+  '/api/admin/expiry-reaper/run',
+  '/api/admin/delete-reaper/run',
+  '/api/admin/archive-reaper/run',
+  '/api/admin/delete-reaper/schedule',
+  '/api/users',
+  '/api/users/:id',
+  '/api/users/:id/grants',
+  '/api/users/:id/grants/:grantId',
+  '/api/users/:id/consumer-group-grants',
+];
+
+const FIELDS = [
+  'topic', 'payload', 'metadata', 'key', 'count', 'visibility_timeout_seconds', 'consumer_group', 'error', 'ids', 'messages',
+  'statuses', 'schema_json', 'max_retries', 'message_ttl_seconds', 'max_depth', 'throughput_limit', 'replayable',
+  'replay_window_seconds', 'from_time', 'schedule', 'username', 'password', 'is_admin', 'action', 'topic_pattern', 'before',
+];
+const HOSTILE_VALUES: unknown[] = [{}, [], [{}], -1, 1.5, 2 ** 53 + 2, true, '', 'x'.repeat(5000), '\u0000', null, '../../etc', '* FROM messages; --'];
+
+/** Raw bodies and JSON objects whose every known field holds the same hostile value. */
+const HOSTILE_BODIES: Array<[string, string]> = [
+  ['malformed JSON', '{"a":'],
+  ['a JSON array', '[1]'],
+  ['a JSON string', '"x"'],
+  ['JSON null', 'null'],
+  ...HOSTILE_VALUES.map((v): [string, string] => [`every field = ${JSON.stringify(v).slice(0, 20)}`, JSON.stringify(Object.fromEntries(FIELDS.map((f) => [f, v])))]),
+];
+
+const PARAMS: Array<Record<string, string>> = [
+  { id: MISSING_ID, grantId: MISSING_ID, topic: 'fz', key: 'k', group: 'g' },
+  { id: 'nope', grantId: '1', topic: 'a%2Fb', key: '%00', group: 'a%2Fb' },
+  { id: '%ZZ', grantId: '%ZZ', topic: LONG_TOPIC, key: 'k'.repeat(300), group: 'g'.repeat(300) },
+];
+const QUERIES = ['', '?limit=x&offset=-1', '?limit=1&limit=2&topic=a%2Fb&before=yesterday', '?before=2026-01-01T00:00:00Z&topic[x]=1'];
+
+describeEachEngine('no request gets a 500', (engine) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(engine, { overrides: { queue: { max_payload_bytes: 1024 } } });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it.each(ROUTES)('%s: every method, hostile bodies, odd parameters and queries', async (template) => {
+    const failures: string[] = [];
+    for (const params of PARAMS) {
+      const path = template.replace(/:(\w+)/g, (_, name: string) => params[name]);
+      for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH']) {
+        const attempts: Array<[string, string | undefined]> = ['GET', 'DELETE'].includes(method) ? QUERIES.map((q) => [q, undefined]) : HOSTILE_BODIES.map(([, b]) => ['', b]);
+        for (const [query, body] of attempts) {
+          const res = await server.api.request(method, `${path}${query}`, body, body === undefined ? {} : { 'content-type': 'application/json' });
+          const where = `${method} ${path}${query} ${body?.slice(0, 60) ?? ''} -> ${res.status} ${res.text.slice(0, 120)}`;
+          if (res.status >= 500) failures.push(where);
+          else if (res.status >= 400) {
+            const shaped = (res.headers.get('content-type') ?? '').startsWith('application/json') && Object.keys(res.body ?? {}).join() === 'error' && typeof res.body.error === 'string' && res.body.error !== '';
+            if (!shaped) failures.push(`badly shaped error: ${where}`);
+            if (/\bER_[A-Z_]+|SQLITE_[A-Z]+|node_modules|\n\s+at /.test(res.text)) failures.push(`leaks internals: ${where}`);
+          }
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+});

@@ -134,6 +134,34 @@ describeEachEngine('concurrency', (engine) => {
     expect((await server.api.get('/api/messages?topic=requeue-race.dlq')).body.total).toBe(0);
   });
 
+  it('purges racing with consumers: each message is removed exactly once, by an ack or by a purge', async () => {
+    await fill('purge-race', 800);
+    let acked = 0;
+    let purged = 0;
+    const consumer = async () => {
+      for (;;) {
+        const res = await server.api.dequeue('purge-race', { count: 20 });
+        expect(res.status).toBe(200);
+        if (res.body.messages.length === 0) return;
+        const ack = await server.api.post('/api/messages/ack', { ids: res.body.messages.map((m: any) => m.id) });
+        expect(ack.status).toBe(200);
+        acked += ack.body.acked.length;
+      }
+    };
+    const purger = async () => {
+      for (let i = 0; i < 5; i++) {
+        await new Promise((r) => setTimeout(r, 15));
+        const res = await server.api.post('/api/topics/purge-race/purge', { statuses: ['pending', 'processing'] });
+        expect(res.status).toBe(200);
+        purged += res.body.deleted;
+      }
+    };
+    await Promise.all([consumer(), consumer(), consumer(), consumer(), purger()]);
+    purged += (await server.api.post('/api/topics/purge-race/purge')).body.deleted;
+    expect(acked + purged).toBe(800);
+    expect((await server.api.get('/api/messages?topic=purge-race')).body.total).toBe(0);
+  });
+
   it('60 parallel keyed enqueues of 4 keys leave exactly one pending message per key', async () => {
     const keys = ['k0', 'k1', 'k2', 'k3'];
     const results = await Promise.all(

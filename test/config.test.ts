@@ -138,7 +138,7 @@ describeEachEngine('configuration file and environment', (engine) => {
     } finally {
       await database.drop();
     }
-  });
+  }, 120_000);
 
   it('`conveyor migrate` applies the migrations once and prints JSON', async () => {
     const database = await engine.createDatabase();
@@ -162,7 +162,7 @@ describeEachEngine('configuration file and environment', (engine) => {
     } finally {
       await database.drop();
     }
-  });
+  }, 120_000);
 });
 
 describe('configuration discovery', () => {

@@ -167,7 +167,48 @@ describeEachEngine('consumer groups', (engine) => {
     expect(await topicMessages(api, 'work')).toEqual([]);
   });
 
-  it('fails a group delivery without touching the other group', async () => {
+  it('requeues a plain dead letter to every group once its topic has turned fan-out', async () => {
+    await api.put('/api/topic-configs/turned', { max_retries: 1 });
+    const { id } = (await api.enqueue('turned', 'x')).body;
+    await api.dequeue('turned');
+    expect((await api.post(`/api/messages/${id}/nack`, { error: 'e' })).status).toBe(204);
+    expect((await topicMessages(api, 'turned.dlq')).map((m) => m.id)).toEqual([id]);
+
+    await register(api, 'turned', 'a');
+    await register(api, 'turned', 'b');
+    expect((await api.post(`/api/messages/${id}/requeue`)).status).toBe(204);
+    expect((await dequeueGroup(api, 'turned', 'a')).map((m) => m.id)).toEqual([id]);
+    expect((await dequeueGroup(api, 'turned', 'b')).map((m) => m.id)).toEqual([id]);
+  });
+
+  it('hands a message a plain consumer holds to the groups when the topic turns fan-out', async () => {
+    const { id } = (await api.enqueue('switch', 'x')).body;
+    await api.dequeue('switch');
+    await register(api, 'switch', 'g');
+    // The plain consumer can no longer finish it; the group gets it instead (at least once).
+    expectErrorBody(await ack(api, id), 400);
+    expect((await dequeueGroup(api, 'switch', 'g')).map((m) => m.id)).toEqual([id]);
+    expect((await ack(api, id, 'g')).status).toBe(204);
+    expect(await topicMessages(api, 'switch')).toEqual([]);
+  });
+
+  it("fails one group's delivery (no retries, no DLQ) while the other group still finishes the message", async () => {
+    await api.put('/api/topic-configs/once', { max_retries: 0 });
+    await register(api, 'once', 'x');
+    await register(api, 'once', 'y');
+    const { id } = (await api.enqueue('once', 'f')).body;
+    await dequeueGroup(api, 'once', 'x');
+    expect((await nack(api, id, 'x', 'bad')).status).toBe(204);
+    expect(await topicMessages(api, 'once.dlq')).toEqual([]);
+    const stats = (await api.get('/api/stats')).body.topics.filter((t: any) => t.topic === 'once');
+    expect(stats).toContainEqual({ topic: 'once', consumer_group: 'x', status: 'failed', count: 1 });
+    expect(await dequeueGroup(api, 'once', 'x')).toEqual([]);
+    expect((await dequeueGroup(api, 'once', 'y')).map((m) => m.id)).toEqual([id]);
+    expect((await ack(api, id, 'y')).status).toBe(204);
+    expect(await topicMessages(api, 'once')).toEqual([]);
+  });
+
+  it("dead-letters one group's delivery without touching the other group", async () => {
     await api.put('/api/topic-configs/fragile', { max_retries: 1 });
     await register(api, 'fragile', 'x');
     await register(api, 'fragile', 'y');
@@ -250,6 +291,24 @@ describeEachEngine('consumer groups', (engine) => {
     expect((await topicMessages(api, 'ttl')).map((m) => [m.id, m.status])).toEqual([[id, 'expired']]);
     expect((await api.post('/api/admin/delete-reaper/run')).body).toEqual({ deleted: 1 });
     expect(await topicMessages(api, 'ttl')).toEqual([]);
+  });
+
+  it('completes and archives each message exactly once when groups ack it at the same time', async () => {
+    await api.put('/api/topic-configs/race', { replayable: true });
+    await register(api, 'race', 'left');
+    await register(api, 'race', 'right');
+    const messages = Array.from({ length: 40 }, (_, i) => ({ topic: 'race', payload: `m${i}` }));
+    expect((await api.post('/api/messages/batch', { messages })).status).toBe(201);
+    const left = await dequeueGroup(api, 'race', 'left', { count: 40 });
+    const right = await dequeueGroup(api, 'race', 'right', { count: 40 });
+    expect(left).toHaveLength(40);
+    expect(right).toHaveLength(40);
+    const acks = await Promise.all([...left.map((m) => ack(api, m.id, 'left')), ...right.map((m) => ack(api, m.id, 'right'))]);
+    expect(acks.every((r) => r.status === 204)).toBe(true);
+    expect(await topicMessages(api, 'race')).toEqual([]);
+    const logged = (await api.get('/api/topics/race/message-log?limit=200')).body;
+    expect(logged.total).toBe(40);
+    expect(new Set(logged.items.map((e: any) => e.id)).size).toBe(40);
   });
 
   it('purges per group on a fan-out topic', async () => {

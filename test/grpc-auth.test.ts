@@ -111,4 +111,23 @@ describeEachEngine('gRPC authentication and grants', (engine) => {
     await expectGrpcError(client.call('BatchDequeue', { topic: 'orders', count: 1 }), status.PERMISSION_DENIED);
     expect((await endOf(client, { topic: 'orders' })).code).toBe(status.PERMISSION_DENIED);
   });
+
+  it('lets a consume grant dequeue, subscribe and ack with its own group only', async () => {
+    expect((await server.admin.post('/api/topics/jobs/consumer-groups', { consumer_group: 'workers' })).status).toBe(201);
+    expect((await server.admin.post('/api/topics/jobs/consumer-groups', { consumer_group: 'auditors' })).status).toBe(201);
+    const worker = as((await createUser(server, ['consume:jobs:workers'])).token);
+    const admin = as((await createUser(server, [], true)).token);
+    await expectGrpcError(worker.call('Dequeue', { topic: 'jobs', consumer_group: 'workers' }), status.NOT_FOUND);
+    await expectGrpcError(worker.call('Dequeue', { topic: 'jobs', consumer_group: 'auditors' }), status.PERMISSION_DENIED);
+    await expectGrpcError(worker.call('Enqueue', { topic: 'jobs', payload: Buffer.from('x') }), status.PERMISSION_DENIED);
+    expect((await endOf(worker, { topic: 'jobs', consumer_group: 'auditors' })).code).toBe(status.PERMISSION_DENIED);
+
+    const rec = new StreamRecorder(worker.subscribe({ topic: 'jobs', consumer_group: 'workers' }));
+    const { id } = await admin.call('Enqueue', { topic: 'jobs', payload: Buffer.from('job') });
+    await rec.until(() => rec.received.length === 1, 5000, "the worker's delivery");
+    expect(rec.received[0].id).toBe(id);
+    await expectGrpcError(worker.call('Ack', { id, consumer_group: 'auditors' }), status.PERMISSION_DENIED);
+    expect(await worker.call('Ack', { id, consumer_group: 'workers' })).toEqual({});
+    rec.stream.cancel();
+  });
 });

@@ -65,6 +65,7 @@ describeEachEngine('gRPC QueueService', (engine) => {
       await expectGrpcError(client.call('Enqueue', { topic: 'bad topic!', payload: Buffer.from('x') }), status.INVALID_ARGUMENT, /topic/);
       await expectGrpcError(client.call('Enqueue', { topic: '', payload: Buffer.from('x') }), status.INVALID_ARGUMENT);
       await expectGrpcError(client.call('Enqueue', { topic: topic(), payload: Buffer.alloc(0) }), status.INVALID_ARGUMENT, /payload/);
+      await expectGrpcError(client.call('Enqueue', { topic: topic(), payload: Buffer.alloc(1_048_577, 97) }), status.INVALID_ARGUMENT, /payload exceeds/);
       await expectGrpcError(client.call('Enqueue', { topic: 'orders.dlq', payload: Buffer.from('x') }), status.INVALID_ARGUMENT);
       await expectGrpcError(client.call('Enqueue', { topic: topic(), payload: Buffer.from('x'), key: '' }), status.INVALID_ARGUMENT, /key/);
       await expectGrpcError(client.call('Dequeue', { topic: topic(), visibility_timeout_seconds: 0 }), status.INVALID_ARGUMENT, /visibility/);

@@ -72,4 +72,26 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
       await close();
     }
   });
+
+  it("with Redis, an Ack on another instance frees the stream's slot long before the visibility timeout", async () => {
+    const first = await startTestServer(engineByName.mysql, { database, overrides: { redis: { url: REDIS_URL } } });
+    const second = await startTestServer(engineByName.mysql, { database, overrides: { redis: { url: REDIS_URL } } });
+    const onFirst = new QueueClient(first.server.grpcPort);
+    const onSecond = new QueueClient(second.server.grpcPort);
+    try {
+      const topic = 'cross-ack';
+      await onFirst.call('EnqueueBatch', { requests: Array.from({ length: 12 }, (_, i) => ({ topic, payload: Buffer.from(`m${i}`) })) });
+      const rec = new StreamRecorder(onFirst.subscribe({ topic, visibility_timeout_seconds: 60 }));
+      await rec.until(() => rec.received.length === 10, 5000, 'ten deliveries');
+      await onSecond.call('Ack', { id: rec.received[0].id });
+      await rec.until(() => rec.received.length === 11, 3000, 'a delivery after the remote Ack');
+      await onSecond.call('AckBatch', { ids: [rec.received[1].id] });
+      await rec.until(() => rec.received.length === 12, 3000, 'a delivery after the remote AckBatch');
+      rec.stream.cancel();
+    } finally {
+      onFirst.close();
+      onSecond.close();
+      await Promise.all([first.close(), second.close()]);
+    }
+  });
 });

@@ -75,6 +75,8 @@ describeEachEngine('nack and dead-lettering', (engine) => {
               retry_count: attempts,
               last_error: `error ${attempts}`,
               payload: 'payload',
+              // Dead letters wait for an operator: they do not expire (README, "Dead letters").
+              expires_at: null,
             });
           }
           // Each nack settles the delivery: a second nack of the same delivery is 404.

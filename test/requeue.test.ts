@@ -39,6 +39,9 @@ describeEachEngine('requeue of dead letters', (engine) => {
       key: 'k',
       metadata: { a: 'b' },
     });
+    // Dead letters never expire; back on its topic it gets a fresh TTL (queue.message_ttl, 24h) from now.
+    const requeued = await findMessage(server.api, 'rq-basic', id);
+    expect(Date.parse(requeued.expires_at)).toBeGreaterThan(Date.now() + 23 * 3600 * 1000);
     // It is deliverable again from the original topic.
     const [delivered] = (await server.api.dequeue('rq-basic')).body.messages;
     expect(delivered).toMatchObject({ id, retry_count: 0, max_retries: 4 });

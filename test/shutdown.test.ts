@@ -90,7 +90,7 @@ describeEachEngine('graceful shutdown', (engine) => {
     } finally {
       await database.drop();
     }
-  });
+  }, 120_000);
 
   it('an idle server exits 0 promptly on SIGTERM and on SIGINT', async () => {
     const database = await engine.createDatabase();
@@ -106,5 +106,5 @@ describeEachEngine('graceful shutdown', (engine) => {
     } finally {
       await database.drop();
     }
-  });
+  }, 120_000);
 });

@@ -19,13 +19,15 @@ import {
   type NackRequest,
   type SubscribeRequest,
 } from './messages.js';
-import { DeliveryTracker, SubscribeStream } from './subscribe.js';
+import { DeliveryTracker, SubscribeStream, type SettledRelay } from './subscribe.js';
 
 export interface QueueServiceDeps {
   logger: Logger;
   messages: MessageService;
   signals: TopicSignals;
   guard: CallGuard;
+  /** Other instances, when Redis connects them: Acks there free slots of streams here and vice versa. */
+  peers?: SettledRelay;
   defaultVisibilitySeconds: number;
   duration: Histogram;
   streams: UpDownCounter;
@@ -35,10 +37,12 @@ type Unary<Req> = (request: Req) => Promise<object>;
 
 /** The transport of QueueService: each RPC checks access, calls the domain and shapes the reply; no rules here. */
 export class QueueServiceHandlers {
-  private readonly deliveries = new DeliveryTracker();
+  private readonly deliveries: DeliveryTracker;
   private readonly active = new Set<SubscribeStream>();
 
-  constructor(private readonly deps: QueueServiceDeps) {}
+  constructor(private readonly deps: QueueServiceDeps) {
+    this.deliveries = new DeliveryTracker(deps.peers);
+  }
 
   implementation(): UntypedServiceImplementation {
     const { messages } = this.deps;
@@ -61,17 +65,17 @@ export class QueueServiceHandlers {
       })),
       Ack: this.unary<AckRequest>('Ack', (r) => settle([r.id], r), async (r) => {
         await messages.ack(r.id, groupOf(r));
-        this.deliveries.release(groupOf(r), r.id);
+        this.deliveries.release(groupOf(r), [r.id]);
         return {};
       }),
       Nack: this.unary<NackRequest>('Nack', (r) => settle([r.id], r), async (r) => {
         await messages.nack(r.id, r.error, groupOf(r));
-        this.deliveries.release(groupOf(r), r.id);
+        this.deliveries.release(groupOf(r), [r.id]);
         return {};
       }),
       AckBatch: this.unary<AckBatchRequest>('AckBatch', (r) => settle(r.ids, r), async (r) => {
         const { acked, notFound } = await messages.ackBatch(r.ids, groupOf(r));
-        for (const id of acked) this.deliveries.release(groupOf(r), id);
+        this.deliveries.release(groupOf(r), acked);
         return { acked, not_found: notFound };
       }),
       Subscribe: (call: ServerWritableStream<SubscribeRequest, unknown>) => void this.subscribe(call),

@@ -13,6 +13,7 @@ import type { CallGuard } from './auth.js';
 import { DatabaseHealth } from './health.js';
 import { LOADER_OPTIONS, loadQueuePackage, queueProtoPath } from './proto.js';
 import { QueueServiceHandlers } from './queue-service.js';
+import type { SettledRelay } from './subscribe.js';
 
 /** EnqueueBatch carries up to 1,000 payloads; the same ceiling as the HTTP batch body. */
 const MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
@@ -25,6 +26,7 @@ export interface GrpcDeps {
   messages: MessageService;
   signals: TopicSignals;
   guard: CallGuard;
+  peers?: SettledRelay;
 }
 
 export interface RunningGrpcServer {
@@ -53,6 +55,7 @@ export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer
     messages: deps.messages,
     signals: deps.signals,
     guard: deps.guard,
+    peers: deps.peers,
     defaultVisibilitySeconds: config.queue.visibility_timeout,
     duration: metrics.histogram('conveyor_grpc_request_duration_seconds', 'gRPC call duration by method and status code (streams: their lifetime)'),
     streams: metrics.meter.createUpDownCounter('conveyor_subscribe_streams', { description: 'Open Subscribe streams by topic' }),

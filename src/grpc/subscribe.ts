@@ -22,28 +22,48 @@ export interface SubscribeDeps {
   toError(err: unknown): GrpcError;
 }
 
+/** Carries settled deliveries between instances (src/pubsub/redis-peer-relay.ts). */
+export interface SettledRelay {
+  publishSettled(keys: string[]): void;
+  onSettled(listener: (keys: string[]) => void): void;
+}
+
 /**
  * Which stream holds which delivery, so a unary Ack or Nack frees that stream's slot. On a fan-out topic one
- * message is a delivery per group, so a delivery is named by group and id.
+ * message is a delivery per group, so a delivery is named by group and id. An Ack may reach another instance
+ * than the stream (a gRPC-aware load balancer spreads calls), so deliveries settled here but held by no
+ * stream here are passed to the peers, when there are any.
  */
 export class DeliveryTracker {
-  private readonly holders = new Map<string, SubscribeStream>();
+  private readonly holders = new Map<string, { stream: SubscribeStream; id: string }>();
 
-  hold(group: string | undefined, id: string, stream: SubscribeStream): void {
-    this.holders.set(deliveryKey(group, id), stream);
+  constructor(private readonly peers?: SettledRelay) {
+    peers?.onSettled((keys) => {
+      for (const key of keys) this.releaseHeld(key);
+    });
   }
 
-  /** The delivery was acked or nacked. */
-  release(group: string | undefined, id: string): void {
-    const key = deliveryKey(group, id);
-    const stream = this.holders.get(key);
-    this.holders.delete(key);
-    stream?.settled(id);
+  hold(group: string | undefined, id: string, stream: SubscribeStream): void {
+    this.holders.set(deliveryKey(group, id), { stream, id });
+  }
+
+  /** The deliveries were acked or nacked. */
+  release(group: string | undefined, ids: string[]): void {
+    const elsewhere = ids.map((id) => deliveryKey(group, id)).filter((key) => !this.releaseHeld(key));
+    if (elsewhere.length > 0) this.peers?.publishSettled(elsewhere);
   }
 
   forget(group: string | undefined, id: string, stream: SubscribeStream): void {
     const key = deliveryKey(group, id);
-    if (this.holders.get(key) === stream) this.holders.delete(key);
+    if (this.holders.get(key)?.stream === stream) this.holders.delete(key);
+  }
+
+  private releaseHeld(key: string): boolean {
+    const holder = this.holders.get(key);
+    if (!holder) return false;
+    this.holders.delete(key);
+    holder.stream.settled(holder.id);
+    return true;
   }
 }
 
@@ -79,6 +99,8 @@ export class SubscribeStream {
     const unsubscribe = this.deps.signals.subscribe(this.topic, () => this.nudge());
     const onCancel = () => this.finish();
     this.call.on('cancelled', onCancel);
+    // The client may have gone while the call was being authorised.
+    if (this.call.cancelled) this.finish();
     this.deps.streams.add(1, { topic: this.topic });
     try {
       await this.loop();
@@ -153,15 +175,16 @@ export class SubscribeStream {
     });
   }
 
+  /** Waits for the client to take what was written; an ending stream (finish()) stops the wait too. */
   private drained(): Promise<void> {
     return new Promise((resolve) => {
       const settle = () => {
         this.call.off('drain', settle);
-        this.call.off('cancelled', settle);
+        this.wake = () => {};
         resolve();
       };
       this.call.on('drain', settle);
-      this.call.on('cancelled', settle);
+      this.wake = settle;
     });
   }
 

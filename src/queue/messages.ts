@@ -301,10 +301,7 @@ export class MessageService {
 
   private async releaseExpired(topic: string, now: number): Promise<void> {
     const results = await releaseExpired(this.deps.db, topic, now, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED);
-    for (const result of results) {
-      this.deps.metrics.message('redelivered', result.topic);
-      this.afterAttempt(result);
-    }
+    for (const result of results) this.afterRedelivery(result);
   }
 
   private afterAttempt(result: AttemptResult): void {

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 
-/** Carries wake-ups to other instances (Redis pub/sub); see src/pubsub/redis-topic-relay.ts. */
+/** Carries wake-ups to other instances (Redis pub/sub); see src/pubsub/redis-peer-relay.ts. */
 export interface SignalRelay {
   publish(topic: string): void;
 }

@@ -24,6 +24,7 @@ export class ReaperScheduler {
   private current = '';
   private stopped = false;
   private refreshing: Promise<void> = Promise.resolve();
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(private readonly options: ReaperSchedulerOptions) {}
 
@@ -39,10 +40,12 @@ export class ReaperScheduler {
     return this.refreshing;
   }
 
-  stop(): void {
+  /** Stops the timers and waits for a run in progress, so shutdown never closes the pool under it. */
+  async stop(): Promise<void> {
     this.stopped = true;
     for (const timer of this.timers) clearInterval(timer);
     this.cron?.stop();
+    await Promise.all([...this.inFlight]);
   }
 
   private async applySchedule(): Promise<void> {
@@ -67,8 +70,14 @@ export class ReaperScheduler {
     this.timers.push(timer);
   }
 
-  private async runScheduled(kind: ReaperKind): Promise<void> {
-    if (this.stopped) return;
+  private runScheduled(kind: ReaperKind): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    const run = this.runOnce(kind).finally(() => this.inFlight.delete(run));
+    this.inFlight.add(run);
+    return run;
+  }
+
+  private async runOnce(kind: ReaperKind): Promise<void> {
     try {
       const count = await this.options.reapers.run(kind, 0);
       this.options.logger.debug({ reaper: kind, count }, 'reaper run');

@@ -99,20 +99,21 @@ function isConcurrentMigration(err: unknown): boolean {
  * start together on an empty database: both insert a row into knex_migrations_lock (no unique key), after
  * which every `UPDATE ... WHERE is_locked = 0` touches two rows and knex reports "already locked" forever.
  * GET_LOCK is per server, so the name carries a hash of the database name (test databases share a server).
+ * The lock lives on its own connection, outside the pool, so a pool of one still has a connection to migrate.
  */
 async function withMysqlMigrationLock<T>(db: Knex, run: () => Promise<T>): Promise<T> {
-  const client = db.client as { acquireConnection(): Promise<unknown>; releaseConnection(conn: unknown): Promise<void> };
-  const conn = await client.acquireConnection();
+  const lockDb = knexFactory({ ...db.client.config, pool: { min: 1, max: 1 } });
   try {
-    const [rows] = await db.raw("SELECT GET_LOCK(CONCAT('conveyor_migrate:', SHA1(DATABASE())), ?) AS got", [MIGRATION_LOCK_WAIT_MS / 1000]).connection(conn);
+    const lockName = "CONCAT('conveyor_migrate:', SHA1(DATABASE()))";
+    const [rows] = await lockDb.raw(`SELECT GET_LOCK(${lockName}, ?) AS got`, [MIGRATION_LOCK_WAIT_MS / 1000]);
     if (Number((rows as Array<{ got: unknown }>)[0]?.got) !== 1) throw new Error('timed out waiting for another process to finish database migrations');
     try {
       return await run();
     } finally {
-      await db.raw("SELECT RELEASE_LOCK(CONCAT('conveyor_migrate:', SHA1(DATABASE())))").connection(conn);
+      await lockDb.raw(`SELECT RELEASE_LOCK(${lockName})`);
     }
   } finally {
-    await client.releaseConnection(conn);
+    await lockDb.destroy();
   }
 }
 

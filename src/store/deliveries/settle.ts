@@ -103,6 +103,9 @@ export async function releaseExpiredDeliveries(
   return withConflictRetry(() =>
     db.transaction(async (trx) => {
       const locked = await lockMessages(trx, ids);
+      // Deliveries whose message is gone (removed by a path that did not know the topic was fan-out) are dropped.
+      const gone = ids.filter((id) => !locked.some((m) => m.id === id));
+      if (gone.length > 0) await trx('deliveries').whereIn('message_id', gone).delete();
       const results: AttemptResult[] = [];
       for (const { id } of locked) {
         // Re-read under the lock: an ack or nack may have settled the delivery since the probe above.

@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import { createClient, type RedisClientType } from 'redis';
+import type { Logger } from '../log/logger.js';
+import type { SignalRelay, TopicSignals } from '../queue/topic-signals.js';
+
+const CHANNEL = 'conveyor:peers';
+const CONNECT_TIMEOUT_MS = 3000;
+
+type Client = RedisClientType;
+
+interface PeerMessage {
+  origin: string;
+  /** Topics that have new pending messages. */
+  topics: string[];
+  /** Subscribe deliveries settled here whose stream may live on another instance (see src/grpc/subscribe.ts). */
+  settled: string[];
+}
+
+/**
+ * What instances tell each other over one Redis pub/sub channel: topic wake-ups, and settled Subscribe
+ * deliveries so a stream on one instance frees its slot when the Ack arrives at another. Messages are
+ * coalesced to one per event-loop turn, and an instance ignores its own. Redis being down only slows other
+ * instances down to their fallback poll and visibility timeouts; it never fails a call.
+ */
+export class RedisPeerRelay implements SignalRelay {
+  private readonly origin = randomUUID();
+  private readonly pendingTopics = new Set<string>();
+  private readonly pendingSettled = new Set<string>();
+  private readonly settledListeners: Array<(keys: string[]) => void> = [];
+  private flushScheduled = false;
+
+  private constructor(
+    private readonly publisher: Client,
+    private readonly subscriber: Client,
+    private readonly logger: Logger,
+  ) {}
+
+  static async start(url: string, signals: TopicSignals, logger: Logger): Promise<RedisPeerRelay> {
+    const publisher: Client = createClient({ url });
+    const subscriber: Client = publisher.duplicate();
+    const relay = new RedisPeerRelay(publisher, subscriber, logger);
+    let reported = false;
+    for (const client of [publisher, subscriber]) {
+      client.on('error', (err: Error) => {
+        if (!reported) logger.warn({ err: err.message }, 'redis unavailable; cross-instance wake-ups fall back to polling');
+        reported = true;
+      });
+      client.on('ready', () => (reported = false));
+    }
+    const connected = Promise.all([
+      publisher.connect(),
+      subscriber.connect().then(() => subscriber.subscribe(CHANNEL, (message) => relay.receive(message, signals))),
+    ]);
+    const timeout = new Promise<void>((resolve) => setTimeout(resolve, CONNECT_TIMEOUT_MS).unref());
+    // Start without Redis rather than refuse to serve; the clients keep reconnecting in the background.
+    await Promise.race([connected.catch(() => undefined), timeout]);
+    signals.attachRelay(relay);
+    return relay;
+  }
+
+  publish(topic: string): void {
+    this.pendingTopics.add(topic);
+    this.scheduleFlush();
+  }
+
+  publishSettled(keys: string[]): void {
+    for (const key of keys) this.pendingSettled.add(key);
+    this.scheduleFlush();
+  }
+
+  onSettled(listener: (keys: string[]) => void): void {
+    this.settledListeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.subscriber, this.publisher].map(closeClient));
+  }
+
+  private receive(message: string, signals: TopicSignals): void {
+    const peer = parsePeerMessage(message);
+    if (!peer || peer.origin === this.origin) return;
+    for (const topic of peer.topics) signals.signalFromPeer(topic);
+    if (peer.settled.length > 0) for (const listener of this.settledListeners) listener(peer.settled);
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const message: PeerMessage = { origin: this.origin, topics: [...this.pendingTopics], settled: [...this.pendingSettled] };
+    this.pendingTopics.clear();
+    this.pendingSettled.clear();
+    if (!this.publisher.isReady) return;
+    this.publisher.publish(CHANNEL, JSON.stringify(message)).catch((err: Error) => {
+      this.logger.debug({ err: err.message }, 'redis publish failed');
+    });
+  }
+}
+
+/** A client that never connected is still retrying: stop it instead of waiting for a graceful QUIT. */
+async function closeClient(client: Client): Promise<void> {
+  if (client.isReady) return client.close();
+  if (client.isOpen) client.destroy();
+}
+
+/** Anything else on the channel (another version, a stray PUBLISH) is ignored rather than trusted. */
+function parsePeerMessage(message: string): PeerMessage | undefined {
+  try {
+    const value = JSON.parse(message) as Partial<Record<keyof PeerMessage, unknown>>;
+    if (typeof value.origin !== 'string') return undefined;
+    const strings = (list: unknown) => (Array.isArray(list) ? list.filter((s): s is string => typeof s === 'string') : []);
+    return { origin: value.origin, topics: strings(value.topics), settled: strings(value.settled) };
+  } catch {
+    return undefined;
+  }
+}
