@@ -20,6 +20,7 @@ const USAGE = `usage: npm run bench -- [options]
   --ack-concurrency N     per-message acks in flight per consumer (default 8)
   --ack single|batch|both|none  dequeue+ack variants to run (default both; none: enqueue only)
   --payload-bytes N       payload size (default 256)
+  --warmup N              unmeasured enqueue+ack round first, so the JIT is warm (default 2000; 0 skips)
   --node-arg ARG          extra node flag for the service, repeatable (e.g. --cpu-prof)
   --server-env K=V        extra environment for the service, repeatable (e.g. CONVEYOR_DB_POOL_SIZE=8)
   --server-script FILE    experiments: start this script instead of dist/src/cli.js (same env, same API)
@@ -39,6 +40,7 @@ const { values } = parseArgs({
     'ack-concurrency': { type: 'string' },
     ack: { type: 'string' },
     'payload-bytes': { type: 'string' },
+    warmup: { type: 'string' },
     'node-arg': { type: 'string', multiple: true },
     'server-env': { type: 'string', multiple: true },
     out: { type: 'string' },
@@ -76,6 +78,7 @@ const options = {
   dequeueCount: positiveInt('dequeue-count', values['dequeue-count'], undefined, 100),
   ackConcurrency: positiveInt('ack-concurrency', values['ack-concurrency'], undefined, 8),
   payloadBytes: positiveInt('payload-bytes', values['payload-bytes'], undefined, 256),
+  warmup: values.warmup === '0' ? 0 : positiveInt('warmup', values.warmup, undefined, 2000),
 };
 const nodeArgs = values['node-arg'] ?? [];
 const serverEnv = Object.fromEntries(
@@ -108,6 +111,11 @@ async function benchEngine(engine: Engine): Promise<EngineResult> {
     const client = new BenchClient(service.port, Math.max(options.concurrency, options.consumers * (options.ackConcurrency + 1)));
     const deadlineMs = options.durationSeconds * 1000;
     try {
+      if (options.warmup > 0) {
+        const common = { topic: 'bench.warmup', deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackConcurrency: options.ackConcurrency };
+        const warm = await enqueuePhase(client, procs, { ...common, count: options.warmup, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
+        await dequeueAckPhase(client, procs, { ...common, expected: warm.messages, ackMode: 'single' });
+      }
       const report = (r: PhaseResult) => (phases.push(r), process.stdout.write(`${formatPhase(engine, r)}\n`));
       const enqueued = await enqueuePhase(client, procs, { topic: 'bench.single', count: options.count, deadlineMs, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
       report(enqueued);
@@ -145,6 +153,18 @@ function formatPhase(engine: Engine, r: PhaseResult): string {
   return `${engine.padEnd(6)} ${r.phase.padEnd(18)} ${String(r.msgsPerSecond).padStart(6)} msg/s  (${r.messages} msgs in ${r.seconds} s; ${lat}; CPU ${cpu})`;
 }
 
+/** Markdown rows for docs/benchmark.md: msg/s, then p50/p99 of the phase's main request, then server CPU. */
+function summaryTable(results: EngineResult[]): string {
+  const lines = ['| engine | phase | msg/s | p50 ms | p99 ms | server CPU µs/msg | db CPU µs/msg |', '|---|---|---:|---:|---:|---:|---:|'];
+  for (const r of results) {
+    for (const p of r.phases) {
+      const main = p.latency.enqueue ?? p.latency.ack ?? p.latency['ack-batch'] ?? p.latency.dequeue;
+      lines.push(`| ${r.database} | ${p.phase} | ${p.msgsPerSecond} | ${main?.p50Ms ?? ''} | ${main?.p99Ms ?? ''} | ${p.serverCpuUsPerMessage ?? ''} | ${p.dbCpuUsPerMessage ?? ''} |`);
+    }
+  }
+  return lines.join('\n');
+}
+
 async function main(): Promise<void> {
   // Bounded by construction (count and per-phase deadline); this is the backstop for a hung server.
   const phasesPerEngine = 1 + ackModes.length;
@@ -165,6 +185,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${engine}: ${result.database}${result.error ? ` — FAILED: ${result.error}` : ''}\n`);
     results.push(result);
   }
+  process.stdout.write(`\n${summaryTable(results)}\n`);
   const report = {
     date: new Date().toISOString(),
     machine: { ...machine, loadAverageAfter: loadAverage() },

@@ -90,7 +90,9 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     metrics,
     signals,
     now,
-    maxConcurrentFlushes: engineOf(db) === 'mysql' ? 4 : 1,
+    // MySQL: 2 flushes in flight made larger batches than 4 and measured ~7% more enqueues/s with ~20% less
+    // database CPU per message (docs/benchmark.md); 1 was as fast but lets one slow flush stall every caller.
+    maxConcurrentFlushes: engineOf(db) === 'mysql' ? 2 : 1,
   });
   const topics = new TopicService({ db, catalog, metrics, now });
   metrics.observeQueues(new QueueGauges(db));

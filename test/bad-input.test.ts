@@ -325,6 +325,21 @@ describe('readiness without a database', () => {
         expectErrorBody(res, 503);
         expect(res.body.error).toBe('database unavailable');
       }
+      // Metrics still answer (counters are in memory); only the database-backed gauges are missing.
+      const metrics = await server.api.get('/metrics');
+      expect(metrics.status).toBe(200);
+      expect(metrics.text).toMatch(/conveyor_messages_enqueued_total\{[^}]*topic="t"[^}]*\} 1/);
+
+      // When the database comes back, so does the service, without a restart.
+      await proxy.restore();
+      let readyAgain = 0;
+      for (let i = 0; i < 100 && readyAgain !== 200; i++) {
+        readyAgain = (await server.api.get('/readyz')).status;
+        if (readyAgain !== 200) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(readyAgain).toBe(200);
+      expect((await server.api.enqueue('t', 'z')).status).toBe(201);
+      expect((await server.api.get('/api/messages?topic=t')).body.items.map((m: any) => m.payload)).toEqual(['x', 'z']);
     } finally {
       await server.close();
       await database.drop();
