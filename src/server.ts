@@ -95,7 +95,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     maxConcurrentFlushes: engineOf(db) === 'mysql' ? 2 : 1,
   });
   const topics = new TopicService({ db, catalog, metrics, now });
-  metrics.observeQueues(new QueueGauges(db));
+  metrics.observeQueues(new QueueGauges(db, 10_000, now));
   const maintenance = await startMaintenance({ config, db, logger, catalog, messages, metrics, signals, now });
   const authRuntime = await startAuth(config, db, logger, now);
 

@@ -85,6 +85,16 @@ describe('invalid configuration refuses to start with one line naming the key', 
       },
       'broken.yaml',
     ],
+    [
+      'a YAML file with a misspelled key',
+      () => {
+        const file = join(tempDir(), 'typo.yaml');
+        writeFileSync(file, 'queue:\n  visiblity_timeout: 45s\n');
+        return { env: {}, args: ['--config', file] };
+      },
+      'queue',
+      'visiblity_timeout',
+    ],
     ['a config file that does not exist', () => ({ env: {}, args: ['--config', '/nonexistent/conveyor.yaml'] }), '/nonexistent/conveyor.yaml'],
   ];
 

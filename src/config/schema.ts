@@ -19,9 +19,9 @@ const port = z.coerce.number({ error: PORT_ERROR }).int({ error: PORT_ERROR }).m
 const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')], { error: 'expected true or false' });
 
 /** Every key of contract §1, with its default; durations become seconds. */
-export const configSchema = z.object({
+export const configSchema = z.strictObject({
   server: z
-    .object({
+    .strictObject({
       http_port: port.default(8080),
       grpc_port: port.default(50051),
       host: z.string().default('0.0.0.0'),
@@ -32,13 +32,13 @@ export const configSchema = z.object({
     })
     .prefault({}),
   db: z
-    .object({
+    .strictObject({
       url: z.string().default('sqlite:./data/conveyor.db'),
       pool_size: z.coerce.number().int().min(1).max(200).default(16),
     })
     .prefault({}),
   queue: z
-    .object({
+    .strictObject({
       visibility_timeout: duration('30s'),
       max_retries: z.coerce.number().int().min(0).default(3),
       dlq_threshold: z.coerce.number().int().min(0).default(3),
@@ -51,9 +51,9 @@ export const configSchema = z.object({
       config_refresh_interval: duration('1s'),
     })
     .prefault({}),
-  reapers: z.object({ mode: z.enum(['in-process', 'external']).default('in-process') }).prefault({}),
+  reapers: z.strictObject({ mode: z.enum(['in-process', 'external']).default('in-process') }).prefault({}),
   auth: z
-    .object({
+    .strictObject({
       enabled: bool.default(false),
       jwt_secret: z.string().default(''),
       username: z.string().default(''),
@@ -61,9 +61,9 @@ export const configSchema = z.object({
     })
     .prefault({}),
   // key_prefix (extension): namespaces every key this service writes, so instances of several deployments can share one Redis.
-  redis: z.object({ url: z.string().default(''), key_prefix: z.string().default('conveyor:') }).prefault({}),
-  metrics: z.object({ port: port.default(0) }).prefault({}),
-  log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
+  redis: z.strictObject({ url: z.string().default(''), key_prefix: z.string().default('conveyor:') }).prefault({}),
+  metrics: z.strictObject({ port: port.default(0) }).prefault({}),
+  log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
 });
 
 export type Config = z.output<typeof configSchema>;
