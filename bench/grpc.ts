@@ -12,7 +12,8 @@ import { startService } from './server-process.js';
  * The gRPC section of `npm run bench` (issue 5): single Enqueue (report only), EnqueueBatch of 100 from 8
  * callers, BatchDequeue of 100 + AckBatch, and Subscribe enqueue-to-delivery latency at a steady rate.
  * bench/run.ts calls grpcPhases() with the service's gRPC port (grpcPortOf its log output); until it does,
- * `npm run build && node dist/bench/grpc.js [sqlite|mysql]` runs this section alone (BENCH_COUNT, BENCH_DURATION).
+ * `npm run build && node dist/bench/grpc.js [sqlite|mysql]` runs this section alone (BENCH_COUNT, BENCH_DURATION,
+ * BENCH_SUBSCRIBE_STREAMS, BENCH_NODE_ARGS such as --cpu-prof).
  */
 
 export interface GrpcBenchOptions {
@@ -225,7 +226,7 @@ export async function grpcPhases(port: number, procs: Processes, o: GrpcBenchOpt
 async function main(): Promise<void> {
   const engine = process.argv[2] ?? 'mysql';
   const db = engine === 'sqlite' ? sqliteDatabase() : await mysqlDatabase(process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306');
-  const service = await startService(db.url);
+  const service = await startService(db.url, process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []);
   try {
     const procs = { serverPid: service.pid, dbPid: engine === 'mysql' ? findProcess(['mariadbd', 'mysqld']) : undefined };
     const options: GrpcBenchOptions = {
@@ -233,6 +234,7 @@ async function main(): Promise<void> {
       deadlineMs: Number(process.env.BENCH_DURATION ?? 30) * 1000,
       payloadBytes: 256,
       concurrency: 64,
+      subscribeStreams: Number(process.env.BENCH_SUBSCRIBE_STREAMS ?? 4),
     };
     process.stdout.write(`${db.version}, options ${JSON.stringify(options)}\n`);
     await grpcPhases(grpcPortOf(service.output()), procs, options, (r) => process.stdout.write(`${JSON.stringify(r)}\n`));

@@ -28,26 +28,39 @@ const USAGE = `usage: npm run bench -- [options]
 
 MySQL/MariaDB: MYSQL_URL (default mysql://root@127.0.0.1:3306); a fresh database is created and dropped.`;
 
-const { values } = parseArgs({
-  args: process.argv.slice(2),
-  options: {
-    engine: { type: 'string', multiple: true },
-    count: { type: 'string' },
-    duration: { type: 'string' },
-    concurrency: { type: 'string' },
-    consumers: { type: 'string' },
-    'dequeue-count': { type: 'string' },
-    'ack-concurrency': { type: 'string' },
-    ack: { type: 'string' },
-    'payload-bytes': { type: 'string' },
-    warmup: { type: 'string' },
-    'node-arg': { type: 'string', multiple: true },
-    'server-env': { type: 'string', multiple: true },
-    out: { type: 'string' },
-    'server-script': { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  },
-});
+/** Bad options end the run with the usage text, not a stack trace. */
+function fail(message: string): never {
+  process.stderr.write(`bench: ${message}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+const parse = () =>
+  parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      engine: { type: 'string', multiple: true },
+      count: { type: 'string' },
+      duration: { type: 'string' },
+      concurrency: { type: 'string' },
+      consumers: { type: 'string' },
+      'dequeue-count': { type: 'string' },
+      'ack-concurrency': { type: 'string' },
+      ack: { type: 'string' },
+      'payload-bytes': { type: 'string' },
+      warmup: { type: 'string' },
+      'node-arg': { type: 'string', multiple: true },
+      'server-env': { type: 'string', multiple: true },
+      out: { type: 'string' },
+      'server-script': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+let values: ReturnType<typeof parse>['values'];
+try {
+  ({ values } = parse());
+} catch (err) {
+  fail((err as Error).message);
+}
 if (values.help) {
   process.stdout.write(`${USAGE}\n`);
   process.exit(0);
@@ -57,7 +70,7 @@ function positiveInt(name: string, flag: string | undefined, env: string | undef
   const raw = flag ?? env;
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${raw}"`);
+  if (!Number.isInteger(n) || n < 1) fail(`--${name} must be a positive integer, got "${raw}"`);
   return n;
 }
 
@@ -65,10 +78,10 @@ const engines = (values.engine ?? (process.env.BENCH_ENGINES ? [process.env.BENC
   .flatMap((e) => e.split(','))
   .map((e) => e.trim())
   .filter(Boolean) as Engine[];
-for (const e of engines) if (e !== 'sqlite' && e !== 'mysql') throw new Error(`--engine must be sqlite or mysql, got "${e}"`);
+for (const e of engines) if (e !== 'sqlite' && e !== 'mysql') fail(`--engine must be sqlite or mysql, got "${e}"`);
 const ackModes: Array<'single' | 'batch'> =
   values.ack === undefined || values.ack === 'both' ? ['single', 'batch'] : values.ack === 'none' ? [] : [values.ack as 'single' | 'batch'];
-for (const m of ackModes) if (m !== 'single' && m !== 'batch') throw new Error(`--ack must be single, batch, both or none`);
+for (const m of ackModes) if (m !== 'single' && m !== 'batch') fail(`--ack must be single, batch, both or none`);
 
 const options = {
   count: positiveInt('count', values.count, process.env.BENCH_COUNT, 20_000),
@@ -84,7 +97,7 @@ const nodeArgs = values['node-arg'] ?? [];
 const serverEnv = Object.fromEntries(
   (values['server-env'] ?? []).map((kv) => {
     const at = kv.indexOf('=');
-    if (at < 1) throw new Error(`--server-env must be KEY=VALUE, got "${kv}"`);
+    if (at < 1) fail(`--server-env must be KEY=VALUE, got "${kv}"`);
     return [kv.slice(0, at), kv.slice(at + 1)];
   }),
 );

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -77,6 +77,12 @@ export async function startService(dbUrl: string, extraArgs: string[] = [], env:
         const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
         await exited;
         clearTimeout(killer);
+      }
+      // Only when empty: a --cpu-prof without --cpu-prof-dir leaves its profile here.
+      try {
+        rmdirSync(cwd);
+      } catch {
+        process.stderr.write(`bench: service files left in ${cwd}\n`);
       }
     },
   };

@@ -71,8 +71,10 @@ const deliveryKey = (group: string | undefined, id: string) => `${group ?? ''}/$
 
 /**
  * One Subscribe call: claims up to the free in-flight slots, pushes them, then sleeps until its topic is
- * signalled, a slot frees, a delivery's visibility timeout passes, or the fallback poll is due. Messages
- * written to a stream that dies stay `processing` and come back through the visibility timeout.
+ * signalled, a slot frees, a delivery's visibility timeout passes, or the fallback poll is due. Every stream
+ * of the topic wakes on a signal: waking one at a time measured fewer empty claims but no less CPU, and a
+ * p99 three times longer (claims ran one after another). Messages written to a stream that dies stay
+ * `processing` and come back through the visibility timeout.
  */
 export class SubscribeStream {
   /** Delivery id -> when its visibility timeout passes (ms, wall clock), which frees its slot. */
