@@ -82,7 +82,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const catalog = new Catalog(db, config.queue.config_refresh_interval, logger);
   await catalog.start();
   const signals = new TopicSignals();
-  const peerRelay = config.redis.url ? await RedisPeerRelay.start(config.redis.url, signals, logger) : undefined;
+  const peerRelay = config.redis.url ? await RedisPeerRelay.start(config.redis.url, config.redis.key_prefix, signals, logger) : undefined;
   const messages = new MessageService({
     db,
     queue: config.queue,

@@ -3,7 +3,6 @@ import { createClient, type RedisClientType } from 'redis';
 import type { Logger } from '../log/logger.js';
 import type { SignalRelay, TopicSignals } from '../queue/topic-signals.js';
 
-const CHANNEL = 'conveyor:peers';
 const CONNECT_TIMEOUT_MS = 3000;
 
 type Client = RedisClientType;
@@ -33,12 +32,14 @@ export class RedisPeerRelay implements SignalRelay {
     private readonly publisher: Client,
     private readonly subscriber: Client,
     private readonly logger: Logger,
+    private readonly channel: string,
   ) {}
 
-  static async start(url: string, signals: TopicSignals, logger: Logger): Promise<RedisPeerRelay> {
+  /** `keyPrefix` (redis.key_prefix) names the channel, so deployments sharing one Redis never wake each other. */
+  static async start(url: string, keyPrefix: string, signals: TopicSignals, logger: Logger): Promise<RedisPeerRelay> {
     const publisher: Client = createClient({ url });
     const subscriber: Client = publisher.duplicate();
-    const relay = new RedisPeerRelay(publisher, subscriber, logger);
+    const relay = new RedisPeerRelay(publisher, subscriber, logger, `${keyPrefix}peers`);
     let reported = false;
     for (const client of [publisher, subscriber]) {
       client.on('error', (err: Error) => {
@@ -49,7 +50,7 @@ export class RedisPeerRelay implements SignalRelay {
     }
     const connected = Promise.all([
       publisher.connect(),
-      subscriber.connect().then(() => subscriber.subscribe(CHANNEL, (message) => relay.receive(message, signals))),
+      subscriber.connect().then(() => subscriber.subscribe(relay.channel, (message) => relay.receive(message, signals))),
     ]);
     const timeout = new Promise<void>((resolve) => setTimeout(resolve, CONNECT_TIMEOUT_MS).unref());
     // Start without Redis rather than refuse to serve; the clients keep reconnecting in the background.
@@ -95,7 +96,7 @@ export class RedisPeerRelay implements SignalRelay {
     this.pendingTopics.clear();
     this.pendingSettled.clear();
     if (!this.publisher.isReady) return;
-    this.publisher.publish(CHANNEL, JSON.stringify(message)).catch((err: Error) => {
+    this.publisher.publish(this.channel, JSON.stringify(message)).catch((err: Error) => {
       this.logger.debug({ err: err.message }, 'redis publish failed');
     });
   }
