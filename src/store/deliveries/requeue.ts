@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
 import { withConflictRetry } from '../retry.js';
-import { returnToPending, type RequeueTarget } from '../messages/settle.js';
+import { requeueChanges, returnToPending, type RequeueTarget } from '../messages/settle.js';
 import { insertDeliveries } from './adopt.js';
 
 export interface DeadLetterInfo {
@@ -44,15 +44,8 @@ export async function requeueToGroups(
       const row = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first();
       if (!row) return null;
       const topic = String(row.original_topic);
-      const expiresAt = target.expiresAt(topic);
       const changes = {
-        topic,
-        retry_count: 0,
-        max_retries: target.maxRetries(topic),
-        original_topic: '',
-        dlq_moved_at: null,
-        visible_at: now,
-        expires_at: expiresAt,
+        ...requeueChanges(topic, target, now),
         consumer_group: '',
         metadata: row.consumer_group ? withoutGroup(String(row.metadata)) : String(row.metadata),
       };
@@ -61,7 +54,7 @@ export async function requeueToGroups(
       } else {
         await trx('messages').where({ id }).update({ ...changes, status: 'processing' });
       }
-      await insertDeliveries(trx, [{ id, topic, expiresAt }], () => groups);
+      await insertDeliveries(trx, [{ id, topic, expiresAt: changes.expires_at }], () => groups);
       return { topic, outcome: 'pending' as const };
     }),
   );

@@ -142,6 +142,19 @@ export interface RequeueTarget {
   expiresAt: (topic: string) => number | null;
 }
 
+/** The columns a requeue resets (contract §3): back on the original topic, fresh retries and TTL. */
+export function requeueChanges(topic: string, target: RequeueTarget, now: number) {
+  return {
+    topic,
+    retry_count: 0,
+    max_retries: target.maxRetries(topic),
+    original_topic: '',
+    dlq_moved_at: null,
+    visible_at: now,
+    expires_at: target.expiresAt(topic),
+  };
+}
+
 /** Requeue of a dead letter to its original topic (contract §3). Null when the id is not a dead letter. */
 export async function requeueDeadLetter(db: Knex, id: string, target: RequeueTarget, now: number): Promise<{ topic: string; outcome: 'pending' | 'superseded' } | null> {
   return withConflictRetry(() =>
@@ -152,15 +165,7 @@ export async function requeueDeadLetter(db: Knex, id: string, target: RequeueTar
       ).first();
       if (!row) return null;
       const topic = String(row.original_topic);
-      const outcome = await returnToPending(trx, id, {
-        topic,
-        retry_count: 0,
-        max_retries: target.maxRetries(topic),
-        original_topic: '',
-        dlq_moved_at: null,
-        visible_at: now,
-        expires_at: target.expiresAt(topic),
-      });
+      const outcome = await returnToPending(trx, id, requeueChanges(topic, target, now));
       return { topic, outcome };
     }),
   );
