@@ -11,9 +11,9 @@ import { startService } from './server-process.js';
 /**
  * The gRPC section of `npm run bench` (issue 5): single Enqueue (report only), EnqueueBatch of 100 from 8
  * callers, BatchDequeue of 100 + AckBatch, and Subscribe enqueue-to-delivery latency at a steady rate.
- * bench/run.ts calls grpcPhases() with the service's gRPC port (grpcPortOf its log output); until it does,
- * `npm run build && node dist/bench/grpc.js [sqlite|mysql]` runs this section alone (BENCH_COUNT, BENCH_DURATION,
- * BENCH_SUBSCRIBE_STREAMS, BENCH_NODE_ARGS such as --cpu-prof).
+ * bench/run.ts calls grpcPhases() with the service's gRPC port (grpcPortOf its log output), after the HTTP
+ * phases unless `--transport grpc`; `npm run build && node dist/bench/grpc.js [sqlite|mysql]` runs this section
+ * alone (BENCH_COUNT, BENCH_DURATION, BENCH_SUBSCRIBE_STREAMS, BENCH_NODE_ARGS such as --cpu-prof).
  */
 
 export interface GrpcBenchOptions {

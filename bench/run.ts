@@ -3,15 +3,17 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { findProcess } from './cpu.js';
+import { grpcPhases, grpcPortOf } from './grpc.js';
 import { mysqlDatabase, sqliteDatabase, type BenchDatabase, type Engine } from './databases.js';
 import { BenchClient } from './http-client.js';
 import { loadAverage, machineInfo } from './machine.js';
-import { dequeueAckPhase, enqueuePhase, preload, type PhaseResult } from './phases.js';
+import { dequeueAckPhase, enqueuePhase, preload, type PhaseResult, type Processes } from './phases.js';
 import { startService } from './server-process.js';
 
 const USAGE = `usage: npm run bench -- [options]
 
   --engine sqlite|mysql   engines to run, repeatable or comma-separated (BENCH_ENGINES; default both)
+  --transport http|grpc|both  transports to measure per engine (BENCH_TRANSPORT; default both)
   --count N               messages per phase (BENCH_COUNT; default 20000)
   --duration S            time limit per phase in seconds (BENCH_DURATION; default 30)
   --concurrency N         concurrent enqueue clients (default 64)
@@ -39,6 +41,7 @@ const parse = () =>
     args: process.argv.slice(2),
     options: {
       engine: { type: 'string', multiple: true },
+      transport: { type: 'string' },
       count: { type: 'string' },
       duration: { type: 'string' },
       concurrency: { type: 'string' },
@@ -79,6 +82,10 @@ const engines = (values.engine ?? (process.env.BENCH_ENGINES ? [process.env.BENC
   .map((e) => e.trim())
   .filter(Boolean) as Engine[];
 for (const e of engines) if (e !== 'sqlite' && e !== 'mysql') fail(`--engine must be sqlite or mysql, got "${e}"`);
+const transport = values.transport ?? process.env.BENCH_TRANSPORT ?? 'both';
+if (transport !== 'http' && transport !== 'grpc' && transport !== 'both') fail(`--transport must be http, grpc or both, got "${transport}"`);
+const runHttp = transport !== 'grpc';
+const runGrpc = transport !== 'http';
 const ackModes: Array<'single' | 'batch'> =
   values.ack === undefined || values.ack === 'both' ? ['single', 'batch'] : values.ack === 'none' ? [] : [values.ack as 'single' | 'batch'];
 for (const m of ackModes) if (m !== 'single' && m !== 'batch') fail(`--ack must be single, batch, both or none`);
@@ -123,23 +130,12 @@ async function benchEngine(engine: Engine): Promise<EngineResult> {
     const procs = { serverPid: service.pid, dbPid: engine === 'mysql' ? findProcess(['mariadbd', 'mysqld']) : undefined };
     const client = new BenchClient(service.port, Math.max(options.concurrency, options.consumers * (options.ackConcurrency + 1)));
     const deadlineMs = options.durationSeconds * 1000;
+    const report = (r: PhaseResult) => (phases.push(r), process.stdout.write(`${formatPhase(engine, r)}\n`));
     try {
-      if (options.warmup > 0) {
-        const common = { topic: 'bench.warmup', deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackConcurrency: options.ackConcurrency };
-        const warm = await enqueuePhase(client, procs, { ...common, count: options.warmup, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
-        await dequeueAckPhase(client, procs, { ...common, expected: warm.messages, ackMode: 'single' });
-      }
-      const report = (r: PhaseResult) => (phases.push(r), process.stdout.write(`${formatPhase(engine, r)}\n`));
-      const enqueued = await enqueuePhase(client, procs, { topic: 'bench.single', count: options.count, deadlineMs, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
-      report(enqueued);
-      for (const ackMode of ackModes) {
-        const topic = `bench.${ackMode}`;
-        let expected = enqueued.messages;
-        if (ackMode === 'batch' || ackModes[0] !== 'single') {
-          expected = options.count;
-          await preload(client, { topic, count: expected, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
-        }
-        report(await dequeueAckPhase(client, procs, { topic, expected, deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackMode, ackConcurrency: options.ackConcurrency }));
+      if (runHttp) await httpPhases(client, procs, deadlineMs, report);
+      if (runGrpc) {
+        const grpcOptions = { count: options.count, deadlineMs, payloadBytes: options.payloadBytes, concurrency: options.concurrency, batchCallers: options.consumers, batchSize: options.dequeueCount };
+        await grpcPhases(grpcPortOf(service.output()), procs, grpcOptions, report);
       }
     } finally {
       client.close();
@@ -150,6 +146,26 @@ async function benchEngine(engine: Engine): Promise<EngineResult> {
     return { engine, database: db.version, phases, error: (err as Error).message };
   } finally {
     await db.drop().catch(() => undefined);
+  }
+}
+
+/** The HTTP phases: single-message enqueues, then dequeue + per-message ack and/or ack-batch. */
+async function httpPhases(client: BenchClient, procs: Processes, deadlineMs: number, report: (r: PhaseResult) => void): Promise<void> {
+  if (options.warmup > 0) {
+    const common = { topic: 'bench.warmup', deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackConcurrency: options.ackConcurrency };
+    const warm = await enqueuePhase(client, procs, { ...common, count: options.warmup, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
+    await dequeueAckPhase(client, procs, { ...common, expected: warm.messages, ackMode: 'single' });
+  }
+  const enqueued = await enqueuePhase(client, procs, { topic: 'bench.single', count: options.count, deadlineMs, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
+  report(enqueued);
+  for (const ackMode of ackModes) {
+    const topic = `bench.${ackMode}`;
+    let expected = enqueued.messages;
+    if (ackMode === 'batch' || ackModes[0] !== 'single') {
+      expected = options.count;
+      await preload(client, { topic, count: expected, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
+    }
+    report(await dequeueAckPhase(client, procs, { topic, expected, deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackMode, ackConcurrency: options.ackConcurrency }));
   }
 }
 
@@ -171,7 +187,7 @@ function summaryTable(results: EngineResult[]): string {
   const lines = ['| engine | phase | msg/s | p50 ms | p99 ms | server CPU µs/msg | db CPU µs/msg |', '|---|---|---:|---:|---:|---:|---:|'];
   for (const r of results) {
     for (const p of r.phases) {
-      const main = p.latency.enqueue ?? p.latency.ack ?? p.latency['ack-batch'] ?? p.latency.dequeue;
+      const main = p.latency['enqueue-to-delivery'] ?? p.latency.enqueue ?? p.latency['enqueue-batch'] ?? p.latency.ack ?? p.latency['ack-batch'] ?? p.latency.dequeue;
       lines.push(`| ${r.database} | ${p.phase} | ${p.msgsPerSecond} | ${main?.p50Ms ?? ''} | ${main?.p99Ms ?? ''} | ${p.serverCpuUsPerMessage ?? ''} | ${p.dbCpuUsPerMessage ?? ''} |`);
     }
   }
@@ -180,8 +196,10 @@ function summaryTable(results: EngineResult[]): string {
 
 async function main(): Promise<void> {
   // Bounded by construction (count and per-phase deadline); this is the backstop for a hung server.
-  const phasesPerEngine = 1 + ackModes.length;
-  const limitMs = engines.length * (phasesPerEngine * options.durationSeconds * 2 + 120) * 1000;
+  // gRPC: three throughput phases plus Subscribe (10 s of sending, up to 10 s draining, 0.5 s setup).
+  const phasesPerEngine = (runHttp ? 1 + ackModes.length : 0) + (runGrpc ? 3 : 0);
+  const extraSeconds = runGrpc ? 30 : 0;
+  const limitMs = engines.length * (phasesPerEngine * options.durationSeconds * 2 + extraSeconds + 120) * 1000;
   setTimeout(() => {
     process.stderr.write(`bench: gave up after ${Math.round(limitMs / 1000)} s\n`);
     process.exit(1);
@@ -190,7 +208,7 @@ async function main(): Promise<void> {
   const machine = machineInfo();
   process.stdout.write(
     `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}, load ${machine.loadAverage ?? '?'}\n` +
-      `options: ${JSON.stringify(options)}${nodeArgs.length ? ` node args ${nodeArgs.join(' ')}` : ''}${Object.keys(serverEnv).length ? ` env ${JSON.stringify(serverEnv)}` : ''}\n`,
+      `options: ${JSON.stringify({ ...options, transport })}${nodeArgs.length ? ` node args ${nodeArgs.join(' ')}` : ''}${Object.keys(serverEnv).length ? ` env ${JSON.stringify(serverEnv)}` : ''}\n`,
   );
   const results: EngineResult[] = [];
   for (const engine of engines) {
@@ -202,7 +220,7 @@ async function main(): Promise<void> {
   const report = {
     date: new Date().toISOString(),
     machine: { ...machine, loadAverageAfter: loadAverage() },
-    options,
+    options: { ...options, transport },
     nodeArgs,
     serverEnv,
     serverScript: values['server-script'],

@@ -80,6 +80,12 @@ export class SubscribeStream {
   /** Delivery id -> when its visibility timeout passes (ms, wall clock), which frees its slot. */
   private readonly inFlight = new Map<string, number>();
   private woken = false;
+  /**
+   * Whether a claim may find anything: set by a topic signal, the poll timer and a claim that filled every
+   * free slot. A slot freed by an Ack or Nack alone does not set it, as the last claim left nothing to take
+   * (a Nack that retries signals the topic); without this every Ack cost an empty claim.
+   */
+  private claimDue = true;
   private wake: () => void = () => {};
   private done = false;
   private readonly topic: string;
@@ -98,7 +104,7 @@ export class SubscribeStream {
 
   /** Resolves when the stream has ended, whoever ended it. */
   async run(): Promise<void> {
-    const unsubscribe = this.deps.signals.subscribe(this.topic, () => this.nudge());
+    const unsubscribe = this.deps.signals.subscribe(this.topic, () => this.due());
     const onCancel = () => this.finish();
     this.call.on('cancelled', onCancel);
     // The client may have gone while the call was being authorised.
@@ -131,7 +137,8 @@ export class SubscribeStream {
       this.woken = false;
       this.releaseOverdue();
       const free = MAX_IN_FLIGHT - this.inFlight.size;
-      if (free > 0) {
+      if (free > 0 && this.claimDue) {
+        this.claimDue = false;
         const messages = await this.deps.dequeue({
           topic: this.topic,
           count: free,
@@ -139,7 +146,10 @@ export class SubscribeStream {
           consumerGroup: this.group,
         });
         await this.push(messages);
-        if (messages.length === free) continue;
+        if (messages.length === free) {
+          this.claimDue = true;
+          continue;
+        }
       }
       if (!this.woken) await this.sleep();
     }
@@ -168,7 +178,7 @@ export class SubscribeStream {
     const nextExpiry = Math.min(...this.inFlight.values()) - Date.now();
     const ms = Math.max(1, Math.min(FALLBACK_POLL_MS, nextExpiry));
     return new Promise((resolve) => {
-      const timer = setTimeout(() => this.nudge(), ms);
+      const timer = setTimeout(() => this.due(), ms);
       this.wake = () => {
         clearTimeout(timer);
         this.wake = () => {};
@@ -188,6 +198,11 @@ export class SubscribeStream {
       this.call.on('drain', settle);
       this.wake = settle;
     });
+  }
+
+  private due(): void {
+    this.claimDue = true;
+    this.nudge();
   }
 
   private nudge(): void {

@@ -29,9 +29,10 @@ export function createApp(ctx: HttpContext): Express {
   const singleLimit = ctx.config.queue.max_payload_bytes * 2 + 64 * 1024;
   app.use('/api/messages/batch', express.json({ limit: BATCH_BODY_LIMIT, type: () => true }));
   app.use(express.json({ limit: singleLimit, type: () => true }));
+  // The hot routes first: every router before them is walked, path by path, on every request.
+  app.use(messageRoutes(ctx));
   app.use(authRoutes(ctx));
   app.use(serviceRoutes(ctx));
-  app.use(messageRoutes(ctx));
   app.use(topicConfigRoutes(ctx));
   app.use(topicAdminRoutes(ctx));
   app.use(consumerGroupRoutes(ctx));

@@ -47,6 +47,12 @@ export const MAX_DEQUEUE_COUNT = 1000;
 export const MAX_BATCH_ENQUEUE = 1000;
 const MAX_VISIBILITY_SECONDS = 43_200;
 const VISIBILITY_EXPIRED = 'visibility timeout expired';
+/**
+ * A dequeue skips the expired-visibility probe (one query) when one for the same topic (and group) found
+ * nothing this recently, so a delivery whose visibility timeout passes comes back at most this much later.
+ * Per instance and on the service clock; every instance probes on its own, so none depends on another.
+ */
+const EXPIRY_PROBE_INTERVAL_MS = 100;
 
 const queueFull = (topic: string) => new DomainError('queue_full', `topic "${topic}" is full (max_depth reached)`);
 
@@ -61,6 +67,8 @@ export class MessageService {
   private readonly enqueues: GroupCommitter<NewMessage, InsertOutcome>;
   private readonly acks: GroupCommitter<string, boolean>;
   private readonly fanOut: FanOut;
+  /** Topic (and group) -> service time of the last expiry probe that found nothing. */
+  private readonly quietProbes = new Map<string, number>();
 
   constructor(private readonly deps: MessageServiceDeps) {
     this.now = deps.now ?? Date.now;
@@ -116,11 +124,12 @@ export class MessageService {
     const claim = { topic, limit: count, now, visibleUntil: now + Math.round(visibility * 1000), ratePerSecond: this.deps.catalog.config(topic)?.throughput_limit };
     let rows;
     if (route.kind === 'group') {
-      const released = await this.fanOut.releaseExpired(topic, route.group, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED, now);
-      for (const result of released) this.afterRedelivery(result);
+      await this.releaseExpiredUnlessQuiet(`${topic}\u0000${route.group}`, now, () =>
+        this.fanOut.releaseExpired(topic, route.group, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED, now),
+      );
       rows = await this.fanOut.dequeue({ ...claim, group: route.group });
     } else {
-      await this.releaseExpired(topic, now);
+      await this.releaseExpiredUnlessQuiet(topic, now, () => releaseExpired(this.deps.db, topic, now, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED));
       rows = await claimMessages(this.deps.db, { ...claim, consumerGroup: route.deadLetterGroup });
     }
     if (rows.length > 0) this.deps.metrics.message('dequeued', topic, rows.length);
@@ -299,8 +308,12 @@ export class MessageService {
     this.afterAttempt(result);
   }
 
-  private async releaseExpired(topic: string, now: number): Promise<void> {
-    const results = await releaseExpired(this.deps.db, topic, now, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED);
+  private async releaseExpiredUnlessQuiet(key: string, now: number, release: () => Promise<AttemptResult[]>): Promise<void> {
+    const quietAt = this.quietProbes.get(key);
+    if (quietAt !== undefined && now >= quietAt && now - quietAt < EXPIRY_PROBE_INTERVAL_MS) return;
+    const results = await release();
+    if (results.length === 0) this.quietProbes.set(key, now);
+    else this.quietProbes.delete(key);
     for (const result of results) this.afterRedelivery(result);
   }
 

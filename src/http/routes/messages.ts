@@ -15,14 +15,8 @@ function toEnqueueInput(body: unknown): EnqueueInput {
 
 export function messageRoutes(ctx: HttpContext): Router {
   const router = Router();
-  // Grants (contract §8), checked before the handlers run; an unknown method still falls through to the 405.
-  router.post('/api/messages', requireTopic(ctx, 'write', (req) => req.body?.topic));
-  router.post('/api/messages/batch', requireWriteOfBatch(ctx));
-  router.post('/api/messages/dequeue', requireConsumeOfBody(ctx));
-  router.post('/api/messages/ack', requireConsumeOfMessages(ctx));
-  router.post('/api/messages/:id/ack', requireConsumeOfMessage(ctx));
-  router.post('/api/messages/:id/nack', requireConsumeOfMessage(ctx));
-  router.post('/api/messages/:id/requeue', requireRequeueOfMessage(ctx));
+  // Grants (contract §8) run first in each POST chain, before the handler; an unknown method still gets the 405.
+  // In the chain rather than as layers of their own, which every request would walk path by path.
   route(router, '/api/messages', {
     GET: async (req, res) => {
       const { limit, offset } = parsePage(req.query);
@@ -37,63 +31,84 @@ export function messageRoutes(ctx: HttpContext): Router {
       const page = await ctx.topics.listMessages(filter, limit, offset);
       res.json({ items: page.items.map(messageJson), total: page.total, limit, offset });
     },
-    POST: async (req, res) => {
-      const { id } = await ctx.messages.enqueue(toEnqueueInput(req.body));
-      sendJson(res, 201, { id });
-    },
+    POST: [
+      requireTopic(ctx, 'write', (req) => req.body?.topic),
+      async (req, res) => {
+        const { id } = await ctx.messages.enqueue(toEnqueueInput(req.body));
+        sendJson(res, 201, { id });
+      },
+    ],
   });
   route(router, '/api/messages/batch', {
-    POST: async (req, res) => {
-      const { messages } = parseBody(enqueueBatchBody, req.body);
-      const inputs = messages.map((m, i) => {
-        try {
-          return toEnqueueInput(m);
-        } catch (err) {
-          if (err instanceof DomainError) throw new DomainError(err.code, `messages[${i}]: ${err.message}`);
-          throw err;
-        }
-      });
-      res.status(201).json(await ctx.messages.enqueueBatch(inputs));
-    },
+    POST: [
+      requireWriteOfBatch(ctx),
+      async (req, res) => {
+        const { messages } = parseBody(enqueueBatchBody, req.body);
+        const inputs = messages.map((m, i) => {
+          try {
+            return toEnqueueInput(m);
+          } catch (err) {
+            if (err instanceof DomainError) throw new DomainError(err.code, `messages[${i}]: ${err.message}`);
+            throw err;
+          }
+        });
+        res.status(201).json(await ctx.messages.enqueueBatch(inputs));
+      },
+    ],
   });
   route(router, '/api/messages/dequeue', {
-    POST: async (req, res) => {
-      const body = parseBody(dequeueBody, req.body);
-      const messages = await ctx.messages.dequeue({
-        topic: body.topic,
-        count: body.count,
-        visibilityTimeoutSeconds: body.visibility_timeout_seconds,
-        consumerGroup: body.consumer_group,
-      });
-      sendJson(res, 200, { messages: messages.map(dequeuedMessageJson) });
-    },
+    POST: [
+      requireConsumeOfBody(ctx),
+      async (req, res) => {
+        const body = parseBody(dequeueBody, req.body);
+        const messages = await ctx.messages.dequeue({
+          topic: body.topic,
+          count: body.count,
+          visibilityTimeoutSeconds: body.visibility_timeout_seconds,
+          consumerGroup: body.consumer_group,
+        });
+        sendJson(res, 200, { messages: messages.map(dequeuedMessageJson) });
+      },
+    ],
   });
   route(router, '/api/messages/ack', {
-    POST: async (req, res) => {
-      const body = parseBody(ackBatchBody, req.body);
-      const { acked, notFound } = await ctx.messages.ackBatch(body.ids, body.consumer_group);
-      sendJson(res, 200, { acked, not_found: notFound });
-    },
+    POST: [
+      requireConsumeOfMessages(ctx),
+      async (req, res) => {
+        const body = parseBody(ackBatchBody, req.body);
+        const { acked, notFound } = await ctx.messages.ackBatch(body.ids, body.consumer_group);
+        sendJson(res, 200, { acked, not_found: notFound });
+      },
+    ],
   });
   route(router, '/api/messages/:id/ack', {
-    POST: async (req, res) => {
-      const body = parseBody(ackBody, req.body);
-      await ctx.messages.ack(req.params.id, body.consumer_group);
-      res.status(204).end();
-    },
+    POST: [
+      requireConsumeOfMessage(ctx),
+      async (req, res) => {
+        const body = parseBody(ackBody, req.body);
+        await ctx.messages.ack(req.params.id, body.consumer_group);
+        res.status(204).end();
+      },
+    ],
   });
   route(router, '/api/messages/:id/nack', {
-    POST: async (req, res) => {
-      const body = parseBody(nackBody, req.body);
-      await ctx.messages.nack(req.params.id, body.error ?? '', body.consumer_group);
-      res.status(204).end();
-    },
+    POST: [
+      requireConsumeOfMessage(ctx),
+      async (req, res) => {
+        const body = parseBody(nackBody, req.body);
+        await ctx.messages.nack(req.params.id, body.error ?? '', body.consumer_group);
+        res.status(204).end();
+      },
+    ],
   });
   route(router, '/api/messages/:id/requeue', {
-    POST: async (req, res) => {
-      await ctx.messages.requeue(req.params.id);
-      res.status(204).end();
-    },
+    POST: [
+      requireRequeueOfMessage(ctx),
+      async (req, res) => {
+        await ctx.messages.requeue(req.params.id);
+        res.status(204).end();
+      },
+    ],
   });
   return router;
 }

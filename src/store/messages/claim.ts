@@ -28,7 +28,7 @@ export interface ClaimRequest {
 export function claimSelectMysql(db: Knex, req: ClaimRequest, limit: number): Knex.QueryBuilder {
   return db
     .from(db.raw('?? FORCE INDEX (??)', ['messages', 'messages_claim']))
-    .select('id')
+    .select(MESSAGE_COLUMNS)
     .where({ topic: req.topic, status: 'pending' })
     .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', req.now))
     .modify((q) => void (req.consumerGroup !== undefined && q.andWhere({ consumer_group: req.consumerGroup })))
@@ -38,12 +38,19 @@ export function claimSelectMysql(db: Knex, req: ClaimRequest, limit: number): Kn
     .skipLocked();
 }
 
+/**
+ * The locked rows are read whole, so the claim is two round trips: the UPDATE changes only status and
+ * visible_at, which are set on the returned rows here rather than read back.
+ */
 async function claimMysql(trx: Knex.Transaction, req: ClaimRequest, limit: number): Promise<MessageRow[]> {
-  const ids = (await claimSelectMysql(trx, req, limit)).map((r: { id: string }) => r.id);
-  if (ids.length === 0) return [];
-  await trx('messages').whereIn('id', ids).update({ status: 'processing', visible_at: req.visibleUntil });
-  const rows = await trx('messages').select(MESSAGE_COLUMNS).whereIn('id', ids).orderBy('id');
-  return rows.map(normaliseRow);
+  const rows = ((await claimSelectMysql(trx, req, limit)) as Array<Record<string, unknown>>).map(normaliseRow);
+  if (rows.length === 0) return [];
+  await trx('messages').whereIn('id', rows.map((r) => r.id)).update({ status: 'processing', visible_at: req.visibleUntil });
+  for (const row of rows) {
+    row.status = 'processing';
+    row.visible_at = req.visibleUntil;
+  }
+  return rows;
 }
 
 /**
