@@ -5,7 +5,8 @@ import { startAuth } from './auth/setup.js';
 import type { Config } from './config/schema.js';
 import { authorizerGuard } from './grpc/auth.js';
 import { startGrpcServer } from './grpc/server.js';
-import { createApp } from './http/app.js';
+import { createApp, singleBodyLimit } from './http/app.js';
+import { withFastPath } from './http/fast-path.js';
 import type { HttpContext } from './http/context.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { MetricsRegistry } from './metrics/registry.js';
@@ -101,7 +102,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 
   const ctx: HttpContext = { config, logger, db, metrics, messages, topics, auth: authRuntime.auth, users: authRuntime.users, maintenance };
   const app = createApp(ctx);
-  const httpServer = createServer({ keepAliveTimeout: 65_000 }, app);
+  const httpServer = createServer({ keepAliveTimeout: 65_000 }, withFastPath(ctx, app, singleBodyLimit(config)));
   trackConnections(httpServer);
   const httpPort = await listen(httpServer, config.server.http_port, config.server.host);
   const grpcServer = await startGrpcServer({ config, logger, db, metrics, messages, signals, guard: authorizerGuard(authRuntime.auth, messages), peers: peerRelay });

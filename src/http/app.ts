@@ -16,6 +16,11 @@ import { userRoutes } from './routes/users.js';
 /** Bodies of up to 1,000 messages (EnqueueBatch) may be large; everything else stays near one payload. */
 const BATCH_BODY_LIMIT = 64 * 1024 * 1024;
 
+/** A payload is counted in bytes after JSON decoding, so escaping may double its size on the wire. */
+export function singleBodyLimit(config: HttpContext['config']): number {
+  return config.queue.max_payload_bytes * 2 + 64 * 1024;
+}
+
 export function createApp(ctx: HttpContext): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -25,8 +30,7 @@ export function createApp(ctx: HttpContext): Express {
   // Before body parsing, so anonymous callers cost no parsing; every route sees req.principal.
   app.use(authenticate(ctx));
   // JSON whatever the Content-Type says: `curl -d` sends form encoding by default, and nothing here takes forms.
-  // A payload is counted in bytes after JSON decoding, so escaping may double its size on the wire.
-  const singleLimit = ctx.config.queue.max_payload_bytes * 2 + 64 * 1024;
+  const singleLimit = singleBodyLimit(ctx.config);
   app.use('/api/messages/batch', express.json({ limit: BATCH_BODY_LIMIT, type: () => true }));
   app.use(express.json({ limit: singleLimit, type: () => true }));
   // The hot routes first: every router before them is walked, path by path, on every request.

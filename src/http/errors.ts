@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { DomainError, type DomainErrorCode } from '../queue/errors.js';
 import { isConnectionError } from '../store/dialect.js';
+import type { Logger } from '../log/logger.js';
 
 /** The one table from domain errors to HTTP status codes. */
 const STATUS_OF: Record<DomainErrorCode, number> = {
@@ -40,23 +41,33 @@ function bodyParserError(err: { type?: string; status?: number }): [number, stri
   }
 }
 
+/**
+ * Status, message and Retry-After for any error a route may raise: the express error handler and the
+ * hot-route fast path (fast-path.ts) both answer through this one mapping.
+ */
+export function errorResponse(err: unknown, log: Logger): { status: number; message: string; retryAfter?: string } {
+  if (err instanceof DomainError) {
+    const retry = err.details.retryAfterSeconds;
+    return { status: STATUS_OF[err.code], message: err.message, retryAfter: retry === undefined ? undefined : String(retry) };
+  }
+  const parsed = bodyParserError((err ?? {}) as { type?: string; status?: number });
+  if (parsed) return { status: parsed[0], message: parsed[1] };
+  // The router throws a URIError (status 400) for a path parameter with broken %-encoding, e.g. /api/topics/%ZZ/purge.
+  if (err instanceof URIError) return { status: 400, message: 'malformed percent-encoding in the URL path' };
+  if (isConnectionError(err)) {
+    log.error({ err }, 'database unavailable');
+    return { status: 503, message: 'database unavailable' };
+  }
+  // Never database text or a stack trace in a body: log it, answer a generic 500.
+  log.error({ err }, 'unhandled error');
+  return { status: 500, message: 'internal error' };
+}
+
 export function errorHandler(): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    if (err instanceof DomainError) {
-      if (err.details.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.details.retryAfterSeconds));
-      return sendError(res, STATUS_OF[err.code], err.message);
-    }
-    const parsed = bodyParserError(err);
-    if (parsed) return sendError(res, parsed[0], parsed[1]);
-    // The router throws a URIError (status 400) for a path parameter with broken %-encoding, e.g. /api/topics/%ZZ/purge.
-    if (err instanceof URIError) return sendError(res, 400, 'malformed percent-encoding in the URL path');
-    if (isConnectionError(err)) {
-      req.log.error({ err }, 'database unavailable');
-      return sendError(res, 503, 'database unavailable');
-    }
-    // Never database text or a stack trace in a body: log it, answer a generic 500.
-    req.log.error({ err }, 'unhandled error');
-    sendError(res, 500, 'internal error');
+    const { status, message, retryAfter } = errorResponse(err, req.log);
+    if (retryAfter !== undefined && !res.headersSent) res.setHeader('Retry-After', retryAfter);
+    sendError(res, status, message);
   };
 }
 

@@ -5,6 +5,18 @@ import type { MetricsRegistry } from '../../metrics/registry.js';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The client's X-Request-Id when it is sane, else a new UUID. */
+export function requestIdOf(header: string | undefined): string {
+  return header && CLIENT_REQUEST_ID.test(header) ? header : randomUUID();
+}
+
+export function logRequest(log: Logger, method: string, url: string, status: number, seconds: number): void {
+  const entry = { method, url, status, ms: Math.round(seconds * 1e4) / 10 };
+  // Access lines at debug: at thousands of requests per second info-level access logs cost more than the work.
+  if (status >= 500) log.warn(entry, 'request failed');
+  else log.debug(entry, 'request');
+}
+
 /**
  * Request id (the client's X-Request-Id when it is sane, else a new UUID), a child logger carrying it, and
  * the duration histogram labelled with the route template, never the raw path (bounded cardinality).
@@ -12,18 +24,14 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function requestContext(logger: Logger, metrics: MetricsRegistry): RequestHandler {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
-    const header = req.get('x-request-id');
-    req.id = header && CLIENT_REQUEST_ID.test(header) ? header : randomUUID();
+    req.id = requestIdOf(req.get('x-request-id'));
     req.log = logger.child({ reqId: req.id });
     res.setHeader('X-Request-Id', req.id);
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
       metrics.httpRequest({ method: req.method, route, status: String(res.statusCode) }, seconds);
-      const entry = { method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(seconds * 1e4) / 10 };
-      // Access lines at debug: at thousands of requests per second info-level access logs cost more than the work.
-      if (res.statusCode >= 500) req.log.warn(entry, 'request failed');
-      else req.log.debug(entry, 'request');
+      logRequest(req.log, req.method, req.originalUrl, res.statusCode, seconds);
     });
     next();
   };

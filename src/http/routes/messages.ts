@@ -13,6 +13,31 @@ function toEnqueueInput(body: unknown): EnqueueInput {
   return { topic: parsed.topic, payload: Buffer.from(parsed.payload, 'utf8'), metadata: parsed.metadata ?? undefined, key: parsed.key ?? null };
 }
 
+/**
+ * The work of the three hot routes, shared by their express handlers and by the fast path (../fast-path.ts):
+ * body validation, the domain call and the response body, so neither has a rule of its own.
+ */
+export async function enqueueOne(ctx: HttpContext, body: unknown): Promise<{ id: string }> {
+  const { id } = await ctx.messages.enqueue(toEnqueueInput(body));
+  return { id };
+}
+
+export async function dequeueOf(ctx: HttpContext, rawBody: unknown) {
+  const body = parseBody(dequeueBody, rawBody);
+  const messages = await ctx.messages.dequeue({
+    topic: body.topic,
+    count: body.count,
+    visibilityTimeoutSeconds: body.visibility_timeout_seconds,
+    consumerGroup: body.consumer_group,
+  });
+  return { messages: messages.map(dequeuedMessageJson) };
+}
+
+export async function ackOne(ctx: HttpContext, id: unknown, rawBody: unknown): Promise<void> {
+  const body = parseBody(ackBody, rawBody);
+  await ctx.messages.ack(id, body.consumer_group);
+}
+
 export function messageRoutes(ctx: HttpContext): Router {
   const router = Router();
   // Grants (contract §8) run first in each POST chain, before the handler; an unknown method still gets the 405.
@@ -34,8 +59,7 @@ export function messageRoutes(ctx: HttpContext): Router {
     POST: [
       requireTopic(ctx, 'write', (req) => req.body?.topic),
       async (req, res) => {
-        const { id } = await ctx.messages.enqueue(toEnqueueInput(req.body));
-        sendJson(res, 201, { id });
+        sendJson(res, 201, await enqueueOne(ctx, req.body));
       },
     ],
   });
@@ -60,14 +84,7 @@ export function messageRoutes(ctx: HttpContext): Router {
     POST: [
       requireConsumeOfBody(ctx),
       async (req, res) => {
-        const body = parseBody(dequeueBody, req.body);
-        const messages = await ctx.messages.dequeue({
-          topic: body.topic,
-          count: body.count,
-          visibilityTimeoutSeconds: body.visibility_timeout_seconds,
-          consumerGroup: body.consumer_group,
-        });
-        sendJson(res, 200, { messages: messages.map(dequeuedMessageJson) });
+        sendJson(res, 200, await dequeueOf(ctx, req.body));
       },
     ],
   });
@@ -85,8 +102,7 @@ export function messageRoutes(ctx: HttpContext): Router {
     POST: [
       requireConsumeOfMessage(ctx),
       async (req, res) => {
-        const body = parseBody(ackBody, req.body);
-        await ctx.messages.ack(req.params.id, body.consumer_group);
+        await ackOne(ctx, req.params.id, req.body);
         res.status(204).end();
       },
     ],
