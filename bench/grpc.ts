@@ -2,10 +2,9 @@ import { pathToFileURL } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { LOADER_OPTIONS, queueProtoPath } from '../src/grpc/proto.js';
-import { CpuMeter, findProcess } from './cpu.js';
+import { findProcess } from './cpu.js';
 import { mysqlDatabase, sqliteDatabase } from './databases.js';
-import { LatencyRecorder } from './latency.js';
-import { makePayload, type PhaseResult, type Processes } from './phases.js';
+import { makePayload, measured, type PhaseResult, type Processes } from './phases.js';
 import { startService } from './server-process.js';
 
 /**
@@ -54,36 +53,6 @@ function connect(port: number): AnyClient {
 
 function unary<T = any>(client: AnyClient, method: string, request: object): Promise<T> {
   return new Promise((resolve, reject) => client[method](request, (err: grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res))));
-}
-
-async function measured(phase: string, procs: Processes, work: (recorder: (kind: string) => LatencyRecorder) => Promise<number>): Promise<PhaseResult> {
-  const recorders = new Map<string, LatencyRecorder>();
-  const recorder = (kind: string) => {
-    let r = recorders.get(kind);
-    if (!r) recorders.set(kind, (r = new LatencyRecorder()));
-    return r;
-  };
-  const meter = new CpuMeter([procs.serverPid, procs.dbPid]);
-  const clientCpu = process.cpuUsage();
-  const started = performance.now();
-  const messages = await work(recorder);
-  const seconds = (performance.now() - started) / 1000;
-  const [serverCpu, dbCpu] = meter.elapsed();
-  const client = process.cpuUsage(clientCpu);
-  const perMessage = (cpu: number | undefined) => (cpu === undefined || messages === 0 ? undefined : Math.round((cpu / messages) * 1e6 * 10) / 10);
-  const round = (n: number | undefined, digits = 2) => (n === undefined ? undefined : Math.round(n * 10 ** digits) / 10 ** digits);
-  return {
-    phase,
-    messages,
-    seconds: round(seconds, 3)!,
-    msgsPerSecond: Math.round(messages / seconds),
-    latency: Object.fromEntries([...recorders].map(([kind, r]) => [kind, r.summary()])),
-    serverCpuSeconds: round(serverCpu),
-    serverCpuUsPerMessage: perMessage(serverCpu),
-    dbCpuSeconds: round(dbCpu),
-    dbCpuUsPerMessage: perMessage(dbCpu),
-    clientCpuSeconds: round((client.user + client.system) / 1e6)!,
-  };
 }
 
 /** Single-message Enqueue calls from `concurrency` callers (report only: the client, not the server, is the limit). */

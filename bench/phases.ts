@@ -23,7 +23,7 @@ export interface Processes {
 }
 
 /** Runs `work`, timing it and metering the CPU of the service, the database server and this client. */
-async function measured(
+export async function measured(
   phase: string,
   procs: Processes,
   work: (recorders: (kind: string) => LatencyRecorder) => Promise<number>,
