@@ -3,6 +3,7 @@ import * as initial from './20261122000000_initial.js';
 import * as usersGrants from './20261122040000_users_grants.js';
 import * as consumerGroupsArchive from './20261122050000_consumer_groups_archive.js';
 import * as engineParity from './20261122060000_engine_parity.js';
+import * as queueIndex from './20261122070000_queue_index.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -15,6 +16,7 @@ const migrations: Record<string, Migration> = {
   '20261122040000_users_grants': usersGrants,
   '20261122050000_consumer_groups_archive': consumerGroupsArchive,
   '20261122060000_engine_parity': engineParity,
+  '20261122070000_queue_index': queueIndex,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

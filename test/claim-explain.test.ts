@@ -26,7 +26,7 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
 
 /**
  * Pins the plan of the real claim SELECT (built by src/store/messages/claim.ts, not a copy): it must walk
- * messages_claim in order. A filesort or a full scan would lock every pending row of the topic under
+ * messages_queue in order. A filesort or a full scan would lock every pending row of the topic under
  * FOR UPDATE SKIP LOCKED (architecture: mariadbd ran out of lock memory with a 300k backlog).
  */
 (mysqlUrl ? describe : describe.skip)('claim query plan [mysql]', () => {
@@ -68,10 +68,10 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
     ['a dead-letter topic, one consumer group', { topic: 'orders.dlq', limit: 10, now, visibleUntil: now + 30_000, consumerGroup: 'billing' }, 10],
   ];
 
-  it.each(requests)('%s: walks messages_claim in order, no filesort, no full scan', async (_what, req, limit) => {
+  it.each(requests)('%s: walks messages_queue in order, no filesort, no full scan', async (_what, req, limit) => {
     const native = claimSelectMysql(server.db, req, limit).toSQL().toNative();
     expect(native.sql).toMatch(/for update skip locked/i);
-    expect(native.sql).toMatch(/order by `id`/i);
+    expect(native.sql).toMatch(/order by `visible_at` asc, `id` asc/i);
 
     const [classic] = (await server.db.raw(`EXPLAIN ${native.sql}`, native.bindings as any[])) as [Array<Record<string, unknown>>];
     expect(classic.length).toBeGreaterThan(0);
@@ -79,7 +79,7 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
       expect(String(row.Extra ?? '')).not.toMatch(/filesort/i);
       expect(String(row.Extra ?? '')).not.toMatch(/temporary/i);
       expect(row.type).not.toBe('ALL');
-      expect(row.key).toBe('messages_claim');
+      expect(row.key).toBe('messages_queue');
     }
 
     const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${native.sql}`, native.bindings as any[])) as [Array<{ EXPLAIN: string }>];
@@ -89,7 +89,7 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
     expect(tables.length).toBeGreaterThan(0);
     for (const t of tables) {
       expect(t.access_type).not.toBe('ALL');
-      expect(t.key).toBe('messages_claim');
+      expect(t.key).toBe('messages_queue');
     }
   });
 

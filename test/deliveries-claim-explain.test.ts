@@ -7,7 +7,7 @@ const mysqlUrl = inject('mysqlUrl');
 
 /**
  * Pins the plan of the real group claim (src/store/deliveries/claim.ts): it must walk deliveries_claim in
- * order, like the plain claim walks messages_claim; a filesort would lock every pending delivery of the group.
+ * order, like the plain claim walks messages_queue; a filesort would lock every pending delivery of the group.
  */
 (mysqlUrl ? describe : describe.skip)('group claim query plan [mysql]', () => {
   let server: TestServer;

@@ -108,6 +108,71 @@ describeEachEngine('gRPC Subscribe', (engine) => {
     b.stream.cancel();
   });
 
+  describe('several streams on one topic share one claim', () => {
+    const open = async (t: string, count: number) => {
+      const streams = Array.from({ length: count }, () => new StreamRecorder(client.subscribe({ topic: t, visibility_timeout_seconds: 60 })));
+      await expect.poll(() => streamsGauge(t)).toBe(count);
+      return streams;
+    };
+    const total = (streams: StreamRecorder[]) => streams.reduce((sum, s) => sum + s.received.length, 0);
+    const enqueueBatch = async (t: string, count: number): Promise<string[]> =>
+      (await client.call('EnqueueBatch', { requests: Array.from({ length: count }, (_, i) => ({ topic: t, payload: Buffer.from(`m${i}`) })) })).ids;
+
+    it('delivers every message exactly once overall, and no stream ever holds more than 10 unacked', async () => {
+      const t = topic();
+      const streams = await open(t, 3);
+      const acked = streams.map(() => 0);
+      let mostHeld = 0;
+      streams.forEach((s, i) => s.stream.on('data', () => (mostHeld = Math.max(mostHeld, s.received.length - acked[i]))));
+      const ids = await enqueueBatch(t, 45);
+      await expect.poll(() => total(streams)).toBe(30);
+      await sleep(300);
+      expect(streams.map((s) => s.received.length)).toEqual([10, 10, 10]);
+
+      // Only the first stream frees its slots: it alone takes the next ten.
+      acked[0] = 10;
+      await client.call('AckBatch', { ids: streams[0].received.map((m) => m.id) });
+      await expect.poll(() => total(streams)).toBe(40);
+      await sleep(300);
+      expect(streams.map((s) => s.received.length)).toEqual([20, 10, 10]);
+
+      streams.forEach((s, i) => (acked[i] = s.received.length));
+      await client.call('AckBatch', { ids: streams.flatMap((s) => s.received.slice(s === streams[0] ? 10 : 0).map((m) => m.id)) });
+      await expect.poll(() => total(streams)).toBe(45);
+      await sleep(300);
+      const delivered = streams.flatMap((s) => s.received.map((m) => m.id));
+      expect(delivered).toHaveLength(45);
+      expect([...delivered].sort()).toEqual([...ids].sort());
+      expect(mostHeld).toBeLessThanOrEqual(10);
+      for (const s of streams) s.stream.cancel();
+    });
+
+    it('spreads a burst over the streams instead of giving it to whichever woke first', async () => {
+      const t = topic();
+      const streams = await open(t, 3);
+      const ids = await enqueueBatch(t, 9);
+      await expect.poll(() => total(streams)).toBe(9);
+      for (const s of streams) expect(s.received.length).toBeGreaterThanOrEqual(1);
+      expect(streams.flatMap((s) => s.received.map((m) => m.id)).sort()).toEqual([...ids].sort());
+      for (const s of streams) s.stream.cancel();
+    });
+
+    it('keeps serving the remaining streams after one is cancelled', async () => {
+      const t = topic();
+      const [gone, ...staying] = await open(t, 3);
+      gone.stream.cancel();
+      await expect.poll(() => streamsGauge(t)).toBe(2);
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        ids.push((await enqueue(t, `after-${i}`)).id);
+        await expect.poll(() => total(staying)).toBe(i + 1);
+      }
+      expect(staying.flatMap((s) => s.received.map((m) => m.id)).sort()).toEqual([...ids].sort());
+      expect(gone.received).toHaveLength(0);
+      for (const s of staying) s.stream.cancel();
+    });
+  });
+
   describe('errors', () => {
     it('ends with INVALID_ARGUMENT for a bad topic or visibility timeout', async () => {
       const bad = new StreamRecorder(client.subscribe({ topic: 'no spaces allowed' }));

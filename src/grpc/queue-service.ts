@@ -3,6 +3,7 @@ import type { Histogram, UpDownCounter } from '@opentelemetry/api';
 import type { Logger } from '../log/logger.js';
 import type { MessageService } from '../queue/messages.js';
 import type { TopicSignals } from '../queue/topic-signals.js';
+import { SubscriptionHub } from '../queue/subscriptions.js';
 import type { Access, CallGuard } from './auth.js';
 import { notFound } from '../queue/errors.js';
 import { codeName, toGrpcError, type GrpcError } from './errors.js';
@@ -38,10 +39,13 @@ type Unary<Req> = (request: Req) => Promise<object>;
 /** The transport of QueueService: each RPC checks access, calls the domain and shapes the reply; no rules here. */
 export class QueueServiceHandlers {
   private readonly deliveries: DeliveryTracker;
+  /** One claim per topic, group and visibility timeout for all of this instance's streams. */
+  private readonly hub: SubscriptionHub;
   private readonly active = new Set<SubscribeStream>();
 
   constructor(private readonly deps: QueueServiceDeps) {
     this.deliveries = new DeliveryTracker(deps.peers);
+    this.hub = new SubscriptionHub({ dequeue: (input) => deps.messages.dequeue(input), signals: deps.signals });
   }
 
   implementation(): UntypedServiceImplementation {
@@ -118,8 +122,7 @@ export class QueueServiceHandlers {
       return void call.emit('error', error);
     }
     const stream = new SubscribeStream(call, request.visibility_timeout_seconds, this.deps.defaultVisibilitySeconds, group, {
-      dequeue: (input) => this.deps.messages.dequeue(input),
-      signals: this.deps.signals,
+      hub: this.hub,
       deliveries: this.deliveries,
       streams: this.deps.streams,
       toError: (err) => this.toError(err),

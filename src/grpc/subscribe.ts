@@ -1,22 +1,15 @@
 import { status as Status, type ServerWritableStream } from '@grpc/grpc-js';
 import type { UpDownCounter } from '@opentelemetry/api';
 import type { Message } from '../queue/message.js';
-import type { DequeueInput } from '../queue/messages.js';
-import type { TopicSignals } from '../queue/topic-signals.js';
+import type { Subscriber, Subscription, SubscriptionHub } from '../queue/subscriptions.js';
 import { grpcError, type GrpcError } from './errors.js';
 import { subscribeResponse, type SubscribeRequest } from './messages.js';
 
 /** Contract §9: a stream holds at most this many deliveries that were neither acked nor nacked. */
 export const MAX_IN_FLIGHT = 10;
-/**
- * A poll finds what no signal announces: other instances' enqueues without Redis (contract §9: at most 1 s),
- * deliveries whose visibility timeout passed, and tokens refilled on a throughput-limited topic.
- */
-const FALLBACK_POLL_MS = 1000;
 
 export interface SubscribeDeps {
-  dequeue(input: DequeueInput): Promise<Message[]>;
-  signals: TopicSignals;
+  hub: SubscriptionHub;
   deliveries: DeliveryTracker;
   streams: UpDownCounter;
   toError(err: unknown): GrpcError;
@@ -70,103 +63,85 @@ export class DeliveryTracker {
 const deliveryKey = (group: string | undefined, id: string) => `${group ?? ''}/${id.toLowerCase()}`;
 
 /**
- * One Subscribe call: claims up to the free in-flight slots, pushes them, then sleeps until its topic is
- * signalled, a slot frees, a delivery's visibility timeout passes, or the fallback poll is due. Every stream
- * of the topic wakes on a signal: waking one at a time measured fewer empty claims but no less CPU, and a
- * p99 three times longer (claims ran one after another). Messages written to a stream that dies stay
- * `processing` and come back through the visibility timeout.
+ * One Subscribe call, a subscriber of the instance's SubscriptionHub (src/queue/subscriptions.ts): the hub
+ * runs one claim for all streams of the same topic, group and visibility timeout and deals the messages out;
+ * this class writes them, counts the stream's in-flight deliveries (at most MAX_IN_FLIGHT, freed by an Ack,
+ * a Nack or the visibility timeout) and reports no room while the client is not taking what was written.
+ * Messages written to a stream that dies stay `processing` and come back through the visibility timeout.
  */
-export class SubscribeStream {
+export class SubscribeStream implements Subscriber {
   /** Delivery id -> when its visibility timeout passes (ms, wall clock), which frees its slot. */
   private readonly inFlight = new Map<string, number>();
-  private woken = false;
-  /**
-   * Whether a claim may find anything: set by a topic signal, the poll timer and a claim that filled every
-   * free slot. A slot freed by an Ack or Nack alone does not set it, as the last claim left nothing to take
-   * (a Nack that retries signals the topic); without this every Ack cost an empty claim.
-   */
-  private claimDue = true;
-  private wake: () => void = () => {};
+  /** A write returned false: no room until the transport drains. */
+  private backedUp = false;
   private done = false;
+  private ended: () => void = () => {};
+  private subscription?: Subscription;
   private readonly topic: string;
   private readonly group?: string;
+  private readonly visibleMs: number;
 
   constructor(
     private readonly call: ServerWritableStream<SubscribeRequest, unknown>,
     private readonly visibilitySeconds: number | undefined,
-    private readonly defaultVisibilitySeconds: number,
+    defaultVisibilitySeconds: number,
     group: string | undefined,
     private readonly deps: SubscribeDeps,
   ) {
     this.topic = call.request.topic;
     this.group = group;
+    this.visibleMs = (visibilitySeconds ?? defaultVisibilitySeconds) * 1000;
   }
 
   /** Resolves when the stream has ended, whoever ended it. */
   async run(): Promise<void> {
-    const unsubscribe = this.deps.signals.subscribe(this.topic, () => this.due());
+    const ended = new Promise<void>((resolve) => (this.ended = resolve));
     const onCancel = () => this.finish();
+    const onDrain = () => {
+      if (!this.backedUp) return;
+      this.backedUp = false;
+      this.subscription?.slotFreed();
+    };
     this.call.on('cancelled', onCancel);
+    this.call.on('drain', onDrain);
     // The client may have gone while the call was being authorised.
     if (this.call.cancelled) this.finish();
     this.deps.streams.add(1, { topic: this.topic });
     try {
-      await this.loop();
-    } catch (err) {
-      this.fail(this.deps.toError(err));
+      if (!this.done) this.subscription = this.deps.hub.join({ topic: this.topic, group: this.group, visibilitySeconds: this.visibilitySeconds }, this);
+      await ended;
     } finally {
-      unsubscribe();
+      this.subscription?.leave();
       this.call.off('cancelled', onCancel);
+      this.call.off('drain', onDrain);
       this.deps.streams.add(-1, { topic: this.topic });
       for (const id of this.inFlight.keys()) this.deps.deliveries.forget(this.group, id, this);
       this.inFlight.clear();
     }
   }
 
-  settled(id: string): void {
-    if (this.inFlight.delete(id)) this.nudge();
+  free(): number {
+    return this.done || this.backedUp ? 0 : Math.max(0, MAX_IN_FLIGHT - this.inFlight.size);
   }
 
-  /** Graceful shutdown: UNAVAILABLE tells clients to reconnect (to another instance). */
-  shutdown(): void {
-    this.fail(grpcError(Status.UNAVAILABLE, 'server shutting down'));
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.done) {
-      this.woken = false;
-      this.releaseOverdue();
-      const free = MAX_IN_FLIGHT - this.inFlight.size;
-      if (free > 0 && this.claimDue) {
-        this.claimDue = false;
-        const messages = await this.deps.dequeue({
-          topic: this.topic,
-          count: free,
-          visibilityTimeoutSeconds: this.visibilitySeconds,
-          consumerGroup: this.group,
-        });
-        await this.push(messages);
-        if (messages.length === free) {
-          this.claimDue = true;
-          continue;
-        }
-      }
-      if (!this.woken) await this.sleep();
-    }
-  }
-
-  private async push(messages: Message[]): Promise<void> {
-    const visibleMs = (this.visibilitySeconds ?? this.defaultVisibilitySeconds) * 1000;
+  deliver(messages: Message[]): void {
     for (const message of messages) {
+      // Ended meanwhile: the message stays `processing` and returns through the visibility timeout.
       if (this.done) return;
-      this.inFlight.set(message.id, Date.now() + visibleMs);
+      this.inFlight.set(message.id, Date.now() + this.visibleMs);
       this.deps.deliveries.hold(this.group, message.id, this);
-      if (!this.call.write(subscribeResponse(message))) await this.drained();
+      // grpc-js buffers what it cannot send yet; the hub holds back until 'drain'.
+      if (!this.call.write(subscribeResponse(message))) this.backedUp = true;
     }
   }
 
-  private releaseOverdue(): void {
-    const now = Date.now();
+  nextDeadline(): number | undefined {
+    let earliest: number | undefined;
+    for (const deadline of this.inFlight.values()) if (earliest === undefined || deadline < earliest) earliest = deadline;
+    return earliest;
+  }
+
+  releaseOverdue(now: number): void {
     for (const [id, deadline] of this.inFlight) {
       if (deadline > now) continue;
       this.inFlight.delete(id);
@@ -174,48 +149,25 @@ export class SubscribeStream {
     }
   }
 
-  private sleep(): Promise<void> {
-    const nextExpiry = Math.min(...this.inFlight.values()) - Date.now();
-    const ms = Math.max(1, Math.min(FALLBACK_POLL_MS, nextExpiry));
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.due(), ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        this.wake = () => {};
-        resolve();
-      };
-    });
+  fail(err: unknown): void {
+    this.end(this.deps.toError(err));
   }
 
-  /** Waits for the client to take what was written; an ending stream (finish()) stops the wait too. */
-  private drained(): Promise<void> {
-    return new Promise((resolve) => {
-      const settle = () => {
-        this.call.off('drain', settle);
-        this.wake = () => {};
-        resolve();
-      };
-      this.call.on('drain', settle);
-      this.wake = settle;
-    });
+  settled(id: string): void {
+    if (this.inFlight.delete(id)) this.subscription?.slotFreed();
   }
 
-  private due(): void {
-    this.claimDue = true;
-    this.nudge();
-  }
-
-  private nudge(): void {
-    this.woken = true;
-    this.wake();
+  /** Graceful shutdown: UNAVAILABLE tells clients to reconnect (to another instance). */
+  shutdown(): void {
+    this.end(grpcError(Status.UNAVAILABLE, 'server shutting down'));
   }
 
   private finish(): void {
     this.done = true;
-    this.nudge();
+    this.ended();
   }
 
-  private fail(error: GrpcError): void {
+  private end(error: GrpcError): void {
     if (this.done) return;
     this.finish();
     this.call.emit('error', error);

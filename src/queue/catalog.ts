@@ -78,6 +78,12 @@ export class Catalog {
     return this.groups.size > 0;
   }
 
+  /** Whether any topic archives its acknowledged messages (replayable). */
+  hasReplayableTopics(): boolean {
+    for (const config of this.configs.values()) if (config.replayable) return true;
+    return false;
+  }
+
   private async poll(): Promise<void> {
     try {
       if ((await catalogRevision(this.db)) !== this.revision) await this.reload();

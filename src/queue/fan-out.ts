@@ -102,14 +102,14 @@ export class FanOut {
    * Requeue of a dead letter whose original topic is fan-out: a group's dead letter goes back to that group
    * only while it is still registered, anything else to every registered group. Null: not a fan-out case.
    */
-  async requeue(id: string, target: RequeueTarget, now: number): Promise<{ topic: string; outcome: 'pending' | 'superseded' } | null | undefined> {
+  async requeue(id: string, target: RequeueTarget): Promise<{ topic: string; outcome: 'pending' | 'superseded' } | null | undefined> {
     const dead = await findDeadLetter(this.db, id);
     if (!dead) return null;
     const groups = this.catalog.groupsOf(dead.originalTopic);
     if (dead.consumerGroup && (await this.isRegistered(dead.originalTopic, dead.consumerGroup))) {
-      return requeueToGroups(this.db, id, [dead.consumerGroup], false, target, now);
+      return requeueToGroups(this.db, id, [dead.consumerGroup], false, target);
     }
-    if (groups.length > 0) return requeueToGroups(this.db, id, groups, true, target, now);
+    if (groups.length > 0) return requeueToGroups(this.db, id, groups, true, target);
     return undefined;
   }
 

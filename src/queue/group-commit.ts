@@ -1,6 +1,7 @@
-export interface GroupCommitOptions {
-  /** Most items one flush takes. */
+export interface GroupCommitOptions<I> {
+  /** Most items one flush takes, or most total weight when `weigh` is given (a heavier item still goes alone). */
   maxBatch: number;
+  weigh?: (item: I) => number;
   /** Flushes in flight at once (1 for SQLite's single writer; a few for MySQL's pool). */
   maxConcurrent: number;
 }
@@ -25,7 +26,7 @@ export class GroupCommitter<I, O> {
 
   constructor(
     private readonly flush: (items: I[]) => Promise<Array<O | Error>>,
-    private readonly options: GroupCommitOptions,
+    private readonly options: GroupCommitOptions<I>,
   ) {}
 
   submit(item: I): Promise<O> {
@@ -33,6 +34,11 @@ export class GroupCommitter<I, O> {
       this.queue.push({ item, resolve, reject });
       this.schedule();
     });
+  }
+
+  /** Nothing queued, nothing in flight. */
+  get idle(): boolean {
+    return this.queue.length === 0 && this.running === 0;
   }
 
   /** Resolves once nothing is queued or in flight (graceful shutdown). */
@@ -51,9 +57,18 @@ export class GroupCommitter<I, O> {
     });
   }
 
+  private batchLength(): number {
+    const { weigh, maxBatch } = this.options;
+    if (!weigh) return maxBatch;
+    let total = weigh(this.queue[0].item);
+    let n = 1;
+    while (n < this.queue.length && total + weigh(this.queue[n].item) <= maxBatch) total += weigh(this.queue[n++].item);
+    return n;
+  }
+
   private async runOne(): Promise<void> {
     if (this.running >= this.options.maxConcurrent || this.queue.length === 0) return;
-    const batch = this.queue.splice(0, this.options.maxBatch);
+    const batch = this.queue.splice(0, this.batchLength());
     this.running++;
     this.schedule();
     try {

@@ -11,8 +11,10 @@ import { boundedLastError, decideAttempt } from './attempts.js';
 import { validatePayload } from './avro.js';
 import type { Catalog } from './catalog.js';
 import { DomainError, invalid, messageNotFound } from './errors.js';
+import { ClaimCombiner } from './claim-combiner.js';
 import { GroupCommitter } from './group-commit.js';
 import { toMessage, type Message } from './message.js';
+import type { MessageRow } from '../store/messages/rows.js';
 import type { QueueMetrics } from './metrics-port.js';
 import { assertNotDeadLetterTopic, assertTopicName, baseTopicOf, isValidTopicName } from './topic-names.js';
 import type { TopicSignals } from './topic-signals.js';
@@ -66,6 +68,7 @@ export class MessageService {
   private readonly now: () => number;
   private readonly enqueues: GroupCommitter<NewMessage, InsertOutcome>;
   private readonly acks: GroupCommitter<string, boolean>;
+  private readonly claims: ClaimCombiner<MessageRow>;
   private readonly fanOut: FanOut;
   /** Topic (and group) -> service time of the last expiry probe that found nothing. */
   private readonly quietProbes = new Map<string, number>();
@@ -76,6 +79,7 @@ export class MessageService {
     const maxConcurrent = deps.maxConcurrentFlushes;
     this.enqueues = new GroupCommitter((batch) => this.insertAll(batch, false), { maxBatch: 500, maxConcurrent });
     this.acks = new GroupCommitter((ids) => this.ackFlush(ids), { maxBatch: 1000, maxConcurrent });
+    this.claims = new ClaimCombiner({ maxRows: MAX_DEQUEUE_COUNT, maxConcurrent });
   }
 
   async enqueue(input: EnqueueInput): Promise<{ id: string }> {
@@ -121,16 +125,23 @@ export class MessageService {
     const route = await this.fanOut.dequeueRoute(topic, input.consumerGroup);
 
     const now = this.now();
-    const claim = { topic, limit: count, now, visibleUntil: now + Math.round(visibility * 1000), ratePerSecond: this.deps.catalog.config(topic)?.throughput_limit };
+    const visibleMs = Math.round(visibility * 1000);
+    // The claim itself runs when its lane's combined claim does, on the clock and topic config of that moment.
+    const claim = (limit: number) => {
+      const at = this.now();
+      return { topic, limit, now: at, visibleUntil: at + visibleMs, ratePerSecond: this.deps.catalog.config(topic)?.throughput_limit };
+    };
     let rows;
     if (route.kind === 'group') {
       await this.releaseExpiredUnlessQuiet(`${topic}\u0000${route.group}`, now, () =>
         this.fanOut.releaseExpired(topic, route.group, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED, now),
       );
-      rows = await this.fanOut.dequeue({ ...claim, group: route.group });
+      const lane = JSON.stringify(['group', topic, route.group, visibleMs]);
+      rows = await this.claims.claim(lane, count, (limit) => this.fanOut.dequeue({ ...claim(limit), group: route.group }));
     } else {
       await this.releaseExpiredUnlessQuiet(topic, now, () => releaseExpired(this.deps.db, topic, now, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED));
-      rows = await claimMessages(this.deps.db, { ...claim, consumerGroup: route.deadLetterGroup });
+      const lane = JSON.stringify(['topic', topic, route.deadLetterGroup ?? null, visibleMs]);
+      rows = await this.claims.claim(lane, count, (limit) => claimMessages(this.deps.db, { ...claim(limit), consumerGroup: route.deadLetterGroup }));
     }
     if (rows.length > 0) this.deps.metrics.message('dequeued', topic, rows.length);
     return rows.map(toMessage);
@@ -151,7 +162,9 @@ export class MessageService {
     if (ids.length > MAX_DEQUEUE_COUNT) throw invalid(`ids must hold at most ${MAX_DEQUEUE_COUNT} ids`);
     const valid = [...new Set(ids.map(normaliseMessageId).filter((id): id is string => id !== null))];
     const routes = await this.fanOut.settleRoutes(valid, consumerGroup);
-    const found = new Set(routes.plain.length > 0 ? (await this.ackRows(routes.plain)).map((a) => a.id) : []);
+    // Through the ack group commit: concurrent batch acks share delete transactions, as single acks do.
+    const settled = await Promise.all(routes.plain.map((id) => this.acks.submit(id)));
+    const found = new Set(routes.plain.filter((_, i) => settled[i]));
     if (routes.group.length > 0) for (const id of await this.ackGroup(routes.group, consumerGroup!)) found.add(id);
     const acked: string[] = [];
     const notFound: string[] = [];
@@ -192,8 +205,8 @@ export class MessageService {
     if (!messageId) throw notDeadLetter();
     const now = this.now();
     const target = { maxRetries: (topic: string) => this.maxRetriesOf(topic), expiresAt: (topic: string) => this.expiresAtOf(topic, now) };
-    const fannedOut = await this.fanOut.requeue(messageId, target, now);
-    const result = fannedOut === undefined ? await requeueDeadLetter(this.deps.db, messageId, target, now) : fannedOut;
+    const fannedOut = await this.fanOut.requeue(messageId, target);
+    const result = fannedOut === undefined ? await requeueDeadLetter(this.deps.db, messageId, target) : fannedOut;
     if (!result) throw notDeadLetter();
     this.deps.metrics.message(result.outcome === 'pending' ? 'requeued' : 'superseded', result.topic);
     if (result.outcome === 'pending') this.deps.signals.signal(result.topic);
@@ -284,10 +297,12 @@ export class MessageService {
 
   private async ackRows(ids: string[]) {
     // Replayable topics: archived inside the ack's transaction, so a failed ack archives nothing (contract §3).
-    const acked = await ackMessages(this.deps.db, ids, async (trx, rows) => {
+    // Without any, the store may ack in one statement.
+    const archive = async (trx: Knex.Transaction, rows: Array<{ id: string; topic: string }>) => {
       const replayable = rows.filter((r) => this.deps.catalog.config(r.topic)?.replayable === true).map((r) => r.id);
       if (replayable.length > 0) await archiveMessages(trx, replayable, this.now());
-    });
+    };
+    const acked = await ackMessages(this.deps.db, ids, this.deps.catalog.hasReplayableTopics() ? archive : undefined);
     const perTopic = new Map<string, number>();
     for (const a of acked) perTopic.set(a.topic, (perTopic.get(a.topic) ?? 0) + 1);
     for (const [topic, n] of perTopic) this.deps.metrics.message('acked', topic, n);

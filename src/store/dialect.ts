@@ -7,6 +7,25 @@ export function engineOf(db: Knex): Engine {
   return client === 'mysql2' || client === 'mysql' ? 'mysql' : 'sqlite';
 }
 
+const deleteReturning = new WeakMap<object, Promise<boolean>>();
+
+/**
+ * `DELETE ... RETURNING`: SQLite (3.35+) and MariaDB (10.0.5+) have it, MySQL 8 does not. Asked once per
+ * pool (SELECT VERSION()); a failed probe answers no, which only costs the transactional fallback.
+ */
+export function canDeleteReturning(db: Knex): Promise<boolean> {
+  if (engineOf(db) === 'sqlite') return Promise.resolve(true);
+  let answer = deleteReturning.get(db.client);
+  if (!answer) {
+    answer = db
+      .raw('SELECT VERSION() AS version')
+      .then(([rows]: [Array<{ version: string }>]) => /mariadb/i.test(rows[0]?.version ?? ''))
+      .catch(() => false);
+    deleteReturning.set(db.client, answer);
+  }
+  return answer;
+}
+
 /** MySQL/MariaDB error numbers and SQLite codes that mean "another transaction won; run it again". */
 export function isRetryableConflict(err: unknown): boolean {
   const e = err as { errno?: number; code?: string };

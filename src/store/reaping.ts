@@ -13,13 +13,14 @@ function countTopics(counts: TopicCounts, rows: Array<{ topic: string }>): void 
 }
 
 /**
- * Marks pending messages whose TTL passed as expired, 1,000 per short transaction (index messages_expiry).
+ * Marks pending messages whose TTL passed as expired, 1,000 per short transaction. reap_at is expires_at
+ * for pending rows (migrations/20261122070000_queue_index.ts), so index messages_reap finds exactly them.
  * A fan-out message that no group has started takes all its deliveries with it.
  */
 export async function expireMessages(db: Knex, now: number): Promise<TopicCounts> {
   const expired: TopicCounts = new Map();
   for (;;) {
-    const rows = await db('messages').select('id', 'topic').where({ status: 'pending' }).andWhere('expires_at', '<=', now).limit(BATCH);
+    const rows = await db('messages').select('id', 'topic').where('reap_at', '>', 0).andWhere('reap_at', '<=', now).limit(BATCH);
     if (rows.length === 0) return expired;
     const ids = rows.map((r: { id: string }) => String(r.id));
     await withConflictRetry(() =>
@@ -55,11 +56,11 @@ export async function expireDeliveries(db: Knex, now: number, replayable: (topic
   }
 }
 
-/** Deletes expired messages and their deliveries, 1,000 per short transaction. */
+/** Deletes expired messages and their deliveries, 1,000 per short transaction (reap_at 0: index messages_reap). */
 export async function deleteExpiredMessages(db: Knex): Promise<TopicCounts> {
   const deleted: TopicCounts = new Map();
   for (;;) {
-    const rows = await db('messages').select('id', 'topic').where({ status: 'expired' }).limit(BATCH);
+    const rows = await db('messages').select('id', 'topic').where({ reap_at: 0 }).limit(BATCH);
     if (rows.length === 0) return deleted;
     const ids = rows.map((r: { id: string }) => String(r.id));
     await withConflictRetry(() =>

@@ -36,7 +36,6 @@ export async function requeueToGroups(
   groups: string[],
   forAll: boolean,
   target: RequeueTarget,
-  now: number,
 ): Promise<{ topic: string; outcome: 'pending' | 'superseded' } | null> {
   return withConflictRetry(() =>
     db.transaction(async (trx) => {
@@ -45,7 +44,7 @@ export async function requeueToGroups(
       if (!row) return null;
       const topic = String(row.original_topic);
       const changes = {
-        ...requeueChanges(topic, target, now),
+        ...requeueChanges(topic, target),
         consumer_group: '',
         metadata: row.consumer_group ? withoutGroup(String(row.metadata)) : String(row.metadata),
       };

@@ -39,7 +39,7 @@ export interface StatusCount {
   count: number;
 }
 
-/** Counts by topic and status; an index-only scan of messages_claim. */
+/** Counts by topic and status; an index-only scan of messages_queue. */
 export async function countByStatus(db: Knex): Promise<StatusCount[]> {
   const rows = await db('messages').select('topic', 'status').count({ n: '*' }).groupBy('topic', 'status').orderBy(['topic', 'status']);
   return rows.map((r: Record<string, unknown>) => ({ topic: String(r.topic), status: String(r.status), count: Number(r.n) }));
@@ -49,7 +49,8 @@ export async function countByStatus(db: Knex): Promise<StatusCount[]> {
 export async function oldestPendingCreatedAt(db: Knex, topics: string[]): Promise<Map<string, number>> {
   const oldest = new Map<string, number>();
   for (const topic of topics) {
-    const row = await db('messages').where({ topic, status: 'pending' }).orderBy('id').first('created_at');
+    // messages_queue order (pending rows have visible_at 0): the first index entry, not a sort of the backlog.
+    const row = await db('messages').where({ topic, status: 'pending' }).orderBy(['visible_at', 'id']).first('created_at');
     if (row) oldest.set(topic, Number(row.created_at));
   }
   return oldest;

@@ -17,8 +17,10 @@ export interface ClaimRequest {
 
 /**
  * MySQL/MariaDB: SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE by primary key, in one short READ COMMITTED
- * transaction. The ORDER BY is exactly the index order of `messages_claim (topic, status, id)`, so InnoDB
- * walks the index from the oldest pending row and locks only the rows it returns. Ordering by anything else
+ * transaction. The ORDER BY is exactly the index order of `messages_queue (topic, status, visible_at, id)`
+ * (pending rows keep visible_at = 0, so it is id order, oldest first), so InnoDB walks the index from the
+ * oldest pending row and locks only the rows it returns. A pending row with another visible_at (written by a
+ * version before the index, during a rolling upgrade) is still claimed, after the others. Ordering by anything else
  * (created_at, visible_at) makes a filesort that locks every pending row of the topic: with a 300k backlog
  * mariadbd ran out of lock memory (measured). FORCE INDEX because the optimizer otherwise picks PRIMARY
  * for LIMIT 1 on a large topic (walking every other topic's rows) or a filesort for a topic it estimates
@@ -27,12 +29,12 @@ export interface ClaimRequest {
  */
 export function claimSelectMysql(db: Knex, req: ClaimRequest, limit: number): Knex.QueryBuilder {
   return db
-    .from(db.raw('?? FORCE INDEX (??)', ['messages', 'messages_claim']))
+    .from(db.raw('?? FORCE INDEX (??)', ['messages', 'messages_queue']))
     .select(MESSAGE_COLUMNS)
     .where({ topic: req.topic, status: 'pending' })
     .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', req.now))
     .modify((q) => void (req.consumerGroup !== undefined && q.andWhere({ consumer_group: req.consumerGroup })))
-    .orderBy('id')
+    .orderBy(['visible_at', 'id'])
     .limit(limit)
     .forUpdate()
     .skipLocked();
@@ -55,15 +57,15 @@ async function claimMysql(trx: Knex.Transaction, req: ClaimRequest, limit: numbe
 
 /**
  * SQLite: one UPDATE ... WHERE id IN (SELECT ... ORDER BY id LIMIT n) RETURNING inside BEGIN IMMEDIATE.
- * SQLite has one writer, so there is nothing to skip; the partial scan follows messages_claim in order.
+ * SQLite has one writer, so there is nothing to skip; the partial scan follows messages_queue in order.
  */
 async function claimSqlite(trx: Knex.Transaction, req: ClaimRequest, limit: number): Promise<MessageRow[]> {
   const rows = (await trx.raw(
     `UPDATE messages SET status = 'processing', visible_at = ?
      WHERE id IN (
-       SELECT id FROM messages INDEXED BY messages_claim
+       SELECT id FROM messages INDEXED BY messages_queue
        WHERE topic = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)${req.consumerGroup !== undefined ? ' AND consumer_group = ?' : ''}
-       ORDER BY id LIMIT ?)
+       ORDER BY visible_at, id LIMIT ?)
      RETURNING ${MESSAGE_COLUMNS.join(', ')}`,
     [req.visibleUntil, req.topic, req.now, ...(req.consumerGroup !== undefined ? [req.consumerGroup] : []), limit],
   )) as Array<Record<string, unknown>>;

@@ -29,7 +29,8 @@ function toRow(m: NewMessage) {
     retry_count: 0,
     max_retries: m.maxRetries,
     last_error: '',
-    visible_at: m.createdAt,
+    // Pending rows keep 0: the claim walks messages_queue (topic, status, visible_at, id) in id order.
+    visible_at: 0,
     expires_at: m.expiresAt,
     created_at: m.createdAt,
     original_topic: '',

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { engineOf, isUniqueViolation } from '../dialect.js';
+import { canDeleteReturning, engineOf, isUniqueViolation } from '../dialect.js';
 import { withConflictRetry } from '../retry.js';
 import { normaliseRow, type MessageRow } from './rows.js';
 
@@ -35,7 +35,7 @@ export const dlqTopicOf = (topic: string) => `${topic}.dlq`;
  */
 export async function returnToPending(trx: Knex.Transaction, id: string, changes: Record<string, unknown>): Promise<'pending' | 'superseded'> {
   try {
-    await trx('messages').where({ id }).update({ ...changes, status: 'pending' });
+    await trx('messages').where({ id }).update({ ...changes, status: 'pending', visible_at: 0 });
     return 'pending';
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
@@ -60,12 +60,12 @@ async function applyAttempt(trx: Knex.Transaction, row: MessageRow, outcome: Att
       dlq_moved_at: now,
       retry_count: attempts,
       last_error: error,
-      visible_at: now,
+      visible_at: 0,
       expires_at: null,
     });
     return result('dlq');
   }
-  const returned = await returnToPending(trx, row.id, { retry_count: attempts, last_error: error, visible_at: now });
+  const returned = await returnToPending(trx, row.id, { retry_count: attempts, last_error: error });
   return result(returned === 'pending' ? 'retry' : 'superseded');
 }
 
@@ -113,12 +113,15 @@ export interface AckedMessage {
 /**
  * Acks a group-committed batch: locks the processing rows, lets `beforeDelete` copy replayable ones to the
  * archive log in the same transaction, deletes them. Ids that are not processing are simply not returned.
+ * Without `beforeDelete`, where the engine has it, one `DELETE ... RETURNING` does all that in one statement
+ * (four round trips fewer per batch: BEGIN, the locking SELECT, COMMIT).
  */
 export async function ackMessages(
   db: Knex,
   ids: string[],
   beforeDelete?: (trx: Knex.Transaction, acked: AckedMessage[]) => Promise<void>,
 ): Promise<AckedMessage[]> {
+  if (!beforeDelete && (await canDeleteReturning(db))) return withConflictRetry(() => deleteProcessing(db, ids));
   return withConflictRetry(() =>
     db.transaction(async (trx) => {
       const acked: AckedMessage[] = (await lockForSettle(trx, trx('messages').select('id', 'topic').whereIn('id', ids).andWhere({ status: 'processing' }))).map(
@@ -137,26 +140,33 @@ export async function ackMessages(
   );
 }
 
+async function deleteProcessing(db: Knex, ids: string[]): Promise<AckedMessage[]> {
+  const del = db('messages').whereIn('id', ids).andWhere({ status: 'processing' }).delete().toSQL();
+  const result = await db.raw(`${del.sql} RETURNING id, topic`, del.bindings as Knex.RawBinding[]);
+  const rows = (engineOf(db) === 'mysql' ? result[0] : result) as Array<{ id: string; topic: string }>;
+  return rows.map((r) => ({ id: String(r.id), topic: String(r.topic) }));
+}
+
 export interface RequeueTarget {
   maxRetries: (topic: string) => number;
   expiresAt: (topic: string) => number | null;
 }
 
 /** The columns a requeue resets (contract §3): back on the original topic, fresh retries and TTL. */
-export function requeueChanges(topic: string, target: RequeueTarget, now: number) {
+export function requeueChanges(topic: string, target: RequeueTarget) {
   return {
     topic,
     retry_count: 0,
     max_retries: target.maxRetries(topic),
     original_topic: '',
     dlq_moved_at: null,
-    visible_at: now,
+    visible_at: 0,
     expires_at: target.expiresAt(topic),
   };
 }
 
 /** Requeue of a dead letter to its original topic (contract §3). Null when the id is not a dead letter. */
-export async function requeueDeadLetter(db: Knex, id: string, target: RequeueTarget, now: number): Promise<{ topic: string; outcome: 'pending' | 'superseded' } | null> {
+export async function requeueDeadLetter(db: Knex, id: string, target: RequeueTarget): Promise<{ topic: string; outcome: 'pending' | 'superseded' } | null> {
   return withConflictRetry(() =>
     db.transaction(async (trx) => {
       const row = await lockForSettle(
@@ -165,7 +175,7 @@ export async function requeueDeadLetter(db: Knex, id: string, target: RequeueTar
       ).first();
       if (!row) return null;
       const topic = String(row.original_topic);
-      const outcome = await returnToPending(trx, id, requeueChanges(topic, target, now));
+      const outcome = await returnToPending(trx, id, requeueChanges(topic, target));
       return { topic, outcome };
     }),
   );

@@ -1,0 +1,225 @@
+import type { Message } from './message.js';
+import { MAX_DEQUEUE_COUNT, type DequeueInput } from './messages.js';
+import type { TopicSignals } from './topic-signals.js';
+
+/** One push consumer (a gRPC Subscribe stream): the hub hands it claimed messages, never more than it has room for. */
+export interface Subscriber {
+  /** In-flight slots free now; 0 while its transport is backed up or it has ended. */
+  free(): number;
+  /** Takes claimed messages, never more than free() said just before. */
+  deliver(messages: Message[]): void;
+  /** Earliest wall-clock ms at which one of its in-flight deliveries' visibility timeout passes. */
+  nextDeadline(): number | undefined;
+  /** Forgets the in-flight deliveries whose visibility timeout passed by `now`, freeing their slots. */
+  releaseOverdue(now: number): void;
+  /** The claim failed (unregistered topic, unknown group, database down): the subscriber ends. */
+  fail(err: unknown): void;
+}
+
+export interface SubscriptionSpec {
+  topic: string;
+  group?: string;
+  visibilitySeconds?: number;
+}
+
+export interface Subscription {
+  /** An ack or nack (or a drained transport) freed a slot. */
+  slotFreed(): void;
+  leave(): void;
+}
+
+export interface SubscriptionHubDeps {
+  dequeue(input: DequeueInput): Promise<Message[]>;
+  signals: TopicSignals;
+  /**
+   * A poll finds what no signal announces: other instances' enqueues without Redis (contract §9: at most 1 s),
+   * deliveries whose visibility timeout passed, and tokens refilled on a throughput-limited topic.
+   */
+  pollMs?: number;
+}
+
+const DEFAULT_POLL_MS = 1000;
+
+/**
+ * Push delivery for every subscriber of this instance. Subscribers of the same topic, consumer group and
+ * visibility timeout share one feed, and a feed runs at most one claim at a time, for all its subscribers'
+ * free slots together, then deals the messages out round-robin. A claim per subscriber per wake-up cost one
+ * mostly empty database transaction per stream for every enqueue flush.
+ *
+ * Messages claimed for a subscriber that left while the claim ran go to the feed's other subscribers while
+ * they have room; otherwise they stay `processing` and come back through the visibility timeout, as
+ * deliveries held by a stream that dies do.
+ */
+export class SubscriptionHub {
+  private readonly feeds = new Map<string, Feed>();
+  private readonly pollMs: number;
+
+  constructor(private readonly deps: SubscriptionHubDeps) {
+    this.pollMs = deps.pollMs ?? DEFAULT_POLL_MS;
+  }
+
+  join(spec: SubscriptionSpec, subscriber: Subscriber): Subscription {
+    const key = `${spec.topic}\u0000${spec.group ?? ''}\u0000${spec.visibilitySeconds ?? ''}`;
+    let feed = this.feeds.get(key);
+    if (!feed) {
+      const created = new Feed(spec, this.deps, this.pollMs, () => {
+        if (this.feeds.get(key) === created) this.feeds.delete(key);
+      });
+      this.feeds.set(key, created);
+      feed = created;
+    }
+    const joined = feed;
+    joined.add(subscriber);
+    let left = false;
+    return {
+      slotFreed: () => {
+        if (!left) joined.pump();
+      },
+      leave: () => {
+        if (left) return;
+        left = true;
+        joined.remove(subscriber);
+      },
+    };
+  }
+}
+
+/** The subscribers of one (topic, group, visibility timeout), and the one claim that serves them. */
+class Feed {
+  private readonly subscribers: Subscriber[] = [];
+  /**
+   * Whether a claim may find anything: set by a topic signal, the timer, a joining subscriber and a claim that
+   * returned all it asked for. A slot freed by an ack alone does not set it, as the last claim left nothing
+   * to take (a nack that retries signals the topic); without this every ack cost an empty claim.
+   */
+  private claimDue = true;
+  private running = false;
+  private closed = false;
+  /** Where the next deal starts, so no subscriber is always served first. */
+  private next = 0;
+  private timer?: NodeJS.Timeout;
+  private timerAt = Infinity;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly spec: SubscriptionSpec,
+    private readonly deps: SubscriptionHubDeps,
+    private readonly pollMs: number,
+    private readonly onClosed: () => void,
+  ) {
+    this.unsubscribe = deps.signals.subscribe(spec.topic, () => this.due());
+  }
+
+  add(subscriber: Subscriber): void {
+    this.subscribers.push(subscriber);
+    // A newcomer takes what is waiting; this first claim also surfaces a bad topic or group to it.
+    this.due();
+  }
+
+  remove(subscriber: Subscriber): void {
+    const at = this.subscribers.indexOf(subscriber);
+    if (at >= 0) this.subscribers.splice(at, 1);
+    if (this.subscribers.length > 0 || this.closed) return;
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.unsubscribe();
+    this.onClosed();
+  }
+
+  /** Claims while a claim is due and someone has room; one claim in flight at a time. */
+  pump(): void {
+    if (this.running || this.closed) return;
+    this.running = true;
+    void this.claimWhileDue();
+  }
+
+  private async claimWhileDue(): Promise<void> {
+    try {
+      while (this.claimDue && !this.closed) {
+        const free = this.subscribers.reduce((sum, s) => sum + s.free(), 0);
+        if (free === 0) break;
+        this.claimDue = false;
+        const count = Math.min(free, MAX_DEQUEUE_COUNT);
+        const messages = await this.deps.dequeue({
+          topic: this.spec.topic,
+          count,
+          visibilityTimeoutSeconds: this.spec.visibilitySeconds,
+          consumerGroup: this.spec.group,
+        });
+        this.deal(messages);
+        // A full claim may have left more behind.
+        if (messages.length === count) this.claimDue = true;
+      }
+    } catch (err) {
+      for (const subscriber of [...this.subscribers]) subscriber.fail(err);
+    } finally {
+      this.running = false;
+      this.arm();
+    }
+  }
+
+  /** One message at a time to the next subscriber with room, so a burst is spread over the streams. */
+  private deal(messages: Message[]): void {
+    const subscribers = [...this.subscribers];
+    const n = subscribers.length;
+    if (n === 0 || messages.length === 0) return;
+    const room = subscribers.map((s) => s.free());
+    const dealt: Message[][] = subscribers.map(() => []);
+    let at = this.next % n;
+    for (const message of messages) {
+      let tried = 0;
+      while (room[at] === 0 && tried < n) {
+        at = (at + 1) % n;
+        tried++;
+      }
+      // Nobody has room (a subscriber left mid-claim): the rest return through the visibility timeout.
+      if (room[at] === 0) break;
+      dealt[at].push(message);
+      room[at]--;
+      at = (at + 1) % n;
+    }
+    this.next = at;
+    subscribers.forEach((s, i) => {
+      if (dealt[i].length === 0) return;
+      // One subscriber's broken transport ends that subscriber, not the feed.
+      try {
+        s.deliver(dealt[i]);
+      } catch (err) {
+        s.fail(err);
+      }
+    });
+  }
+
+  private due(): void {
+    this.claimDue = true;
+    this.pump();
+  }
+
+  /**
+   * One timer per feed: the fallback poll, or sooner when a delivery's visibility timeout passes. A timer due
+   * earlier is kept, so a steady flow of acks (each pumps) never pushes the poll back.
+   */
+  private arm(): void {
+    if (this.closed) return;
+    const now = Date.now();
+    let at = now + this.pollMs;
+    for (const subscriber of this.subscribers) {
+      const deadline = subscriber.nextDeadline();
+      if (deadline !== undefined) at = Math.min(at, deadline);
+    }
+    if (this.timer && this.timerAt <= at) return;
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.tick(), Math.max(1, at - now));
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = Date.now();
+    for (const subscriber of this.subscribers) subscriber.releaseOverdue(now);
+    this.claimDue = true;
+    this.pump();
+  }
+}
