@@ -4,6 +4,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { LOADER_OPTIONS, queueProtoPath } from '../src/grpc/proto.js';
 import { findProcess } from './cpu.js';
 import { mysqlDatabase, sqliteDatabase } from './databases.js';
+import type { LatencyRecorder } from './latency.js';
 import { makePayload, measured, type PhaseResult, type Processes } from './phases.js';
 import { startService } from './server-process.js';
 
@@ -120,58 +121,72 @@ function dequeueAckBatchPhase(client: AnyClient, procs: Processes, o: GrpcBenchO
 /**
  * A steady stream of single Enqueues (in ticks of 10 ms) into Subscribe streams that ack every delivery;
  * latency is from sending the Enqueue to the message arriving on a stream (one clock: this process).
+ * The same traffic runs unmeasured for SUBSCRIBE_WARMUP_SECONDS first: the phases before leave the database
+ * purging tens of thousands of deleted rows and this code path cold, which the first seconds measured.
  */
-function subscribePhase(client: AnyClient, procs: Processes, o: GrpcBenchOptions, topic: string): Promise<PhaseResult> {
+async function subscribePhase(client: AnyClient, procs: Processes, o: GrpcBenchOptions, topic: string): Promise<PhaseResult> {
   const rate = o.subscribeRatePerSecond ?? 1000;
-  const seconds = o.subscribeSeconds ?? 10;
+  await steadySubscribe(client, o, topic, rate, SUBSCRIBE_WARMUP_SECONDS);
+  return measured(`grpc-subscribe@${rate}/s`, procs, (recorder) =>
+    steadySubscribe(client, o, topic, rate, o.subscribeSeconds ?? 10, { delivery: recorder('enqueue-to-delivery'), enqueue: recorder('enqueue') }),
+  );
+}
+
+const SUBSCRIBE_WARMUP_SECONDS = 2;
+
+async function steadySubscribe(
+  client: AnyClient,
+  o: GrpcBenchOptions,
+  topic: string,
+  rate: number,
+  seconds: number,
+  latency?: { delivery: LatencyRecorder; enqueue: LatencyRecorder },
+): Promise<number> {
   const total = rate * seconds;
   const tickMs = 10;
   const perTick = Math.max(1, Math.round((rate * tickMs) / 1000));
   const filler = makePayload(Math.max(0, o.payloadBytes - 20), 3);
-  return measured(`grpc-subscribe@${rate}/s`, procs, async (recorder) => {
-    const delivery = recorder('enqueue-to-delivery');
-    const enqueueLatency = recorder('enqueue');
-    const sentAt = new Map<string, number>();
-    let delivered = 0;
-    let finish: () => void = () => {};
-    const done = new Promise<void>((resolve) => (finish = resolve));
-    const streams = Array.from({ length: o.subscribeStreams ?? 4 }, () => {
-      const stream = client.Subscribe({ topic, visibility_timeout_seconds: 60 });
-      stream.on('data', (message: { id: string; payload: Buffer }) => {
-        const sequence = message.payload.toString('latin1', 0, 12).trim();
-        const sent = sentAt.get(sequence);
-        if (sent !== undefined) {
-          delivery.record(performance.now() - sent);
-          sentAt.delete(sequence);
-        }
-        if (++delivered >= total) finish();
-        unary(client, 'Ack', { id: message.id }).catch(() => undefined);
-      });
-      stream.on('error', () => undefined);
-      return stream;
+  const sentAt = new Map<string, number>();
+  let delivered = 0;
+  let finish: () => void = () => {};
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  const streams = Array.from({ length: o.subscribeStreams ?? 4 }, () => {
+    const stream = client.Subscribe({ topic, visibility_timeout_seconds: 60 });
+    stream.on('data', (message: { id: string; payload: Buffer }) => {
+      const sequence = message.payload.toString('latin1', 0, 12).trim();
+      const sent = sentAt.get(sequence);
+      if (sent !== undefined) {
+        latency?.delivery.record(performance.now() - sent);
+        sentAt.delete(sequence);
+      }
+      if (++delivered >= total) finish();
+      unary(client, 'Ack', { id: message.id }).catch(() => undefined);
     });
-    // Let the streams reach their wait before the clock starts.
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    const started = performance.now();
-    let sent = 0;
-    await new Promise<void>((resolve) => {
-      const tick = () => {
-        const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * rate) + perTick);
-        for (; sent < due; sent++) {
-          const sequence = String(sent).padStart(12, ' ');
-          sentAt.set(sequence.trim(), performance.now());
-          void enqueueLatency.time(() => unary(client, 'Enqueue', { topic, payload: Buffer.from(sequence + filler) }));
-        }
-        if (sent >= total) return resolve();
-        setTimeout(tick, tickMs);
-      };
-      tick();
-    });
-    const timeout = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
-    await Promise.race([done, timeout]);
-    for (const stream of streams) stream.cancel();
-    return delivered;
+    stream.on('error', () => undefined);
+    return stream;
   });
+  // Let the streams reach their wait before the clock starts.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const started = performance.now();
+  let sent = 0;
+  await new Promise<void>((resolve) => {
+    const tick = () => {
+      const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * rate) + perTick);
+      for (; sent < due; sent++) {
+        const sequence = String(sent).padStart(12, ' ');
+        sentAt.set(sequence.trim(), performance.now());
+        const enqueue = () => unary(client, 'Enqueue', { topic, payload: Buffer.from(sequence + filler) });
+        void (latency ? latency.enqueue.time(enqueue) : enqueue());
+      }
+      if (sent >= total) return resolve();
+      setTimeout(tick, tickMs);
+    };
+    tick();
+  });
+  const timeout = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
+  await Promise.race([done, timeout]);
+  for (const stream of streams) stream.cancel();
+  return delivered;
 }
 
 /** Runs the gRPC phases against a running service; topics are prefixed so they never meet the HTTP phases'. */

@@ -105,7 +105,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const httpServer = createServer({ keepAliveTimeout: 65_000 }, withFastPath(ctx, app, singleBodyLimit(config)));
   trackConnections(httpServer);
   const httpPort = await listen(httpServer, config.server.http_port, config.server.host);
-  const grpcServer = await startGrpcServer({ config, logger, db, metrics, messages, signals, guard: authorizerGuard(authRuntime.auth, messages), peers: peerRelay });
+  const grpcServer = await startGrpcServer({ config, logger, db, metrics, messages, guard: authorizerGuard(authRuntime.auth, messages), peers: peerRelay });
   const grpcPort = grpcServer.port;
 
   let metricsServer: Server | undefined;

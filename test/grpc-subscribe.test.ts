@@ -2,6 +2,7 @@ import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachEngine } from './helpers/engines.js';
 import { expectGrpcError, QueueClient, sleep, StreamRecorder } from './helpers/grpc.js';
+import { metricValue } from './helpers/metrics.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 describeEachEngine('gRPC Subscribe', (engine) => {
@@ -101,7 +102,7 @@ describeEachEngine('gRPC Subscribe', (engine) => {
     const b = new StreamRecorder(client.subscribe({ topic: t }));
     await expect.poll(() => streamsGauge(t)).toBe(2);
     const { ids } = await client.call('EnqueueBatch', { requests: Array.from({ length: 6 }, (_, i) => ({ topic: t, payload: Buffer.from(`m${i}`) })) });
-    await a.until(() => a.received.length + b.received.length === 6, 5000, 'six deliveries');
+    await expect.poll(() => a.received.length + b.received.length).toBe(6);
     const delivered = [...a.received, ...b.received].map((m) => m.id).sort();
     expect(delivered).toEqual([...ids].sort());
     a.stream.cancel();
@@ -170,6 +171,58 @@ describeEachEngine('gRPC Subscribe', (engine) => {
       expect(staying.flatMap((s) => s.received.map((m) => m.id)).sort()).toEqual([...ids].sort());
       expect(gone.received).toHaveLength(0);
       for (const s of staying) s.stream.cancel();
+    });
+  });
+
+  describe('new messages go straight to a waiting stream', () => {
+    const handedOver = (t: string) => metricValue(server.api, 'conveyor_messages_handed_over_total', { topic: t });
+    const claims = (t: string, result: 'found' | 'empty') => metricValue(server.api, 'conveyor_claims_total', { topic: t, result });
+    const statusOf = async (t: string, id: string) => (await server.api.get(`/api/messages?topic=${t}`)).body.items.find((m: any) => m.id === id)?.status;
+
+    it('stores them claimed for the stream and hands them over without a claim; ack and nack work as usual', async () => {
+      const t = topic();
+      const rec = new StreamRecorder(client.subscribe({ topic: t, visibility_timeout_seconds: 60 }));
+      // The stream's first claim finds the topic empty; from then on its feed waits with free slots.
+      await expect.poll(() => claims(t, 'empty')).toBe(1);
+      const ids = [];
+      for (let i = 0; i < 3; i++) ids.push((await enqueue(t, `direct-${i}`)).id);
+      await rec.until(() => rec.received.length === 3, 5000, 'three deliveries');
+      expect(rec.received.map((m) => m.id)).toEqual(ids);
+      expect(await handedOver(t)).toBe(3);
+      expect(await claims(t, 'found')).toBe(0);
+      expect(await claims(t, 'empty')).toBe(1);
+      // Held by the stream exactly as a claimed message is.
+      expect(await statusOf(t, ids[0])).toBe('processing');
+
+      await client.call('Ack', { id: ids[0] });
+      expect(await statusOf(t, ids[0])).toBeUndefined();
+      await client.call('Nack', { id: ids[1], error: 'again' });
+      await rec.until(() => rec.received.length === 4, 5000, 'the redelivery');
+      expect(rec.received[3]).toMatchObject({ id: ids[1], retry_count: 1 });
+      // The retry was pending in the table, so it came through a claim.
+      expect(await claims(t, 'found')).toBe(1);
+      rec.stream.cancel();
+    });
+
+    it('keyed messages and messages beyond the free slots are stored pending and claimed', async () => {
+      const t = topic();
+      const rec = new StreamRecorder(client.subscribe({ topic: t, visibility_timeout_seconds: 60 }));
+      await expect.poll(() => claims(t, 'empty')).toBe(1);
+      const keyed = await client.call('Enqueue', { topic: t, payload: Buffer.from('keyed'), key: 'k1' });
+      await rec.until(() => rec.received.length === 1, 5000, 'the keyed message');
+      expect(rec.received[0].id).toBe(keyed.id);
+      expect(await handedOver(t)).toBe(0);
+      expect(await claims(t, 'found')).toBe(1);
+
+      const ids = (await Promise.all(Array.from({ length: 14 }, (_, i) => enqueue(t, `burst-${i}`)))).map((r) => r.id);
+      await rec.until(() => rec.received.length === 10, 5000, 'ten deliveries');
+      await sleep(300);
+      expect(rec.received).toHaveLength(10);
+      expect(await handedOver(t)).toBeLessThanOrEqual(9);
+      const items = (await server.api.get(`/api/messages?topic=${t}`)).body.items;
+      expect(items.filter((m: any) => m.status === 'pending').map((m: any) => m.id)).toHaveLength(5);
+      expect(items.map((m: any) => m.id).sort()).toEqual([keyed.id, ...ids].sort());
+      rec.stream.cancel();
     });
   });
 

@@ -1,32 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachEngine } from './helpers/engines.js';
+import { parseMetrics, valueOf } from './helpers/metrics.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
-
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** Parses Prometheus text exposition into samples (enough of the format for these assertions). */
-function parseMetrics(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
-    if (!match) throw new Error(`unparseable metrics line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const [, k, v] of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[k] = v;
-    samples.push({ name: match[1], labels, value: Number(match[3]) });
-  }
-  return samples;
-}
-
-function valueOf(samples: Sample[], name: string, labels: Record<string, string>): number | undefined {
-  const found = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
-  if (found.length > 1) throw new Error(`${name} ${JSON.stringify(labels)} matches ${found.length} series`);
-  return found[0]?.value;
-}
 
 const SCHEMA = JSON.stringify({ type: 'record', name: 'Order', fields: [{ name: 'id', type: 'string' }] });
 const TOPICS = ['m-main', 'm-retry', 'm-dlq', 'm-fail', 'm-redeliver', 'm-super', 'm-cap', 'm-schema', 'm-invalid', 'm-old'];

@@ -2,8 +2,7 @@ import { status as Status, type Metadata, type ServerUnaryCall, type ServerWrita
 import type { Histogram, UpDownCounter } from '@opentelemetry/api';
 import type { Logger } from '../log/logger.js';
 import type { MessageService } from '../queue/messages.js';
-import type { TopicSignals } from '../queue/topic-signals.js';
-import { SubscriptionHub } from '../queue/subscriptions.js';
+import type { SubscriptionHub } from '../queue/subscriptions.js';
 import type { Access, CallGuard } from './auth.js';
 import { notFound } from '../queue/errors.js';
 import { codeName, toGrpcError, type GrpcError } from './errors.js';
@@ -25,7 +24,6 @@ import { DeliveryTracker, SubscribeStream, type SettledRelay } from './subscribe
 export interface QueueServiceDeps {
   logger: Logger;
   messages: MessageService;
-  signals: TopicSignals;
   guard: CallGuard;
   /** Other instances, when Redis connects them: Acks there free slots of streams here and vice versa. */
   peers?: SettledRelay;
@@ -45,7 +43,7 @@ export class QueueServiceHandlers {
 
   constructor(private readonly deps: QueueServiceDeps) {
     this.deliveries = new DeliveryTracker(deps.peers);
-    this.hub = new SubscriptionHub({ dequeue: (input) => deps.messages.dequeue(input), signals: deps.signals });
+    this.hub = deps.messages.subscriptions;
   }
 
   implementation(): UntypedServiceImplementation {

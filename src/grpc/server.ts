@@ -8,7 +8,6 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
 import type { MetricsRegistry } from '../metrics/registry.js';
 import type { MessageService } from '../queue/messages.js';
-import type { TopicSignals } from '../queue/topic-signals.js';
 import type { CallGuard } from './auth.js';
 import { DatabaseHealth } from './health.js';
 import { LOADER_OPTIONS, loadQueuePackage, queueProtoPath } from './proto.js';
@@ -24,7 +23,6 @@ export interface GrpcDeps {
   db: Knex;
   metrics: MetricsRegistry;
   messages: MessageService;
-  signals: TopicSignals;
   guard: CallGuard;
   peers?: SettledRelay;
 }
@@ -53,7 +51,6 @@ export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer
   const handlers = new QueueServiceHandlers({
     logger: deps.logger,
     messages: deps.messages,
-    signals: deps.signals,
     guard: deps.guard,
     peers: deps.peers,
     defaultVisibilitySeconds: config.queue.visibility_timeout,

@@ -22,6 +22,7 @@ export class MetricsRegistry implements QueueMetrics {
   private readonly messageCounters = new Map<MessageEvent, Counter>();
   private readonly nackCounter: Counter;
   private readonly rejectCounter: Counter;
+  private readonly claimCounter: Counter;
   private readonly httpDuration: Histogram;
 
   constructor() {
@@ -31,13 +32,16 @@ export class MetricsRegistry implements QueueMetrics {
       resource: resources.resourceFromAttributes({ 'service.name': 'conveyor' }),
     });
     this.meter = this.provider.getMeter('conveyor');
-    const events: MessageEvent[] = ['enqueued', 'dequeued', 'acked', 'requeued', 'redelivered', 'superseded', 'expired', 'deleted', 'replayed'];
+    const events: MessageEvent[] = ['enqueued', 'dequeued', 'handed_over', 'acked', 'requeued', 'redelivered', 'superseded', 'expired', 'deleted', 'replayed'];
     for (const event of events) {
       this.messageCounters.set(event, this.meter.createCounter(`conveyor_messages_${event}_total`, { description: `Messages ${event}, by topic` }));
     }
     this.nackCounter = this.meter.createCounter('conveyor_messages_nacked_total', { description: 'Nacks by topic and outcome (retry, failed, dlq)' });
     this.rejectCounter = this.meter.createCounter('conveyor_enqueue_rejected_total', {
       description: 'Rejected enqueues by topic and reason (depth, schema, registration, invalid)',
+    });
+    this.claimCounter = this.meter.createCounter('conveyor_claims_total', {
+      description: 'Claim transactions by topic and result (found: took messages, empty: found none)',
     });
     this.httpDuration = this.meter.createHistogram('conveyor_http_request_duration_seconds', {
       description: 'HTTP request duration by method, route template and status',
@@ -56,6 +60,10 @@ export class MetricsRegistry implements QueueMetrics {
 
   rejected(topic: string, reason: RejectReason): void {
     this.rejectCounter.add(1, { topic, reason });
+  }
+
+  claim(topic: string, found: number): void {
+    this.claimCounter.add(1, { topic, result: found > 0 ? 'found' : 'empty' });
   }
 
   httpRequest(attributes: Attributes, seconds: number): void {

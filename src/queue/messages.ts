@@ -3,7 +3,7 @@ import { uuidv7 } from './message-ids.js';
 import type { Config } from '../config/schema.js';
 import { findMessageTopic, findMessageTopics } from '../store/messages/browse.js';
 import { claimMessages } from '../store/messages/claim.js';
-import { BatchRejected, insertMessages, type InsertOutcome, type NewMessage } from '../store/messages/insert.js';
+import { BatchRejected, insertMessages, newMessageRow, type InsertOutcome, type NewMessage } from '../store/messages/insert.js';
 import { ackMessages, nackMessage, releaseExpired, requeueDeadLetter, type AttemptResult } from '../store/messages/settle.js';
 import { archiveMessages } from '../store/message-log.js';
 import { FanOut } from './fan-out.js';
@@ -17,6 +17,7 @@ import { toMessage, type Message } from './message.js';
 import type { MessageRow } from '../store/messages/rows.js';
 import type { QueueMetrics } from './metrics-port.js';
 import { assertNotDeadLetterTopic, assertTopicName, baseTopicOf, isValidTopicName } from './topic-names.js';
+import { SubscriptionHub, type Reservation } from './subscriptions.js';
 import type { TopicSignals } from './topic-signals.js';
 
 export interface EnqueueInput {
@@ -70,6 +71,8 @@ export class MessageService {
   private readonly acks: GroupCommitter<string, boolean>;
   private readonly claims: ClaimCombiner<MessageRow>;
   private readonly fanOut: FanOut;
+  /** Push consumers (gRPC Subscribe streams) of this instance; new messages go straight to waiting ones. */
+  readonly subscriptions: SubscriptionHub;
   /** Topic (and group) -> service time of the last expiry probe that found nothing. */
   private readonly quietProbes = new Map<string, number>();
 
@@ -77,7 +80,8 @@ export class MessageService {
     this.now = deps.now ?? Date.now;
     this.fanOut = new FanOut(deps.db, deps.catalog);
     const maxConcurrent = deps.maxConcurrentFlushes;
-    this.enqueues = new GroupCommitter((batch) => this.insertAll(batch, false), { maxBatch: 500, maxConcurrent });
+    this.subscriptions = new SubscriptionHub({ dequeue: (input) => this.dequeue(input), signals: deps.signals, defaultVisibilitySeconds: deps.queue.visibility_timeout });
+    this.enqueues = new GroupCommitter((batch) => this.storeEnqueues(batch), { maxBatch: 500, maxConcurrent });
     this.acks = new GroupCommitter((ids) => this.ackFlush(ids), { maxBatch: 1000, maxConcurrent });
     this.claims = new ClaimCombiner({ maxRows: MAX_DEQUEUE_COUNT, maxConcurrent });
   }
@@ -137,11 +141,11 @@ export class MessageService {
         this.fanOut.releaseExpired(topic, route.group, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED, now),
       );
       const lane = JSON.stringify(['group', topic, route.group, visibleMs]);
-      rows = await this.claims.claim(lane, count, (limit) => this.fanOut.dequeue({ ...claim(limit), group: route.group }));
+      rows = await this.claims.claim(lane, count, (limit) => this.counted(topic, this.fanOut.dequeue({ ...claim(limit), group: route.group })));
     } else {
       await this.releaseExpiredUnlessQuiet(topic, now, () => releaseExpired(this.deps.db, topic, now, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED));
       const lane = JSON.stringify(['topic', topic, route.deadLetterGroup ?? null, visibleMs]);
-      rows = await this.claims.claim(lane, count, (limit) => claimMessages(this.deps.db, { ...claim(limit), consumerGroup: route.deadLetterGroup }));
+      rows = await this.claims.claim(lane, count, (limit) => this.counted(topic, claimMessages(this.deps.db, { ...claim(limit), consumerGroup: route.deadLetterGroup })));
     }
     if (rows.length > 0) this.deps.metrics.message('dequeued', topic, rows.length);
     return rows.map(toMessage);
@@ -280,8 +284,56 @@ export class MessageService {
       throw queueFull(topic);
     }
     this.deps.metrics.message('enqueued', topic);
-    this.deps.signals.signal(topic);
+    // A message handed to a waiting subscriber is nobody else's to claim: waking anyone would be an empty claim.
+    if (!isClaimed(outcome)) this.deps.signals.signal(topic);
     return { id: outcome.id };
+  }
+
+  private async counted(topic: string, claim: Promise<MessageRow[]>): Promise<MessageRow[]> {
+    const rows = await claim;
+    this.deps.metrics.claim(topic, rows.length);
+    return rows;
+  }
+
+  /**
+   * The enqueue group commit. Where a feed of this instance's subscribers waits with free slots and nothing
+   * older to claim, the oldest unkeyed messages of its topic are stored already claimed for it and handed
+   * over after the commit: no claim transaction, no wake-up, one commit from enqueue to delivery.
+   */
+  private async storeEnqueues(batch: NewMessage[]): Promise<InsertOutcome[]> {
+    const reservations = this.reserveForSubscribers(batch);
+    let outcomes: InsertOutcome[] = [];
+    try {
+      outcomes = await this.insertAll(batch, false);
+      return outcomes;
+    } finally {
+      for (const [topic, reservation] of reservations) {
+        const handed = batch.filter((m, i) => m.topic === topic && isClaimed(outcomes[i])).map((m) => toMessage(newMessageRow(m)));
+        reservation.fulfil(handed);
+        if (handed.length > 0) {
+          this.deps.metrics.message('dequeued', topic, handed.length);
+          this.deps.metrics.message('handed_over', topic, handed.length);
+        }
+      }
+    }
+  }
+
+  private reserveForSubscribers(batch: NewMessage[]): Map<string, Reservation> {
+    const reservations = new Map<string, Reservation>();
+    const eligible = new Map<string, NewMessage[]>();
+    for (const message of batch) {
+      // Keyed messages stay pending for upserts; a throughput limit is enforced by claims only.
+      if (message.key !== null || this.deps.catalog.config(message.topic)?.throughput_limit) continue;
+      eligible.set(message.topic, [...(eligible.get(message.topic) ?? []), message]);
+    }
+    const now = this.now();
+    for (const [topic, messages] of eligible) {
+      const reservation = this.subscriptions.reserve(topic, messages.length, now);
+      if (!reservation) continue;
+      reservations.set(topic, reservation);
+      for (const message of messages.slice(0, reservation.count)) message.claimedUntil = reservation.visibleUntil;
+    }
+    return reservations;
   }
 
   private insertAll(messages: NewMessage[], atomic: boolean): Promise<InsertOutcome[]> {
@@ -373,6 +425,8 @@ export class MessageService {
     throw err;
   }
 }
+
+const isClaimed = (outcome: InsertOutcome | undefined) => outcome?.outcome === 'inserted' && outcome.claimed === true;
 
 function isValidVisibility(seconds: number): boolean {
   return Number.isInteger(seconds) && seconds >= 1 && seconds <= MAX_VISIBILITY_SECONDS;

@@ -28,6 +28,17 @@ export interface Subscription {
   leave(): void;
 }
 
+/**
+ * Room on a waiting feed, taken for messages about to be stored: they are stored already claimed (processing
+ * until `visibleUntil`) and handed over after their commit, without a claim.
+ */
+export interface Reservation {
+  count: number;
+  visibleUntil: number;
+  /** The stored messages (at most `count`; none when the store failed), dealt to the feed's subscribers. */
+  fulfil(messages: Message[]): void;
+}
+
 export interface SubscriptionHubDeps {
   dequeue(input: DequeueInput): Promise<Message[]>;
   signals: TopicSignals;
@@ -36,6 +47,8 @@ export interface SubscriptionHubDeps {
    * deliveries whose visibility timeout passed, and tokens refilled on a throughput-limited topic.
    */
   pollMs?: number;
+  /** queue.visibility_timeout: the visibility of feeds whose subscribers did not ask for one. */
+  defaultVisibilitySeconds: number;
 }
 
 const DEFAULT_POLL_MS = 1000;
@@ -56,6 +69,19 @@ export class SubscriptionHub {
 
   constructor(private readonly deps: SubscriptionHubDeps) {
     this.pollMs = deps.pollMs ?? DEFAULT_POLL_MS;
+  }
+
+  /**
+   * Room for up to `max` new messages of `topic` on a feed without a consumer group that has free slots and
+   * nothing left to claim (its last claim came back short and no wake-up came since), so handing new
+   * messages straight over does not overtake older pending ones. Undefined when there is none.
+   */
+  reserve(topic: string, max: number, now: number): Reservation | undefined {
+    for (const feed of this.feeds.values()) {
+      const reservation = feed.reserve(topic, max, now);
+      if (reservation) return reservation;
+    }
+    return undefined;
   }
 
   join(spec: SubscriptionSpec, subscriber: Subscriber): Subscription {
@@ -95,6 +121,8 @@ class Feed {
   private claimDue = true;
   private running = false;
   private closed = false;
+  /** Slots promised to reservations not yet fulfilled; claims leave them alone. */
+  private reserved = 0;
   /** Where the next deal starts, so no subscriber is always served first. */
   private next = 0;
   private timer?: NodeJS.Timeout;
@@ -126,6 +154,30 @@ class Feed {
     this.onClosed();
   }
 
+  reserve(topic: string, max: number, now: number): Reservation | undefined {
+    if (topic !== this.spec.topic || this.spec.group !== undefined || this.running || this.claimDue || this.closed) return undefined;
+    const count = Math.min(max, this.room());
+    if (count <= 0) return undefined;
+    this.reserved += count;
+    const visibleUntil = now + Math.round((this.spec.visibilitySeconds ?? this.deps.defaultVisibilitySeconds) * 1000);
+    let fulfilled = false;
+    return {
+      count,
+      visibleUntil,
+      fulfil: (messages) => {
+        if (fulfilled) return;
+        fulfilled = true;
+        this.reserved -= count;
+        this.deal(messages.slice(0, count));
+        this.arm();
+      },
+    };
+  }
+
+  private room(): number {
+    return this.subscribers.reduce((sum, s) => sum + s.free(), 0) - this.reserved;
+  }
+
   /** Claims while a claim is due and someone has room; one claim in flight at a time. */
   pump(): void {
     if (this.running || this.closed) return;
@@ -136,8 +188,8 @@ class Feed {
   private async claimWhileDue(): Promise<void> {
     try {
       while (this.claimDue && !this.closed) {
-        const free = this.subscribers.reduce((sum, s) => sum + s.free(), 0);
-        if (free === 0) break;
+        const free = this.room();
+        if (free <= 0) break;
         this.claimDue = false;
         const count = Math.min(free, MAX_DEQUEUE_COUNT);
         const messages = await this.deps.dequeue({

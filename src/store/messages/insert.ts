@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
 import { withConflictRetry } from '../retry.js';
-import { chunkRows } from './rows.js';
+import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 
 export interface NewMessage {
@@ -13,24 +13,33 @@ export interface NewMessage {
   maxRetries: number;
   expiresAt: number | null;
   createdAt: number;
+  /**
+   * Stored already claimed, processing until then, for a waiting subscriber (src/queue/subscriptions.ts).
+   * Only unkeyed messages of topics without consumer groups; others are stored pending regardless.
+   */
+  claimedUntil?: number;
 }
 
-/** `inserted`: a new row; `upserted`: the pending message holding the key was overwritten; `full`: max_depth reached. */
-export type InsertOutcome = { id: string; outcome: 'inserted' | 'upserted' } | { outcome: 'full' };
+/**
+ * `inserted`: a new row (`claimed`: stored processing, see NewMessage.claimedUntil); `upserted`: the pending
+ * message holding the key was overwritten; `full`: max_depth reached.
+ */
+export type InsertOutcome = { id: string; outcome: 'inserted' | 'upserted'; claimed?: boolean } | { outcome: 'full' };
 
-function toRow(m: NewMessage) {
+/** The row a new message is stored as. */
+export function newMessageRow(m: NewMessage): MessageRow {
   return {
     id: m.id,
     topic: m.topic,
     msg_key: m.key,
     payload: m.payload,
     metadata: m.metadata,
-    status: 'pending',
+    status: m.claimedUntil === undefined ? 'pending' : 'processing',
     retry_count: 0,
     max_retries: m.maxRetries,
     last_error: '',
     // Pending rows keep 0: the claim walks messages_queue (topic, status, visible_at, id) in id order.
-    visible_at: 0,
+    visible_at: m.claimedUntil ?? 0,
     expires_at: m.expiresAt,
     created_at: m.createdAt,
     original_topic: '',
@@ -44,7 +53,8 @@ function toRow(m: NewMessage) {
  */
 async function upsertKeyed(trx: Knex.Transaction, message: NewMessage): Promise<{ id: string; inserted: boolean }> {
   await expireStaleKeyHolder(trx, message);
-  const insert = trx('messages').insert(toRow(message)).toSQL();
+  // A keyed message is always stored pending: a newer enqueue of its key may still overwrite it (contract §2).
+  const insert = trx('messages').insert(newMessageRow({ ...message, claimedUntil: undefined })).toSQL();
   if (engineOf(trx) === 'mysql') {
     const [result] = (await trx.raw(
       `${insert.sql} ON DUPLICATE KEY UPDATE payload = VALUES(payload), metadata = VALUES(metadata)`,
@@ -139,7 +149,8 @@ export async function insertMessages(db: Knex, messages: NewMessage[], options: 
         }
         if (message.key === null) {
           if (capped) room.set(message.topic, left - 1);
-          plain.push({ index: i, message });
+          // Every group of a fan-out topic needs its own delivery, so none of them is handed over whole.
+          plain.push({ index: i, message: groups.has(message.topic) ? { ...message, claimedUntil: undefined } : message });
           continue;
         }
         const { id, inserted } = await upsertKeyed(trx, message);
@@ -148,8 +159,8 @@ export async function insertMessages(db: Knex, messages: NewMessage[], options: 
         outcomes[i] = { id, outcome: inserted ? 'inserted' : 'upserted' };
       }
       for (const chunk of chunkRows(plain.map((p) => ({ ...p, payload: p.message.payload })))) {
-        await trx('messages').insert(chunk.map((p) => toRow(p.message)));
-        for (const p of chunk) outcomes[p.index] = { id: p.message.id, outcome: 'inserted' };
+        await trx('messages').insert(chunk.map((p) => newMessageRow(p.message)));
+        for (const p of chunk) outcomes[p.index] = { id: p.message.id, outcome: 'inserted', claimed: p.message.claimedUntil !== undefined };
       }
       // Fan-out topics: every registered group gets its own pending delivery of each new message.
       if (groups.size > 0) {
