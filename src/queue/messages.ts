@@ -320,11 +320,14 @@ export class MessageService {
 
   private reserveForSubscribers(batch: NewMessage[]): Map<string, Reservation> {
     const reservations = new Map<string, Reservation>();
+    if (!this.subscriptions.waiting()) return reservations;
     const eligible = new Map<string, NewMessage[]>();
     for (const message of batch) {
       // Keyed messages stay pending for upserts; a throughput limit is enforced by claims only.
       if (message.key !== null || this.deps.catalog.config(message.topic)?.throughput_limit) continue;
-      eligible.set(message.topic, [...(eligible.get(message.topic) ?? []), message]);
+      const list = eligible.get(message.topic);
+      if (list) list.push(message);
+      else eligible.set(message.topic, [message]);
     }
     const now = this.now();
     for (const [topic, messages] of eligible) {

@@ -71,6 +71,11 @@ export class SubscriptionHub {
     this.pollMs = deps.pollMs ?? DEFAULT_POLL_MS;
   }
 
+  /** Whether any subscriber is connected at all (the enqueue path skips its reservation work otherwise). */
+  waiting(): boolean {
+    return this.feeds.size > 0;
+  }
+
   /**
    * Room for up to `max` new messages of `topic` on a feed without a consumer group that has free slots and
    * nothing left to claim (its last claim came back short and no wake-up came since), so handing new
