@@ -13,7 +13,8 @@ import { startService } from './server-process.js';
  * callers, BatchDequeue of 100 + AckBatch, and Subscribe enqueue-to-delivery latency at a steady rate.
  * bench/run.ts calls grpcPhases() with the service's gRPC port (grpcPortOf its log output), after the HTTP
  * phases unless `--transport grpc`; `npm run build && node dist/bench/grpc.js [sqlite|mysql]` runs this section
- * alone (BENCH_COUNT, BENCH_DURATION, BENCH_SUBSCRIBE_STREAMS, BENCH_NODE_ARGS such as --cpu-prof).
+ * alone (BENCH_COUNT, BENCH_DURATION, BENCH_SUBSCRIBE_STREAMS, BENCH_GRPC_PHASES such as subscribe or
+ * enqueue-batch,dequeue-batch, BENCH_NODE_ARGS such as --cpu-prof).
  */
 
 export interface GrpcBenchOptions {
@@ -30,7 +31,12 @@ export interface GrpcBenchOptions {
   subscribeRatePerSecond?: number;
   subscribeSeconds?: number;
   subscribeStreams?: number;
+  /** Phases to run (all when unset); dequeue-batch fills its topic with the enqueue-batch phase either way. */
+  phases?: GrpcPhase[];
 }
+
+export const GRPC_PHASES = ['enqueue', 'enqueue-batch', 'dequeue-batch', 'subscribe', 'subscribe-ack-batch'] as const;
+export type GrpcPhase = (typeof GRPC_PHASES)[number];
 
 /** The service logs `"grpcPort":N` in its "conveyor listening" line. */
 export function grpcPortOf(output: string): number {
@@ -124,13 +130,16 @@ function dequeueAckBatchPhase(client: AnyClient, procs: Processes, o: GrpcBenchO
  * The same traffic runs unmeasured for SUBSCRIBE_WARMUP_SECONDS first: the phases before leave the database
  * purging tens of thousands of deleted rows and this code path cold, which the first seconds measured.
  */
-async function subscribePhase(client: AnyClient, procs: Processes, o: GrpcBenchOptions, topic: string): Promise<PhaseResult> {
+async function subscribePhase(client: AnyClient, procs: Processes, o: GrpcBenchOptions, topic: string, acks: SubscribeAcks): Promise<PhaseResult> {
   const rate = o.subscribeRatePerSecond ?? 1000;
-  await steadySubscribe(client, o, topic, rate, SUBSCRIBE_WARMUP_SECONDS);
-  return measured(`grpc-subscribe@${rate}/s`, procs, (recorder) =>
-    steadySubscribe(client, o, topic, rate, o.subscribeSeconds ?? 10, { delivery: recorder('enqueue-to-delivery'), enqueue: recorder('enqueue') }),
+  await steadySubscribe(client, o, topic, rate, SUBSCRIBE_WARMUP_SECONDS, acks);
+  return measured(`grpc-subscribe@${rate}/s${acks === 'batch' ? '+ack-batch' : ''}`, procs, (recorder) =>
+    steadySubscribe(client, o, topic, rate, o.subscribeSeconds ?? 10, acks, { delivery: recorder('enqueue-to-delivery'), enqueue: recorder('enqueue') }),
   );
 }
+
+/** How the subscribers ack: one unary Ack per delivery, or one AckBatch per read of the stream. */
+type SubscribeAcks = 'each' | 'batch';
 
 const SUBSCRIBE_WARMUP_SECONDS = 2;
 
@@ -140,6 +149,7 @@ async function steadySubscribe(
   topic: string,
   rate: number,
   seconds: number,
+  acks: SubscribeAcks,
   latency?: { delivery: LatencyRecorder; enqueue: LatencyRecorder },
 ): Promise<number> {
   const total = rate * seconds;
@@ -152,6 +162,17 @@ async function steadySubscribe(
   const done = new Promise<void>((resolve) => (finish = resolve));
   const streams = Array.from({ length: o.subscribeStreams ?? 4 }, () => {
     const stream = client.Subscribe({ topic, visibility_timeout_seconds: 60 });
+    let unacked: string[] = [];
+    const ack = (id: string) => {
+      if (acks === 'each') return void unary(client, 'Ack', { id }).catch(() => undefined);
+      // What one read of the stream delivered goes back as one AckBatch, as Pub/Sub-style clients batch acks.
+      if (unacked.push(id) > 1) return;
+      setImmediate(() => {
+        const ids = unacked;
+        unacked = [];
+        unary(client, 'AckBatch', { ids }).catch(() => undefined);
+      });
+    };
     stream.on('data', (message: { id: string; payload: Buffer }) => {
       const sequence = message.payload.toString('latin1', 0, 12).trim();
       const sent = sentAt.get(sequence);
@@ -160,7 +181,7 @@ async function steadySubscribe(
         sentAt.delete(sequence);
       }
       if (++delivered >= total) finish();
-      unary(client, 'Ack', { id: message.id }).catch(() => undefined);
+      ack(message.id);
     });
     stream.on('error', () => undefined);
     return stream;
@@ -194,12 +215,16 @@ export async function grpcPhases(port: number, procs: Processes, o: GrpcBenchOpt
   const client = connect(port);
   const results: PhaseResult[] = [];
   const add = (r: PhaseResult) => (results.push(r), report(r));
+  const runs = (phase: GrpcPhase) => !o.phases || o.phases.includes(phase);
   try {
-    add(await enqueuePhase(client, procs, o, 'bench.grpc.single'));
-    const batched = await enqueueBatchPhase(client, procs, o, 'bench.grpc.batch');
-    add(batched);
-    add(await dequeueAckBatchPhase(client, procs, o, 'bench.grpc.batch', batched.messages));
-    add(await subscribePhase(client, procs, o, 'bench.grpc.subscribe'));
+    if (runs('enqueue')) add(await enqueuePhase(client, procs, o, 'bench.grpc.single'));
+    if (runs('enqueue-batch') || runs('dequeue-batch')) {
+      const batched = await enqueueBatchPhase(client, procs, o, 'bench.grpc.batch');
+      if (runs('enqueue-batch')) add(batched);
+      if (runs('dequeue-batch')) add(await dequeueAckBatchPhase(client, procs, o, 'bench.grpc.batch', batched.messages));
+    }
+    if (runs('subscribe')) add(await subscribePhase(client, procs, o, 'bench.grpc.subscribe', 'each'));
+    if (runs('subscribe-ack-batch')) add(await subscribePhase(client, procs, o, 'bench.grpc.subscribe-ack-batch', 'batch'));
   } finally {
     client.close();
   }
@@ -219,9 +244,14 @@ async function main(): Promise<void> {
       payloadBytes: 256,
       concurrency: 64,
       subscribeStreams: Number(process.env.BENCH_SUBSCRIBE_STREAMS ?? 4),
+      phases: process.env.BENCH_GRPC_PHASES ? (process.env.BENCH_GRPC_PHASES.split(',') as GrpcPhase[]) : undefined,
     };
     process.stdout.write(`${db.version}, options ${JSON.stringify(options)}\n`);
     await grpcPhases(grpcPortOf(service.output()), procs, options, (r) => process.stdout.write(`${JSON.stringify(r)}\n`));
+    if (process.env.BENCH_METRICS) {
+      const text = await (await fetch(`http://127.0.0.1:${service.port}/metrics`)).text();
+      process.stdout.write(`${text.split('\n').filter((l) => new RegExp(process.env.BENCH_METRICS!).test(l)).join('\n')}\n`);
+    }
   } finally {
     await service.stop();
     await db.drop();

@@ -196,9 +196,10 @@ function summaryTable(results: EngineResult[]): string {
 
 async function main(): Promise<void> {
   // Bounded by construction (count and per-phase deadline); this is the backstop for a hung server.
-  // gRPC: three throughput phases plus Subscribe (10 s of sending, up to 10 s draining, 0.5 s setup).
+  // gRPC: three throughput phases plus two Subscribe phases (each 2 s warm-up, 10 s of sending, up to 10 s
+  // draining, 0.5 s setup twice).
   const phasesPerEngine = (runHttp ? 1 + ackModes.length : 0) + (runGrpc ? 3 : 0);
-  const extraSeconds = runGrpc ? 30 : 0;
+  const extraSeconds = runGrpc ? 60 : 0;
   const limitMs = engines.length * (phasesPerEngine * options.durationSeconds * 2 + extraSeconds + 120) * 1000;
   setTimeout(() => {
     process.stderr.write(`bench: gave up after ${Math.round(limitMs / 1000)} s\n`);

@@ -114,6 +114,24 @@ const mysqlUrl = inject('mysqlUrl');
     expect((await b.api.get('/api/messages?topic=shared-capped')).body.total).toBe(15);
   });
 
+  it('a group registered on one instance gets what the other enqueues before its cache knows the group', async () => {
+    // b enqueues on this topic first, so its catalog has the topic cached without groups (refresh: 1 s).
+    expect((await b.api.enqueue('shared-fanout', 'before')).status).toBe(201);
+    expect((await a.api.post('/api/topics/shared-fanout/consumer-groups', { consumer_group: 'billing' })).status).toBe(201);
+    // Single enqueues and a batch: both go through b's one-statement insert, which must see the new group.
+    const singles = await Promise.all(Array.from({ length: 5 }, (_, i) => b.api.enqueue('shared-fanout', `single-${i}`)));
+    const batch = await b.api.post('/api/messages/batch', { messages: [{ topic: 'shared-fanout', payload: 'batched' }] });
+    expect([...singles, batch].every((r) => r.status === 201)).toBe(true);
+    const expected = [...singles.map((r) => r.body.id), ...batch.body.ids];
+
+    const got = await a.api.dequeue('shared-fanout', { consumer_group: 'billing', count: 100 });
+    expect(got.status).toBe(200);
+    const ids = got.body.messages.map((m: any) => m.id);
+    // "before" was adopted at registration; every later message has a delivery for the group.
+    expect(ids).toHaveLength(expected.length + 1);
+    expect(ids).toEqual(expect.arrayContaining(expected));
+  });
+
   it('a topic configuration PUT on one instance is seen by the other within two seconds', async () => {
     const put = await a.api.put('/api/topic-configs/shared-config', { max_retries: 7, message_ttl_seconds: 0 });
     expect(put.status).toBe(200);
