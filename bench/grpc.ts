@@ -231,6 +231,14 @@ export async function grpcPhases(port: number, procs: Processes, o: GrpcBenchOpt
   return results;
 }
 
+/** A misspelt phase would silently measure nothing. */
+function parsePhases(list: string): GrpcPhase[] {
+  const phases = list.split(',').map((p) => p.trim());
+  const unknown = phases.filter((p) => !(GRPC_PHASES as readonly string[]).includes(p));
+  if (unknown.length > 0) throw new Error(`BENCH_GRPC_PHASES: unknown phase ${unknown.join(', ')} (phases: ${GRPC_PHASES.join(', ')})`);
+  return phases as GrpcPhase[];
+}
+
 /** Standalone: one engine, a fresh database and a `conveyor serve` process, then the gRPC phases. */
 async function main(): Promise<void> {
   const engine = process.argv[2] ?? 'mysql';
@@ -244,7 +252,7 @@ async function main(): Promise<void> {
       payloadBytes: 256,
       concurrency: 64,
       subscribeStreams: Number(process.env.BENCH_SUBSCRIBE_STREAMS ?? 4),
-      phases: process.env.BENCH_GRPC_PHASES ? (process.env.BENCH_GRPC_PHASES.split(',') as GrpcPhase[]) : undefined,
+      phases: process.env.BENCH_GRPC_PHASES ? parsePhases(process.env.BENCH_GRPC_PHASES) : undefined,
     };
     process.stdout.write(`${db.version}, options ${JSON.stringify(options)}\n`);
     await grpcPhases(grpcPortOf(service.output()), procs, options, (r) => process.stdout.write(`${JSON.stringify(r)}\n`));
