@@ -7,6 +7,7 @@ import { mysqlDatabase, sqliteDatabase } from './databases.js';
 import type { LatencyRecorder } from './latency.js';
 import { makePayload, measured, type PhaseResult, type Processes } from './phases.js';
 import { startService } from './server-process.js';
+import { SENT_AT_WIDTH, sentAtPrefix, startSubscriber, type SubscribeAcks, type Subscriber } from './subscriber.js';
 
 /**
  * The gRPC section of `npm run bench` (issue 5): single Enqueue (report only), EnqueueBatch of 100 from 8
@@ -14,7 +15,8 @@ import { startService } from './server-process.js';
  * bench/run.ts calls grpcPhases() with the service's gRPC port (grpcPortOf its log output), after the HTTP
  * phases unless `--transport grpc`; `npm run build && node dist/bench/grpc.js [sqlite|mysql]` runs this section
  * alone (BENCH_COUNT, BENCH_DURATION, BENCH_SUBSCRIBE_STREAMS, BENCH_GRPC_PHASES such as subscribe or
- * enqueue-batch,dequeue-batch, BENCH_NODE_ARGS such as --cpu-prof).
+ * enqueue-batch,dequeue-batch, BENCH_NODE_ARGS such as --cpu-prof for the service, BENCH_SUBSCRIBER_NODE_ARGS for the
+ * Subscribe phase's subscriber process).
  */
 
 export interface GrpcBenchOptions {
@@ -46,9 +48,7 @@ export function grpcPortOf(output: string): number {
 }
 
 type Callback<T> = (err: grpc.ServiceError | null, response: T) => void;
-type AnyClient = grpc.Client & Record<string, (request: object, callback: Callback<any>) => void> & {
-  Subscribe(request: object): grpc.ClientReadableStream<any>;
-};
+type AnyClient = grpc.Client & Record<string, (request: object, callback: Callback<any>) => void>;
 
 function connect(port: number): AnyClient {
   const definition = protoLoader.loadSync(queueProtoPath(), LOADER_OPTIONS);
@@ -126,77 +126,47 @@ function dequeueAckBatchPhase(client: AnyClient, procs: Processes, o: GrpcBenchO
 
 /**
  * A steady stream of single Enqueues (in ticks of 10 ms) into Subscribe streams that ack every delivery;
- * latency is from sending the Enqueue to the message arriving on a stream (one clock: this process).
+ * latency is from sending the Enqueue to the message arriving on a stream. The streams live in a subscriber
+ * process of their own (bench/subscriber.ts); its CPU counts as client CPU.
  * The same traffic runs unmeasured for SUBSCRIBE_WARMUP_SECONDS first: the phases before leave the database
  * purging tens of thousands of deleted rows and this code path cold, which the first seconds measured.
  */
-async function subscribePhase(client: AnyClient, procs: Processes, o: GrpcBenchOptions, topic: string, acks: SubscribeAcks): Promise<PhaseResult> {
+async function subscribePhase(client: AnyClient, port: number, procs: Processes, o: GrpcBenchOptions, topic: string, acks: SubscribeAcks): Promise<PhaseResult> {
   const rate = o.subscribeRatePerSecond ?? 1000;
-  await steadySubscribe(client, o, topic, rate, SUBSCRIBE_WARMUP_SECONDS, acks);
-  return measured(`grpc-subscribe@${rate}/s${acks === 'batch' ? '+ack-batch' : ''}`, procs, (recorder) =>
-    steadySubscribe(client, o, topic, rate, o.subscribeSeconds ?? 10, acks, { delivery: recorder('enqueue-to-delivery'), enqueue: recorder('enqueue') }),
-  );
+  const subscriber = await startSubscriber({ port, topic, streams: o.subscribeStreams ?? 4, acks });
+  try {
+    await steadySubscribe(client, subscriber, o, topic, rate, SUBSCRIBE_WARMUP_SECONDS);
+    return await measured(`grpc-subscribe@${rate}/s${acks === 'batch' ? '+ack-batch' : ''}`, { ...procs, clientPids: [subscriber.pid] }, (recorder) =>
+      steadySubscribe(client, subscriber, o, topic, rate, o.subscribeSeconds ?? 10, { delivery: recorder('enqueue-to-delivery'), enqueue: recorder('enqueue') }),
+    );
+  } finally {
+    await subscriber.stop();
+  }
 }
-
-/** How the subscribers ack: one unary Ack per delivery, or one AckBatch per read of the stream. */
-type SubscribeAcks = 'each' | 'batch';
 
 const SUBSCRIBE_WARMUP_SECONDS = 2;
 
 async function steadySubscribe(
   client: AnyClient,
+  subscriber: Subscriber,
   o: GrpcBenchOptions,
   topic: string,
   rate: number,
   seconds: number,
-  acks: SubscribeAcks,
   latency?: { delivery: LatencyRecorder; enqueue: LatencyRecorder },
 ): Promise<number> {
   const total = rate * seconds;
   const tickMs = 10;
   const perTick = Math.max(1, Math.round((rate * tickMs) / 1000));
-  const filler = makePayload(Math.max(0, o.payloadBytes - 20), 3);
-  const sentAt = new Map<string, number>();
-  let delivered = 0;
-  let finish: () => void = () => {};
-  const done = new Promise<void>((resolve) => (finish = resolve));
-  const streams = Array.from({ length: o.subscribeStreams ?? 4 }, () => {
-    const stream = client.Subscribe({ topic, visibility_timeout_seconds: 60 });
-    let unacked: string[] = [];
-    const ack = (id: string) => {
-      if (acks === 'each') return void unary(client, 'Ack', { id }).catch(() => undefined);
-      // What one read of the stream delivered goes back as one AckBatch, as Pub/Sub-style clients batch acks.
-      if (unacked.push(id) > 1) return;
-      setImmediate(() => {
-        const ids = unacked;
-        unacked = [];
-        unary(client, 'AckBatch', { ids }).catch(() => undefined);
-      });
-    };
-    stream.on('data', (message: { id: string; payload: Buffer }) => {
-      const sequence = message.payload.toString('latin1', 0, 12).trim();
-      const sent = sentAt.get(sequence);
-      if (sent !== undefined) {
-        latency?.delivery.record(performance.now() - sent);
-        sentAt.delete(sequence);
-      }
-      if (++delivered >= total) finish();
-      ack(message.id);
-    });
-    stream.on('error', () => undefined);
-    return stream;
-  });
-  // Let the streams reach their wait before the clock starts.
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  const filler = makePayload(Math.max(0, o.payloadBytes - SENT_AT_WIDTH), 3);
+  const deliveries = subscriber.run(total, seconds * 1000 + 10_000);
   const started = performance.now();
   let sent = 0;
   await new Promise<void>((resolve) => {
     const tick = () => {
       const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * rate) + perTick);
       for (; sent < due; sent++) {
-        const sequence = String(sent).padStart(12, ' ');
-        sentAt.set(sequence.trim(), performance.now());
-        const enqueue = () => unary(client, 'Enqueue', { topic, payload: Buffer.from(sequence + filler) });
+        const enqueue = () => unary(client, 'Enqueue', { topic, payload: Buffer.from(sentAtPrefix() + filler) });
         void (latency ? latency.enqueue.time(enqueue) : enqueue());
       }
       if (sent >= total) return resolve();
@@ -204,9 +174,8 @@ async function steadySubscribe(
     };
     tick();
   });
-  const timeout = new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref());
-  await Promise.race([done, timeout]);
-  for (const stream of streams) stream.cancel();
+  const { delivered, latenciesMs } = await deliveries;
+  if (latency) for (const ms of latenciesMs) latency.delivery.record(ms);
   return delivered;
 }
 
@@ -223,8 +192,8 @@ export async function grpcPhases(port: number, procs: Processes, o: GrpcBenchOpt
       if (runs('enqueue-batch')) add(batched);
       if (runs('dequeue-batch')) add(await dequeueAckBatchPhase(client, procs, o, 'bench.grpc.batch', batched.messages));
     }
-    if (runs('subscribe')) add(await subscribePhase(client, procs, o, 'bench.grpc.subscribe', 'each'));
-    if (runs('subscribe-ack-batch')) add(await subscribePhase(client, procs, o, 'bench.grpc.subscribe-ack-batch', 'batch'));
+    if (runs('subscribe')) add(await subscribePhase(client, port, procs, o, 'bench.grpc.subscribe', 'each'));
+    if (runs('subscribe-ack-batch')) add(await subscribePhase(client, port, procs, o, 'bench.grpc.subscribe-ack-batch', 'batch'));
   } finally {
     client.close();
   }

@@ -20,6 +20,8 @@ export interface Processes {
   serverPid: number;
   /** The local database server, when there is one (MySQL); SQLite runs inside the service. */
   dbPid?: number;
+  /** Client processes besides this one (the Subscribe phase's subscriber), metered as client CPU. */
+  clientPids?: number[];
 }
 
 /** Runs `work`, timing it and metering the CPU of the service, the database server and this client. */
@@ -34,12 +36,12 @@ export async function measured(
     if (!r) recorders.set(kind, (r = new LatencyRecorder()));
     return r;
   };
-  const meter = new CpuMeter([procs.serverPid, procs.dbPid]);
+  const meter = new CpuMeter([procs.serverPid, procs.dbPid, ...(procs.clientPids ?? [])]);
   const clientCpu = process.cpuUsage();
   const started = performance.now();
   const messages = await work(recorder);
   const seconds = (performance.now() - started) / 1000;
-  const [serverCpu, dbCpu] = meter.elapsed();
+  const [serverCpu, dbCpu, ...otherClients] = meter.elapsed();
   const client = process.cpuUsage(clientCpu);
   const perMessage = (cpu: number | undefined) => (cpu === undefined || messages === 0 ? undefined : Math.round((cpu / messages) * 1e6 * 10) / 10);
   const round = (n: number | undefined, digits = 2) => (n === undefined ? undefined : Math.round(n * 10 ** digits) / 10 ** digits);
@@ -53,7 +55,7 @@ export async function measured(
     serverCpuUsPerMessage: perMessage(serverCpu),
     dbCpuSeconds: round(dbCpu),
     dbCpuUsPerMessage: perMessage(dbCpu),
-    clientCpuSeconds: round((client.user + client.system) / 1e6)!,
+    clientCpuSeconds: round((client.user + client.system) / 1e6 + otherClients.reduce<number>((sum, cpu) => sum + (cpu ?? 0), 0))!,
   };
 }
 
