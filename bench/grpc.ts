@@ -7,7 +7,7 @@ import { mysqlDatabase, sqliteDatabase } from './databases.js';
 import type { LatencyRecorder } from './latency.js';
 import { makePayload, measured, type PhaseResult, type Processes } from './phases.js';
 import { startService } from './server-process.js';
-import { SENT_AT_WIDTH, sentAtPrefix, startSubscriber, type SubscribeAcks, type Subscriber } from './subscriber.js';
+import { startProducer, startSubscriber, type SubscribeAcks } from './subscribe-clients.js';
 
 /**
  * The gRPC section of `npm run bench` (issue 5): single Enqueue (report only), EnqueueBatch of 100 from 8
@@ -15,8 +15,8 @@ import { SENT_AT_WIDTH, sentAtPrefix, startSubscriber, type SubscribeAcks, type 
  * bench/run.ts calls grpcPhases() with the service's gRPC port (grpcPortOf its log output), after the HTTP
  * phases unless `--transport grpc`; `npm run build && node dist/bench/grpc.js [sqlite|mysql]` runs this section
  * alone (BENCH_COUNT, BENCH_DURATION, BENCH_SUBSCRIBE_STREAMS, BENCH_GRPC_PHASES such as subscribe or
- * enqueue-batch,dequeue-batch, BENCH_NODE_ARGS such as --cpu-prof for the service, BENCH_SUBSCRIBER_NODE_ARGS for the
- * Subscribe phase's subscriber process).
+ * enqueue-batch,dequeue-batch, BENCH_NODE_ARGS such as --cpu-prof for the service, BENCH_CLIENT_NODE_ARGS for the
+ * Subscribe phase's producer and subscriber processes).
  */
 
 export interface GrpcBenchOptions {
@@ -126,58 +126,41 @@ function dequeueAckBatchPhase(client: AnyClient, procs: Processes, o: GrpcBenchO
 
 /**
  * A steady stream of single Enqueues (in ticks of 10 ms) into Subscribe streams that ack every delivery;
- * latency is from sending the Enqueue to the message arriving on a stream. The streams live in a subscriber
- * process of their own (bench/subscriber.ts); its CPU counts as client CPU.
+ * latency is from sending the Enqueue to the message arriving on a stream. Producer and subscriber are
+ * processes of their own (bench/subscribe-clients.ts); their CPU counts as client CPU.
  * The same traffic runs unmeasured for SUBSCRIBE_WARMUP_SECONDS first: the phases before leave the database
  * purging tens of thousands of deleted rows and this code path cold, which the first seconds measured.
  */
-async function subscribePhase(client: AnyClient, port: number, procs: Processes, o: GrpcBenchOptions, topic: string, acks: SubscribeAcks): Promise<PhaseResult> {
+async function subscribePhase(port: number, procs: Processes, o: GrpcBenchOptions, topic: string, acks: SubscribeAcks): Promise<PhaseResult> {
   const rate = o.subscribeRatePerSecond ?? 1000;
   const subscriber = await startSubscriber({ port, topic, streams: o.subscribeStreams ?? 4, acks });
+  const producer = await startProducer({ port, topic, payloadBytes: o.payloadBytes }).catch(async (err: unknown) => {
+    await subscriber.stop();
+    throw err;
+  });
+  const steady = async (seconds: number, latency?: { delivery: LatencyRecorder; enqueue: LatencyRecorder }) => {
+    const total = rate * seconds;
+    const timeoutMs = seconds * 1000 + 10_000;
+    // The subscriber counts from the moment it is armed, so it is armed before the first Enqueue.
+    const delivered = await subscriber.begin(total, rate, timeoutMs);
+    const sent = await producer.begin(total, rate, timeoutMs);
+    const [enqueues, deliveries] = await Promise.all([sent.finished, delivered.finished]);
+    for (const ms of enqueues) latency?.enqueue.record(ms);
+    for (const ms of deliveries) latency?.delivery.record(ms);
+    return deliveries.length;
+  };
   try {
-    await steadySubscribe(client, subscriber, o, topic, rate, SUBSCRIBE_WARMUP_SECONDS);
-    return await measured(`grpc-subscribe@${rate}/s${acks === 'batch' ? '+ack-batch' : ''}`, { ...procs, clientPids: [subscriber.pid] }, (recorder) =>
-      steadySubscribe(client, subscriber, o, topic, rate, o.subscribeSeconds ?? 10, { delivery: recorder('enqueue-to-delivery'), enqueue: recorder('enqueue') }),
+    await steady(SUBSCRIBE_WARMUP_SECONDS);
+    const clients = { ...procs, clientPids: [producer.pid, subscriber.pid] };
+    return await measured(`grpc-subscribe@${rate}/s${acks === 'batch' ? '+ack-batch' : ''}`, clients, (recorder) =>
+      steady(o.subscribeSeconds ?? 10, { delivery: recorder('enqueue-to-delivery'), enqueue: recorder('enqueue') }),
     );
   } finally {
-    await subscriber.stop();
+    await Promise.all([producer.stop(), subscriber.stop()]);
   }
 }
 
 const SUBSCRIBE_WARMUP_SECONDS = 2;
-
-async function steadySubscribe(
-  client: AnyClient,
-  subscriber: Subscriber,
-  o: GrpcBenchOptions,
-  topic: string,
-  rate: number,
-  seconds: number,
-  latency?: { delivery: LatencyRecorder; enqueue: LatencyRecorder },
-): Promise<number> {
-  const total = rate * seconds;
-  const tickMs = 10;
-  const perTick = Math.max(1, Math.round((rate * tickMs) / 1000));
-  const filler = makePayload(Math.max(0, o.payloadBytes - SENT_AT_WIDTH), 3);
-  const deliveries = subscriber.run(total, seconds * 1000 + 10_000);
-  const started = performance.now();
-  let sent = 0;
-  await new Promise<void>((resolve) => {
-    const tick = () => {
-      const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * rate) + perTick);
-      for (; sent < due; sent++) {
-        const enqueue = () => unary(client, 'Enqueue', { topic, payload: Buffer.from(sentAtPrefix() + filler) });
-        void (latency ? latency.enqueue.time(enqueue) : enqueue());
-      }
-      if (sent >= total) return resolve();
-      setTimeout(tick, tickMs);
-    };
-    tick();
-  });
-  const { delivered, latenciesMs } = await deliveries;
-  if (latency) for (const ms of latenciesMs) latency.delivery.record(ms);
-  return delivered;
-}
 
 /** Runs the gRPC phases against a running service; topics are prefixed so they never meet the HTTP phases'. */
 export async function grpcPhases(port: number, procs: Processes, o: GrpcBenchOptions, report: (r: PhaseResult) => void = () => {}): Promise<PhaseResult[]> {
@@ -192,8 +175,8 @@ export async function grpcPhases(port: number, procs: Processes, o: GrpcBenchOpt
       if (runs('enqueue-batch')) add(batched);
       if (runs('dequeue-batch')) add(await dequeueAckBatchPhase(client, procs, o, 'bench.grpc.batch', batched.messages));
     }
-    if (runs('subscribe')) add(await subscribePhase(client, port, procs, o, 'bench.grpc.subscribe', 'each'));
-    if (runs('subscribe-ack-batch')) add(await subscribePhase(client, port, procs, o, 'bench.grpc.subscribe-ack-batch', 'batch'));
+    if (runs('subscribe')) add(await subscribePhase(port, procs, o, 'bench.grpc.subscribe', 'each'));
+    if (runs('subscribe-ack-batch')) add(await subscribePhase(port, procs, o, 'bench.grpc.subscribe-ack-batch', 'batch'));
   } finally {
     client.close();
   }

@@ -23,12 +23,18 @@ function killAll(): void {
 process.once('exit', killAll);
 
 /**
+ * The V8 flags `npm start` runs the service with (package.json): a young generation of up to 64 MB per
+ * semi-space, so the scavenges that pause every in-flight call run half as often (docs/benchmark.md).
+ */
+export const SERVICE_NODE_ARGS = ['--max-semi-space-size=64'];
+
+/**
  * Starts `conveyor serve` as its own OS process on an ephemeral loopback port, in an empty working directory
  * (so no stray conveyor.yaml is picked up), and waits for the "httpPort" log line.
  */
 export async function startService(dbUrl: string, extraArgs: string[] = [], env: Record<string, string> = {}, script = CLI): Promise<ServiceProcess> {
   const cwd = mkdtempSync(join(tmpdir(), 'conveyor-bench-cwd-'));
-  const child = spawn(process.execPath, [...extraArgs, script, 'serve'], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, ...extraArgs, script, 'serve'], {
     cwd,
     env: {
       ...process.env,
