@@ -20,7 +20,7 @@ export interface Processes {
   serverPid: number;
   /** The local database server, when there is one (MySQL); SQLite runs inside the service. */
   dbPid?: number;
-  /** Client processes besides this one (the Subscribe phase's subscriber), metered as client CPU. */
+  /** Client processes besides this one (the Subscribe phase's producer and subscriber), metered as client CPU. */
   clientPids?: number[];
 }
 

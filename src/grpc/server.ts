@@ -47,8 +47,8 @@ function bind(server: grpc.Server, address: string, creds: grpc.ServerCredential
 export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer> {
   const { config, metrics } = deps;
   const creds = credentials(config);
-  // Channelz is not served here (only health and reflection), and its per-call trackers cost allocation on
-  // every call: a Subscribe tail of GC pauses (docs/benchmark.md).
+  // Channelz is not served here (only health and reflection), and its per-call bookkeeping was the largest
+  // allocation of every call: GC pauses in the Subscribe tail (docs/benchmark.md, fourth round).
   const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_RECEIVE_BYTES, 'grpc.enable_channelz': 0 });
   const handlers = new QueueServiceHandlers({
     logger: deps.logger,
