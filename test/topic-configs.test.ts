@@ -14,6 +14,7 @@ const unset = (topic: string) => ({
   throughput_limit: null,
   replayable: false,
   replay_window_seconds: null,
+  managed_by: null,
 });
 
 describeEachEngine('topic configurations', (engine) => {
@@ -38,8 +39,8 @@ describeEachEngine('topic configurations', (engine) => {
     };
     const res = await server.api.put('/api/topic-configs/tc-full', full);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ topic: 'tc-full', ...full });
-    expect(await listed('tc-full')).toEqual({ topic: 'tc-full', ...full });
+    expect(res.body).toEqual({ topic: 'tc-full', ...full, managed_by: null });
+    expect(await listed('tc-full')).toEqual({ topic: 'tc-full', ...full, managed_by: null });
   });
 
   it('answers an empty body with every field present: null when unset, replayable false', async () => {

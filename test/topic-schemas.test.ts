@@ -33,7 +33,7 @@ describeEachEngine('topic schemas', (engine) => {
     it('stores a schema as version 1 and answers with the stored object', async () => {
       const res = await putSchema('ts-store', ORDER_SCHEMA);
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ topic: 'ts-store', schema_json: ORDER_SCHEMA, version: 1, updated_at: expect.stringMatching(RFC3339_MS) });
+      expect(res.body).toEqual({ topic: 'ts-store', schema_json: ORDER_SCHEMA, version: 1, updated_at: expect.stringMatching(RFC3339_MS), managed_by: null });
       expect(Math.abs(Date.parse(res.body.updated_at) - Date.now())).toBeLessThan(60_000);
       const one = await server.api.get('/api/topic-schemas/ts-store');
       expect(one.status).toBe(200);
@@ -62,6 +62,7 @@ describeEachEngine('topic schemas', (engine) => {
         schema_json: ORDER_SCHEMA,
         version: 1,
         updated_at: expect.stringMatching(RFC3339_MS),
+        managed_by: null,
       });
     });
 

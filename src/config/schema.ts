@@ -63,6 +63,23 @@ export const configSchema = z.strictObject({
   // key_prefix (extension): namespaces every key this service writes, so instances of several deployments can share one Redis.
   redis: z.strictObject({ url: z.string().default(''), key_prefix: z.string().default('conveyor:') }).prefault({}),
   metrics: z.strictObject({ port: port.default(0) }).prefault({}),
+  // `conveyor controller` only: the Kubernetes operator (leader election timings default to client-go's).
+  controller: z
+    .strictObject({
+      namespaces: z.string().default(''),
+      namespace: z.string().default(''),
+      resync_period: duration('60s'),
+      lease_name: z.string().default('conveyor-controller'),
+      lease_duration: duration('15s'),
+      renew_deadline: duration('10s'),
+      retry_period: duration('2s'),
+      delete_reaper_cronjob: z.string().default(''),
+      schedule_sync_interval: duration('5s'),
+      watch_timeout: duration('5m'),
+      port: port.default(8081),
+      host: z.string().default('0.0.0.0'),
+    })
+    .prefault({}),
   log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
 });
 

@@ -1,3 +1,4 @@
+import { decodeManager } from '../queue/managed-by.js';
 import type { Message } from '../queue/message.js';
 import type { TopicConfigRow } from '../store/topic-configs.js';
 import type { TopicSchemaRow } from '../store/topic-schemas.js';
@@ -47,9 +48,10 @@ export function topicConfigJson(row: TopicConfigRow) {
     throughput_limit: row.throughput_limit,
     replayable: row.replayable,
     replay_window_seconds: row.replay_window_seconds,
+    managed_by: decodeManager(row.managed_by),
   };
 }
 
 export function topicSchemaJson(row: TopicSchemaRow) {
-  return { topic: row.topic, schema_json: row.schema_json, version: row.version, updated_at: iso(row.updated_at) };
+  return { topic: row.topic, schema_json: row.schema_json, version: row.version, updated_at: iso(row.updated_at), managed_by: decodeManager(row.managed_by) };
 }

@@ -3,11 +3,13 @@ import { countByStatus, listMessages, type StatusCount } from '../store/messages
 import { deleteByKey, purgeTopic } from '../store/messages/remove.js';
 import { purgeFanOutTopic } from '../store/deliveries/purge.js';
 import { countDeliveriesByStatus } from '../store/deliveries/requeue.js';
+import { setManager } from '../store/managed-rows.js';
 import { deleteTopicConfig, getTopicConfig, putTopicConfig, type TopicConfigRow, type TopicConfigValues } from '../store/topic-configs.js';
 import { deleteTopicSchema, getTopicSchema, putTopicSchema, type TopicSchemaRow } from '../store/topic-schemas.js';
 import { compileSchema } from './avro.js';
 import type { Catalog } from './catalog.js';
-import { conflict, invalid, notFound } from './errors.js';
+import { invalid, notFound } from './errors.js';
+import { assertManagedByOrFree, assertNotManaged, decodeManager, encodeManager, type DeletionPolicy, type ManagedBy } from './managed-by.js';
 import { toMessage, type Message } from './message.js';
 import type { QueueMetrics } from './metrics-port.js';
 import { assertNotDeadLetterTopic, assertTopicName } from './topic-names.js';
@@ -26,10 +28,8 @@ export type TopicConfigInput = Partial<Record<keyof TopicConfigValues, unknown>>
 
 const INTEGER_SETTINGS = ['max_retries', 'message_ttl_seconds', 'max_depth', 'throughput_limit', 'replay_window_seconds'] as const;
 
-/** Rows a Kubernetes custom resource owns are changed only through that resource. */
-function assertNotManaged(row: { managed_by: string } | null, what: string): void {
-  if (row?.managed_by) throw conflict(`${what} is managed by Kubernetes resource ${row.managed_by}; change the resource instead`);
-}
+const configWhat = (topic: string) => `topic configuration of "${topic}"`;
+const schemaWhat = (topic: string) => `schema of "${topic}"`;
 
 /** Topic configuration, schemas and per-topic administration. */
 export class TopicService {
@@ -46,16 +46,46 @@ export class TopicService {
   async putConfig(topicName: unknown, input: TopicConfigInput): Promise<TopicConfigRow> {
     const topic = assertNotDeadLetterTopic(assertTopicName(topicName));
     const values = validateConfigValues(input);
-    assertNotManaged(await getTopicConfig(this.deps.db, topic), `topic configuration of "${topic}"`);
-    const row = await putTopicConfig(this.deps.db, topic, values, this.now());
+    const row = await putTopicConfig(this.deps.db, topic, values, this.now(), '', (current) => assertNotManaged(current, configWhat(topic)));
     await this.deps.catalog.changed();
     return row;
   }
 
   async deleteConfig(topicName: unknown): Promise<void> {
     const topic = assertTopicName(topicName);
-    assertNotManaged(await getTopicConfig(this.deps.db, topic), `topic configuration of "${topic}"`);
-    if (await deleteTopicConfig(this.deps.db, topic)) await this.deps.catalog.changed();
+    if (await deleteTopicConfig(this.deps.db, topic, (current) => assertNotManaged(current, configWhat(topic)))) await this.deps.catalog.changed();
+  }
+
+  /**
+   * The controller's write: the same validation and write as PUT, marking the row as managed by `manager`
+   * (adopting a row nobody manages). Reads the database, not the cache, so a row changed by hand is put back;
+   * writes nothing when the row already matches.
+   */
+  async applyConfig(topicName: unknown, input: TopicConfigInput, manager: ManagedBy): Promise<{ row: TopicConfigRow; changed: boolean }> {
+    const topic = assertNotDeadLetterTopic(assertTopicName(topicName));
+    const values = validateConfigValues(input);
+    const owner = encodeManager(manager);
+    const current = await getTopicConfig(this.deps.db, topic);
+    if (current?.managed_by === owner && sameConfigValues(current, values)) return { row: current, changed: false };
+    const row = await putTopicConfig(this.deps.db, topic, values, this.now(), owner, (existing) => assertManagedByOrFree(existing, owner, configWhat(topic)));
+    await this.deps.catalog.changed();
+    return { row, changed: true };
+  }
+
+  /** Who manages a topic's configuration (read from the database: the controller's view must be current). */
+  async configManager(topicName: unknown): Promise<ManagedBy | null> {
+    return decodeManager((await getTopicConfig(this.deps.db, assertTopicName(topicName)))?.managed_by ?? '');
+  }
+
+  /** The controller, when `manager` is deleted: Delete reverts the topic to the defaults, Retain hands the row to the HTTP API. */
+  async releaseConfig(topicName: unknown, manager: ManagedBy, policy: DeletionPolicy): Promise<void> {
+    const topic = assertTopicName(topicName);
+    const owner = encodeManager(manager);
+    const changed =
+      policy === 'Delete'
+        ? await deleteTopicConfig(this.deps.db, topic, (current) => assertManagedByOrFree(current, owner, configWhat(topic)))
+        : await setManager(this.deps.db, 'topic_configs', { topic }, '', owner);
+    if (changed) await this.deps.catalog.changed();
   }
 
   listSchemas(): TopicSchemaRow[] {
@@ -75,16 +105,41 @@ export class TopicService {
   async putSchema(topicName: unknown, schemaJson: unknown): Promise<TopicSchemaRow> {
     const topic = assertNotDeadLetterTopic(assertTopicName(topicName));
     compileSchema(schemaJson);
-    assertNotManaged(await getTopicSchema(this.deps.db, topic), `schema of "${topic}"`);
-    const row = await putTopicSchema(this.deps.db, topic, schemaJson as string, this.now());
+    const row = await putTopicSchema(this.deps.db, topic, schemaJson as string, this.now(), '', (current) => assertNotManaged(current, schemaWhat(topic)));
     await this.deps.catalog.changed();
     return row;
   }
 
   async deleteSchema(topicName: unknown): Promise<void> {
     const topic = assertTopicName(topicName);
-    assertNotManaged(await getTopicSchema(this.deps.db, topic), `schema of "${topic}"`);
-    if (await deleteTopicSchema(this.deps.db, topic)) await this.deps.catalog.changed();
+    if (await deleteTopicSchema(this.deps.db, topic, (current) => assertNotManaged(current, schemaWhat(topic)))) await this.deps.catalog.changed();
+  }
+
+  /** The controller's write of a schema: as PUT, marking the row managed; a schema already stored as given keeps its version. */
+  async applySchema(topicName: unknown, schemaJson: unknown, manager: ManagedBy): Promise<{ row: TopicSchemaRow; changed: boolean }> {
+    const topic = assertNotDeadLetterTopic(assertTopicName(topicName));
+    compileSchema(schemaJson);
+    const owner = encodeManager(manager);
+    const current = await getTopicSchema(this.deps.db, topic);
+    if (current?.managed_by === owner && current.schema_json === schemaJson) return { row: current, changed: false };
+    const row = await putTopicSchema(this.deps.db, topic, schemaJson as string, this.now(), owner, (existing) => assertManagedByOrFree(existing, owner, schemaWhat(topic)));
+    await this.deps.catalog.changed();
+    return { row, changed: true };
+  }
+
+  async schemaManager(topicName: unknown): Promise<ManagedBy | null> {
+    return decodeManager((await getTopicSchema(this.deps.db, assertTopicName(topicName)))?.managed_by ?? '');
+  }
+
+  /** The controller, when `manager` is deleted: Delete removes the schema, Retain hands it to the HTTP API. */
+  async releaseSchema(topicName: unknown, manager: ManagedBy, policy: DeletionPolicy): Promise<void> {
+    const topic = assertTopicName(topicName);
+    const owner = encodeManager(manager);
+    const changed =
+      policy === 'Delete'
+        ? await deleteTopicSchema(this.deps.db, topic, (current) => assertManagedByOrFree(current, owner, schemaWhat(topic)))
+        : await setManager(this.deps.db, 'topic_schemas', { topic }, '', owner);
+    if (changed) await this.deps.catalog.changed();
   }
 
   async listMessages(filter: { topic?: string; topics?: string[] }, limit: number, offset: number): Promise<{ items: Message[]; total: number }> {
@@ -139,6 +194,10 @@ function validateConfigValues(input: TopicConfigInput): TopicConfigValues {
   if (replayable !== undefined && replayable !== null && typeof replayable !== 'boolean') throw invalid('replayable must be a boolean');
   values.replayable = replayable === true;
   return values;
+}
+
+function sameConfigValues(row: TopicConfigRow, values: TopicConfigValues): boolean {
+  return (Object.keys(values) as Array<keyof TopicConfigValues>).every((field) => row[field] === values[field]);
 }
 
 function validatePurgeStatuses(statuses: unknown): string[] {

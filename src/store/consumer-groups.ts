@@ -2,12 +2,18 @@ import type { Knex } from 'knex';
 import { isUniqueViolation } from './dialect.js';
 import { adoptMessages } from './deliveries/adopt.js';
 import { completeSettled } from './deliveries/complete.js';
+import { lockedManager, type ManagerGuard } from './managed-rows.js';
 import { withConflictRetry } from './retry.js';
 import { bumpCatalogRevision } from './settings.js';
 
 export interface ConsumerGroupRow {
   topic: string;
   consumer_group: string;
+}
+
+export async function getConsumerGroup(db: Knex, topic: string, group: string): Promise<{ managed_by: string } | null> {
+  const row = await db('consumer_groups').where({ topic, consumer_group: group }).first('managed_by');
+  return row ? { managed_by: String(row.managed_by ?? '') } : null;
 }
 
 export async function listAllConsumerGroups(db: Knex): Promise<ConsumerGroupRow[]> {
@@ -28,11 +34,11 @@ export async function isConsumerGroupRegistered(db: Knex, topic: string, group: 
  * that no group has started yet (contract §4), plus any message a plain consumer holds when the topic turns
  * fan-out, so nothing in flight is stranded. False when the group already exists.
  */
-export async function registerConsumerGroup(db: Knex, topic: string, group: string, now: number): Promise<boolean> {
+export async function registerConsumerGroup(db: Knex, topic: string, group: string, now: number, managedBy = ''): Promise<boolean> {
   try {
     await withConflictRetry(() =>
       db.transaction(async (trx) => {
-        await trx('consumer_groups').insert({ topic, consumer_group: group, created_at: now });
+        await trx('consumer_groups').insert({ topic, consumer_group: group, managed_by: managedBy, created_at: now });
         await adoptMessages(trx, topic, group);
         await bumpCatalogRevision(trx);
       }),
@@ -51,8 +57,9 @@ export async function registerConsumerGroup(db: Knex, topic: string, group: stri
  * Unregisters a group: its deliveries go, and messages that no remaining group still needs are completed
  * (archived when some group acked them and the topic is replayable, then removed). False when unknown.
  */
-export async function unregisterConsumerGroup(db: Knex, topic: string, group: string, replayable: boolean, now: number): Promise<boolean> {
+export async function unregisterConsumerGroup(db: Knex, topic: string, group: string, replayable: boolean, now: number, guard: ManagerGuard): Promise<boolean> {
   const removed = await db.transaction(async (trx) => {
+    guard(await lockedManager(trx, 'consumer_groups', { topic, consumer_group: group }));
     const deleted = await trx('consumer_groups').where({ topic, consumer_group: group }).delete();
     if (deleted > 0) await bumpCatalogRevision(trx);
     return deleted > 0;

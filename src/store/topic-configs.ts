@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { lockedManager, type ManagerGuard } from './managed-rows.js';
 import { bumpCatalogRevision } from './settings.js';
 
 export interface TopicConfigRow {
@@ -41,8 +42,9 @@ export async function getTopicConfig(db: Knex, topic: string): Promise<TopicConf
 }
 
 /** Replaces every setting of a topic (absent = null = global default) and bumps the catalog revision. */
-export async function putTopicConfig(db: Knex, topic: string, values: TopicConfigValues, now: number, managedBy = ''): Promise<TopicConfigRow> {
+export async function putTopicConfig(db: Knex, topic: string, values: TopicConfigValues, now: number, managedBy: string, guard: ManagerGuard): Promise<TopicConfigRow> {
   await db.transaction(async (trx) => {
+    guard(await lockedManager(trx, 'topic_configs', { topic }));
     await trx('topic_configs')
       .insert({ topic, ...values, managed_by: managedBy, created_at: now, updated_at: now })
       .onConflict('topic')
@@ -54,8 +56,9 @@ export async function putTopicConfig(db: Knex, topic: string, values: TopicConfi
   return (await getTopicConfig(db, topic))!;
 }
 
-export async function deleteTopicConfig(db: Knex, topic: string): Promise<boolean> {
+export async function deleteTopicConfig(db: Knex, topic: string, guard: ManagerGuard): Promise<boolean> {
   return db.transaction(async (trx) => {
+    guard(await lockedManager(trx, 'topic_configs', { topic }));
     const deleted = await trx('topic_configs').where({ topic }).delete();
     await trx('topic_buckets').where({ topic }).delete();
     if (deleted > 0) await bumpCatalogRevision(trx);

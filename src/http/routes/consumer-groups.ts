@@ -18,6 +18,7 @@ export function consumerGroupRoutes(ctx: HttpContext): Router {
     },
   });
   route(router, '/api/topics/:topic/consumer-groups/:group', {
+    GET: async (req, res) => void res.json(await groups.get(req.params.topic, req.params.group)),
     DELETE: async (req, res) => {
       await groups.unregister(req.params.topic, req.params.group);
       res.status(204).end();

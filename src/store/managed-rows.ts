@@ -1,0 +1,30 @@
+import type { Knex } from 'knex';
+import { engineOf } from './dialect.js';
+import { bumpCatalogRevision } from './settings.js';
+
+/** Tables whose rows a Kubernetes resource can own (`managed_by`, "" = nobody). */
+export type ManagedTable = 'topic_configs' | 'topic_schemas' | 'consumer_groups';
+
+/**
+ * Called inside a write's transaction with the row's current manager (undefined: no row). It throws to refuse
+ * the write; reading the manager under the row lock (MySQL) or the write lock (SQLite's BEGIN IMMEDIATE) means
+ * the controller cannot adopt the row between the check and the write.
+ */
+export type ManagerGuard = (current: string | undefined) => void;
+
+export async function lockedManager(trx: Knex.Transaction, table: ManagedTable, where: Record<string, string>): Promise<string | undefined> {
+  const query = trx(table).where(where);
+  const row = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first('managed_by');
+  return row ? String(row.managed_by ?? '') : undefined;
+}
+
+/** Hands a row to another manager ("" releases it), only from `from` when given; false when nothing changed. */
+export async function setManager(db: Knex, table: ManagedTable, where: Record<string, string>, managedBy: string, from?: string): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const updated = await trx(table)
+      .where(from === undefined ? where : { ...where, managed_by: from })
+      .update({ managed_by: managedBy });
+    if (updated > 0) await bumpCatalogRevision(trx);
+    return updated > 0;
+  });
+}
