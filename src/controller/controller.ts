@@ -1,0 +1,233 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../log/logger.js';
+import { MetricsRegistry } from '../metrics/registry.js';
+import { DomainConnection } from './domain.js';
+import { EventRecorder } from './events.js';
+import { startHealthServer } from './health.js';
+import { Informer, type InformerEvent } from './informer.js';
+import { consumerGroupKind } from './kinds/consumer-group.js';
+import type { KindHandler } from './kinds/kind.js';
+import { topicConfigKind } from './kinds/topic-config.js';
+import { topicSchemaKind } from './kinds/topic-schema.js';
+import { kubeClients, objectKey, type KubeObject } from './kube.js';
+import { LeaderElector } from './leader-election.js';
+import { ControllerMetrics } from './metrics.js';
+import { ReaperCronJobSync } from './reaper-cronjob.js';
+import { Reconciler } from './reconciler.js';
+import { WorkQueue } from './work-queue.js';
+
+const KINDS: KindHandler[] = [topicConfigKind, topicSchemaKind, consumerGroupKind];
+const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+export interface ControllerOptions {
+  logger: Logger;
+  /** Tests point the controller at a fake API server; otherwise in-cluster or KUBECONFIG. */
+  kubeConfig?: KubeConfig;
+  identity?: string;
+}
+
+export interface RunningController {
+  port: number;
+  identity: string;
+  isLeader(): boolean;
+  close(): Promise<void>;
+}
+
+/** Where the Lease and the delete-reaper CronJob live: configured, else the pod's own namespace. */
+function ownNamespace(config: Config): string {
+  if (config.controller.namespace) return config.controller.namespace;
+  if (existsSync(SERVICE_ACCOUNT_NAMESPACE)) return readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim();
+  return 'default';
+}
+
+interface KindRuntime {
+  handler: KindHandler;
+  informers: Informer[];
+  reconciler: Reconciler;
+}
+
+/** `conveyor controller`: turns TopicConfig, TopicSchema and ConsumerGroup resources into catalog rows. */
+export async function startController(config: Config, options: ControllerOptions): Promise<RunningController> {
+  const { logger } = options;
+  const settings = config.controller;
+  const identity = options.identity ?? `${hostname()}_${randomUUID().slice(0, 8)}`;
+  const clients = kubeClients(options.kubeConfig);
+  const namespace = ownNamespace(config);
+  const watched = settings.namespaces.split(',').map((n) => n.trim()).filter(Boolean);
+  const registry = new MetricsRegistry();
+  const queue = new WorkQueue({ maxDelayMs: Math.max(1000, settings.resync_period * 1000) });
+  const readiness = new Map<string, { kind: string; ready: boolean }>();
+  const events = new EventRecorder(clients, identity, logger);
+  const kinds = new Map<string, KindRuntime>();
+  let leading = false;
+
+  const metrics = new ControllerMetrics(registry, {
+    isLeader: () => leading,
+    queueDepth: () => queue.length,
+    readiness: () => {
+      const counts = new Map<string, { ready: number; notReady: number }>(KINDS.map((k) => [k.kind, { ready: 0, notReady: 0 }]));
+      for (const { kind, ready } of readiness.values()) counts.get(kind)![ready ? 'ready' : 'notReady']++;
+      return counts;
+    },
+  });
+
+  const keyOf = (kind: string, obj: KubeObject) => `${kind}|${objectKey(obj.metadata.namespace, obj.metadata.name)}`;
+  const enqueueAll = () => {
+    for (const runtime of kinds.values()) for (const obj of cachedObjects(runtime)) queue.add(keyOf(runtime.handler.kind, obj));
+  };
+  const domain = new DomainConnection(config, logger, registry, () => leading && enqueueAll());
+
+  const onEvent = (runtime: KindRuntime) => (type: InformerEvent, obj: KubeObject) => {
+    const key = keyOf(runtime.handler.kind, obj);
+    if (type === 'DELETED') readiness.delete(key);
+    queue.add(key);
+    // Resources claiming the same row may win or lose by this change (oldest wins): look at them again.
+    let target: string | undefined;
+    try {
+      target = runtime.handler.target(obj).key;
+    } catch {
+      return;
+    }
+    for (const other of cachedObjects(runtime)) {
+      try {
+        if (runtime.handler.target(other).key === target) queue.add(keyOf(runtime.handler.kind, other));
+      } catch {
+        // a sibling with an invalid spec claims nothing
+      }
+    }
+  };
+
+  for (const handler of KINDS) {
+    const runtime: KindRuntime = { handler, informers: [], reconciler: undefined as unknown as Reconciler };
+    runtime.reconciler = new Reconciler(handler, { clients, events, logger, domain: () => domain.current, objects: () => cachedObjects(runtime) });
+    for (const ns of watched.length > 0 ? watched : [undefined]) {
+      runtime.informers.push(
+        new Informer({
+          clients,
+          plural: handler.plural,
+          namespace: ns,
+          logger,
+          watchTimeoutMs: settings.watch_timeout * 1000,
+          onEvent: onEvent(runtime),
+          onRestart: () => metrics.watchRestarted(handler.kind),
+        }),
+      );
+    }
+    kinds.set(handler.kind, runtime);
+  }
+
+  const process = async (key: string) => {
+    const [kind, objKey] = key.split('|');
+    const runtime = kinds.get(kind)!;
+    const obj = runtime.informers.map((i) => i.cache.get(objKey)).find(Boolean);
+    if (!obj) return;
+    const started = performance.now();
+    try {
+      const outcome = await runtime.reconciler.reconcile(obj);
+      metrics.reconciled(kind, outcome.result, (performance.now() - started) / 1000);
+      if (outcome.ready !== undefined) readiness.set(key, { kind, ready: outcome.ready });
+      if (outcome.retry) queue.addRateLimited(key);
+      else queue.forget(key);
+    } catch (err) {
+      metrics.reconciled(kind, 'error', (performance.now() - started) / 1000);
+      logger.warn({ resource: `${kind} ${objKey}`, err: { message: (err as Error).message } }, 'reconcile interrupted; retrying');
+      queue.addRateLimited(key);
+    }
+  };
+
+  // One worker: reconciles of one topic never race each other, and a single queue is plenty for catalog rows.
+  const worker = (async () => {
+    for (;;) {
+      const key = await queue.get();
+      if (key === undefined) return;
+      try {
+        if (leading) await process(key);
+      } finally {
+        queue.done(key);
+      }
+    }
+  })();
+
+  const cronJobSync = settings.delete_reaper_cronjob
+    ? new ReaperCronJobSync({
+        clients,
+        namespace,
+        name: settings.delete_reaper_cronjob,
+        intervalMs: settings.schedule_sync_interval * 1000,
+        logger,
+        schedule: () => domain.current?.deleteSchedule,
+      })
+    : undefined;
+
+  const elector = new LeaderElector({
+    clients,
+    namespace,
+    name: settings.lease_name,
+    identity,
+    leaseDurationMs: settings.lease_duration * 1000,
+    renewDeadlineMs: settings.renew_deadline * 1000,
+    retryPeriodMs: settings.retry_period * 1000,
+    logger,
+    onStartedLeading: () => {
+      leading = true;
+      enqueueAll();
+      cronJobSync?.start();
+    },
+    onStoppedLeading: () => {
+      leading = false;
+      void cronJobSync?.stop();
+    },
+  });
+
+  const resync = setInterval(() => leading && enqueueAll(), settings.resync_period * 1000);
+  resync.unref();
+
+  const health = await startHealthServer(
+    settings.host,
+    settings.port,
+    {
+      async problem() {
+        const informers = [...kinds.values()].flatMap((k) => k.informers);
+        if (!informers.every((i) => i.hasSynced)) return 'caches not synced with the Kubernetes API yet';
+        if (!informers.every((i) => i.isHealthy)) return 'Kubernetes API unreachable';
+        if (!(await domain.healthy(2000))) return 'database unavailable';
+        return undefined;
+      },
+    },
+    registry,
+  );
+
+  domain.start();
+  for (const runtime of kinds.values()) for (const informer of runtime.informers) informer.start();
+  elector.start();
+  logger.info({ port: health.port, identity, namespace, watching: watched.length > 0 ? watched : 'all namespaces', lease: settings.lease_name }, 'conveyor controller started');
+
+  let closing: Promise<void> | undefined;
+  return {
+    port: health.port,
+    identity,
+    isLeader: () => leading,
+    close: () =>
+      (closing ??= (async () => {
+        queue.shutDown();
+        await worker;
+        await cronJobSync?.stop();
+        await elector.stop();
+        leading = false;
+        clearInterval(resync);
+        for (const runtime of kinds.values()) for (const informer of runtime.informers) informer.stop();
+        await health.close();
+        await domain.close();
+        await registry.shutdown();
+        logger.info('conveyor controller stopped');
+      })()),
+  };
+}
+
+function* cachedObjects(runtime: KindRuntime): Iterable<KubeObject> {
+  for (const informer of runtime.informers) yield* informer.cache.values();
+}

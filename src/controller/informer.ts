@@ -1,0 +1,176 @@
+import { Watch } from '@kubernetes/client-node';
+import type { Logger } from '../log/logger.js';
+import { describeKubeError, GROUP, objectKey, statusCode, VERSION, type KubeClients, type KubeObject } from './kube.js';
+
+export type InformerEvent = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface InformerOptions {
+  clients: KubeClients;
+  plural: string;
+  /** One namespace, or undefined for all namespaces. */
+  namespace?: string;
+  logger: Logger;
+  /** A watch that brought no event and no bookmark for this long is restarted. */
+  watchTimeoutMs: number;
+  onEvent(type: InformerEvent, obj: KubeObject): void;
+  onRestart?(reason: string): void;
+  maxBackoffMs?: number;
+}
+
+/**
+ * List + watch of one custom resource kind, keeping a cache. Unlike client-node's informer, which stops
+ * after a socket error, this one restarts itself: from the last resourceVersion after a clean close or an
+ * error (capped exponential backoff), with a fresh list after 410 Gone, and from scratch when the watchdog
+ * finds the watch silent (bookmarks are requested, so a healthy watch is never silent for long).
+ */
+export class Informer {
+  readonly cache = new Map<string, KubeObject>();
+  private resourceVersion = '';
+  private synced = false;
+  private healthy = false;
+  private stopped = false;
+  private abort: AbortController | undefined;
+  private lastActivity = Date.now();
+  private failures = 0;
+  private watchdog: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private generation = 0;
+
+  constructor(private readonly options: InformerOptions) {}
+
+  get hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** Whether the last list or watch attempt reached the API server. */
+  get isHealthy(): boolean {
+    return this.healthy;
+  }
+
+  start(): void {
+    const check = Math.max(250, Math.min(this.options.watchTimeoutMs / 4, 10_000));
+    this.watchdog = setInterval(() => {
+      if (this.abort && Date.now() - this.lastActivity > this.options.watchTimeoutMs) this.restart('watch silent for too long', false);
+    }, check);
+    this.watchdog.unref();
+    void this.list();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.watchdog);
+    clearTimeout(this.retryTimer);
+    this.abort?.abort();
+  }
+
+  private get path(): string {
+    const ns = this.options.namespace ? `/namespaces/${this.options.namespace}` : '';
+    return `/apis/${GROUP}/${VERSION}${ns}/${this.options.plural}`;
+  }
+
+  private async list(): Promise<void> {
+    if (this.stopped) return;
+    const attempt = ++this.generation;
+    try {
+      const { custom } = this.options.clients;
+      const list = (
+        this.options.namespace
+          ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.options.namespace, plural: this.options.plural })
+          : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: this.options.plural })
+      ) as { metadata?: { resourceVersion?: string }; items?: KubeObject[] };
+      if (this.stopped || attempt !== this.generation) return;
+      this.replace(list.items ?? []);
+      this.resourceVersion = list.metadata?.resourceVersion ?? '';
+      this.synced = true;
+      this.healthy = true;
+      this.failures = 0;
+      await this.watch(attempt);
+    } catch (err) {
+      this.failed(attempt, `list failed: ${describeKubeError(err)}`, true);
+    }
+  }
+
+  private async watch(attempt: number): Promise<void> {
+    if (this.stopped || attempt !== this.generation) return;
+    this.lastActivity = Date.now();
+    const watch = new Watch(this.options.clients.config);
+    // Like client-go: a server-side timeout of 5-10 minutes, so watches are renewed now and then anyway.
+    const timeoutSeconds = Math.floor(300 + Math.random() * 300);
+    let gone = false;
+    let finished = false;
+    const abort = await watch.watch(
+      this.path,
+      { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
+      (type, obj) => {
+        if (attempt !== this.generation) return;
+        this.lastActivity = Date.now();
+        this.healthy = true;
+        if (type === 'ERROR') {
+          gone = (obj as { code?: number })?.code === 410;
+          return;
+        }
+        const rv = (obj as KubeObject)?.metadata?.resourceVersion;
+        if (rv) this.resourceVersion = rv;
+        if (type === 'BOOKMARK') return;
+        this.apply(type as InformerEvent, obj as KubeObject);
+      },
+      (err) => {
+        finished = true;
+        if (attempt !== this.generation || this.stopped) return;
+        if (gone || statusCode(err) === 410) return this.restart('resourceVersion expired (410 Gone)', true);
+        if (err) return this.failed(attempt, `watch failed: ${describeKubeError(err)}`, false);
+        this.failures = 0;
+        void this.watch(attempt);
+      },
+    );
+    // The watch may already have ended (connection refused) before it was handed back.
+    if (!finished && attempt === this.generation) this.abort = abort;
+  }
+
+  private restart(reason: string, relist: boolean): void {
+    this.options.logger.info({ kind: this.options.plural, namespace: this.options.namespace, reason }, 'restarting watch');
+    this.options.onRestart?.(reason);
+    const attempt = ++this.generation;
+    this.abort?.abort();
+    this.abort = undefined;
+    if (relist) void this.list();
+    else void this.watch(attempt);
+  }
+
+  private failed(attempt: number, reason: string, relist: boolean): void {
+    if (this.stopped || attempt !== this.generation) return;
+    this.healthy = false;
+    this.abort = undefined;
+    const delay = Math.min(1000 * 2 ** this.failures, this.options.maxBackoffMs ?? 30_000);
+    this.failures++;
+    if (this.failures === 1 || this.failures % 10 === 0) this.options.logger.warn({ kind: this.options.plural, reason, retryInMs: delay, failures: this.failures }, 'watch interrupted');
+    this.options.onRestart?.(reason);
+    this.retryTimer = setTimeout(() => {
+      if (attempt !== this.generation) return;
+      const next = ++this.generation;
+      if (relist || !this.resourceVersion) void this.list();
+      else void this.watch(next);
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  /** A fresh list replaces the cache; what changed while no watch ran is reported as events. */
+  private replace(items: KubeObject[]): void {
+    const seen = new Set<string>();
+    for (const item of items) {
+      const key = objectKey(item.metadata.namespace, item.metadata.name);
+      seen.add(key);
+      const old = this.cache.get(key);
+      if (old?.metadata.resourceVersion === item.metadata.resourceVersion) continue;
+      this.apply(old ? 'MODIFIED' : 'ADDED', item);
+    }
+    for (const [key, old] of this.cache) if (!seen.has(key)) this.apply('DELETED', old);
+  }
+
+  private apply(type: InformerEvent, obj: KubeObject): void {
+    const key = objectKey(obj.metadata.namespace, obj.metadata.name);
+    if (type === 'DELETED') this.cache.delete(key);
+    else this.cache.set(key, obj);
+    this.options.onEvent(type, obj);
+  }
+}

@@ -1,0 +1,30 @@
+import type { TopicConfigInput } from '../../queue/topics.js';
+import { assertNotDeadLetterTopic, assertTopicName } from '../../queue/topic-names.js';
+import type { KindHandler } from './kind.js';
+
+/** spec field -> the HTTP API's field, so both go through one validation. */
+const FIELDS = {
+  maxRetries: 'max_retries',
+  messageTtlSeconds: 'message_ttl_seconds',
+  maxDepth: 'max_depth',
+  throughputLimit: 'throughput_limit',
+  replayable: 'replayable',
+  replayWindowSeconds: 'replay_window_seconds',
+} as const;
+
+export const topicConfigKind: KindHandler = {
+  kind: 'TopicConfig',
+  plural: 'topicconfigs',
+  target(obj) {
+    const topic = assertNotDeadLetterTopic(assertTopicName(obj.spec?.topic ?? obj.metadata.name));
+    return { key: topic, topic, describe: `topic "${topic}"` };
+  },
+  manager: (domain, target) => domain.topics.configManager(target.topic),
+  async apply(domain, obj, target, manager) {
+    const input: TopicConfigInput = {};
+    for (const [specField, apiField] of Object.entries(FIELDS)) input[apiField] = obj.spec?.[specField];
+    const { changed } = await domain.topics.applyConfig(target.topic, input, manager);
+    return { changed, message: `topic configuration of "${target.topic}" applied`, status: { topic: target.topic } };
+  },
+  release: (domain, target, manager, policy) => domain.topics.releaseConfig(target.topic, manager, policy),
+};

@@ -1,0 +1,53 @@
+import type { Counter, Histogram } from '@opentelemetry/api';
+import type { MetricsRegistry } from '../metrics/registry.js';
+import type { ReconcileResult } from './reconciler.js';
+
+export interface ControllerState {
+  isLeader(): boolean;
+  queueDepth(): number;
+  /** Resources per kind by their last reconcile's readiness. */
+  readiness(): Map<string, { ready: number; notReady: number }>;
+}
+
+/** The controller's instruments, on the same registry (and Prometheus text) as the service's. */
+export class ControllerMetrics {
+  private readonly reconciles: Counter;
+  private readonly duration: Histogram;
+  private readonly watchRestarts: Counter;
+
+  constructor(registry: MetricsRegistry, state: ControllerState) {
+    const meter = registry.meter;
+    this.reconciles = meter.createCounter('conveyor_controller_reconciles_total', {
+      description: 'Reconciles by kind and result (success, invalid, conflict, error)',
+    });
+    this.duration = registry.histogram('conveyor_controller_reconcile_duration_seconds', 'Reconcile duration by kind');
+    this.watchRestarts = meter.createCounter('conveyor_controller_watch_restarts_total', {
+      description: 'Watches restarted after an error, a 410 Gone or a silent watch, by kind',
+    });
+    const depth = meter.createObservableGauge('conveyor_controller_workqueue_depth', { description: 'Keys waiting in the work queue' });
+    const leader = meter.createObservableGauge('conveyor_controller_leader', { description: '1 on the replica holding the leader lease, else 0' });
+    const managed = meter.createObservableGauge('conveyor_controller_managed_resources', {
+      description: 'Custom resources by kind and readiness after their last reconcile (leader only)',
+    });
+    meter.addBatchObservableCallback(
+      (result) => {
+        result.observe(depth, state.queueDepth());
+        result.observe(leader, state.isLeader() ? 1 : 0);
+        for (const [kind, counts] of state.readiness()) {
+          result.observe(managed, counts.ready, { kind, ready: 'true' });
+          result.observe(managed, counts.notReady, { kind, ready: 'false' });
+        }
+      },
+      [depth, leader, managed],
+    );
+  }
+
+  reconciled(kind: string, result: ReconcileResult, seconds: number): void {
+    this.reconciles.add(1, { kind, result });
+    this.duration.record(seconds, { kind });
+  }
+
+  watchRestarted(kind: string): void {
+    this.watchRestarts.add(1, { kind });
+  }
+}

@@ -1,0 +1,213 @@
+import type { Logger } from '../log/logger.js';
+import { DomainError } from '../queue/errors.js';
+import { encodeManager, type ManagedBy } from '../queue/managed-by.js';
+import { isConnectionError } from '../store/dialect.js';
+import type { EventRecorder } from './events.js';
+import { deletionPolicy, type ControllerDomain, type KindHandler, type Target } from './kinds/kind.js';
+import { creationTime, describeKubeError, FINALIZER, GROUP, isNotFound, mergePatch, VERSION, type Condition, type KubeClients, type KubeObject } from './kube.js';
+
+export type ReconcileResult = 'success' | 'invalid' | 'conflict' | 'error';
+
+/** Reasons of the Ready condition; the README explains each to users. */
+export type ReadyReason = 'Applied' | 'Invalid' | 'Conflict' | 'DatabaseError' | 'Error';
+
+export interface Outcome {
+  result: ReconcileResult;
+  /** Try again with backoff (a transient failure); otherwise the next change or resync brings it back. */
+  retry: boolean;
+  ready?: boolean;
+}
+
+export interface ReconcilerDeps {
+  clients: KubeClients;
+  events: EventRecorder;
+  logger: Logger;
+  /** Undefined while the database has not been reached yet. */
+  domain(): ControllerDomain | undefined;
+  /** Every cached resource of this kind, across the watched namespaces. */
+  objects(): Iterable<KubeObject>;
+}
+
+interface Ready {
+  status: 'True' | 'False';
+  reason: ReadyReason;
+  message: string;
+}
+
+const managerOf = (kind: string, obj: KubeObject): ManagedBy => ({ kind, namespace: obj.metadata.namespace ?? '', name: obj.metadata.name });
+const describeObject = (kind: string, obj: KubeObject) => `${kind} ${obj.metadata.namespace}/${obj.metadata.name}`;
+
+/**
+ * The one reconciler all kinds share (the RabbitMQ topology operator's shape): finalizer, oldest-wins
+ * ownership, apply through the domain, honest status, deduplicated events. A kind only says how to name,
+ * apply and release its row (kinds/*.ts).
+ */
+export class Reconciler {
+  constructor(
+    readonly kind: KindHandler,
+    private readonly deps: ReconcilerDeps,
+  ) {}
+
+  async reconcile(obj: KubeObject): Promise<Outcome> {
+    if (obj.metadata.deletionTimestamp) return this.finalize(obj);
+    let target: Target;
+    try {
+      target = this.kind.target(obj);
+    } catch (err) {
+      if (!(err instanceof DomainError)) throw err;
+      await this.report(obj, { status: 'False', reason: 'Invalid', message: err.message }, {}, false);
+      return { result: 'invalid', retry: false, ready: false };
+    }
+    const domain = this.deps.domain();
+    if (!domain) return this.databaseDown(obj);
+    obj = await this.ensureFinalizer(obj);
+
+    const winner = this.winnerFor(target.key);
+    if (winner && winner.metadata.uid !== obj.metadata.uid) {
+      const message = `${target.describe} is already managed by ${describeObject(this.kind.kind, winner)}, the oldest ${this.kind.kind} for it; delete one of the two`;
+      await this.report(obj, { status: 'False', reason: 'Conflict', message }, {}, false);
+      return { result: 'conflict', retry: false, ready: false };
+    }
+
+    const manager = managerOf(this.kind.kind, obj);
+    try {
+      const current = await this.kind.manager(domain, target);
+      // This resource is the oldest for the row: a previous manager is gone (or younger), so release it first.
+      if (current && encodeManager(current) !== encodeManager(manager)) await this.kind.release(domain, target, current, 'Retain');
+      const applied = await this.kind.apply(domain, obj, target, manager);
+      await this.report(obj, { status: 'True', reason: 'Applied', message: applied.message }, applied.status, applied.changed);
+      return { result: 'success', retry: false, ready: true };
+    } catch (err) {
+      return this.failed(obj, err);
+    }
+  }
+
+  private async finalize(obj: KubeObject): Promise<Outcome> {
+    if (!obj.metadata.finalizers?.includes(FINALIZER)) return { result: 'success', retry: false };
+    let target: Target | undefined;
+    try {
+      target = this.kind.target(obj);
+    } catch {
+      target = undefined; // a spec that names no valid row never wrote one
+    }
+    if (target) {
+      const domain = this.deps.domain();
+      if (!domain) return this.databaseDown(obj);
+      const manager = managerOf(this.kind.kind, obj);
+      try {
+        const current = await this.kind.manager(domain, target);
+        if (current && encodeManager(current) === encodeManager(manager)) {
+          const policy = deletionPolicy(obj);
+          await this.kind.release(domain, target, manager, policy);
+          await this.deps.events.record(obj, 'Normal', policy === 'Delete' ? 'Deleted' : 'Released', `${target.describe}: ${policy === 'Delete' ? 'removed' : 'kept and released to the HTTP API'} (deletionPolicy ${policy})`);
+        }
+      } catch (err) {
+        return this.failed(obj, err);
+      }
+    }
+    await this.writeFinalizers(obj, (obj.metadata.finalizers ?? []).filter((f) => f !== FINALIZER));
+    return { result: 'success', retry: false };
+  }
+
+  /** The oldest live resource of this kind claiming `key` (ties: namespace, then name). */
+  private winnerFor(key: string): KubeObject | undefined {
+    let winner: KubeObject | undefined;
+    for (const candidate of this.deps.objects()) {
+      if (candidate.metadata.deletionTimestamp) continue;
+      let candidateKey: string;
+      try {
+        candidateKey = this.kind.target(candidate).key;
+      } catch {
+        continue;
+      }
+      if (candidateKey !== key) continue;
+      if (!winner || compareAge(candidate, winner) < 0) winner = candidate;
+    }
+    return winner;
+  }
+
+  private async failed(obj: KubeObject, err: unknown): Promise<Outcome> {
+    if (err instanceof DomainError && err.code !== 'unavailable' && err.code !== 'conflict') {
+      await this.report(obj, { status: 'False', reason: 'Invalid', message: err.message }, {}, false);
+      return { result: 'invalid', retry: false, ready: false };
+    }
+    if (isConnectionError(err) || (err instanceof DomainError && err.code === 'unavailable')) return this.databaseDown(obj);
+    const message = err instanceof DomainError ? err.message : 'reconcile failed; retrying (see the controller log)';
+    this.deps.logger.error({ err, resource: describeObject(this.kind.kind, obj) }, 'reconcile failed');
+    await this.report(obj, { status: 'False', reason: 'Error', message }, {}, false).catch(() => {});
+    return { result: 'error', retry: true, ready: false };
+  }
+
+  private async databaseDown(obj: KubeObject): Promise<Outcome> {
+    await this.report(obj, { status: 'False', reason: 'DatabaseError', message: 'the database is unavailable; retrying' }, {}, false).catch(() => {});
+    return { result: 'error', retry: true, ready: false };
+  }
+
+  private async ensureFinalizer(obj: KubeObject): Promise<KubeObject> {
+    if (obj.metadata.finalizers?.includes(FINALIZER)) return obj;
+    return this.writeFinalizers(obj, [...(obj.metadata.finalizers ?? []), FINALIZER]);
+  }
+
+  /** A replace carrying the cached resourceVersion: a stale cache gets 409 and the key is retried. */
+  private async writeFinalizers(obj: KubeObject, finalizers: string[]): Promise<KubeObject> {
+    const { metadata } = obj;
+    try {
+      return (await this.deps.clients.custom.replaceNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: metadata.namespace ?? '',
+        plural: this.kind.plural,
+        name: metadata.name,
+        body: { ...obj, metadata: { ...metadata, finalizers } },
+      })) as KubeObject;
+    } catch (err) {
+      if (isNotFound(err)) return obj;
+      throw err;
+    }
+  }
+
+  /**
+   * Writes status only when it differs from what the resource shows, and records an Event when the Ready
+   * condition changes or the rows were written: a resync that finds everything in place writes nothing.
+   */
+  private async report(obj: KubeObject, ready: Ready, fields: Record<string, unknown>, rowsChanged: boolean): Promise<void> {
+    const generation = obj.metadata.generation;
+    const previous = obj.status?.conditions?.find((c) => c.type === 'Ready');
+    const conditionChanged = previous?.status !== ready.status || previous?.reason !== ready.reason || previous?.message !== ready.message;
+    const condition: Condition = {
+      type: 'Ready',
+      ...ready,
+      lastTransitionTime: previous && previous.status === ready.status ? previous.lastTransitionTime : new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+      observedGeneration: generation,
+    };
+    const status = { ...fields, observedGeneration: generation, conditions: [condition] };
+    const unchanged =
+      !conditionChanged &&
+      obj.status?.observedGeneration === generation &&
+      previous?.observedGeneration === generation &&
+      Object.entries(fields).every(([field, value]) => obj.status?.[field] === value);
+    if (!unchanged) {
+      try {
+        await this.deps.clients.custom.patchNamespacedCustomObjectStatus(
+          { group: GROUP, version: VERSION, namespace: obj.metadata.namespace ?? '', plural: this.kind.plural, name: obj.metadata.name, body: { status } },
+          mergePatch,
+        );
+      } catch (err) {
+        if (isNotFound(err)) return;
+        this.deps.logger.warn({ reason: describeKubeError(err), resource: describeObject(this.kind.kind, obj) }, 'could not write status');
+        throw err;
+      }
+    }
+    if (conditionChanged || rowsChanged) {
+      await this.deps.events.record(obj, ready.status === 'True' ? 'Normal' : 'Warning', ready.reason, ready.message);
+    }
+  }
+}
+
+function compareAge(a: KubeObject, b: KubeObject): number {
+  return (
+    creationTime(a) - creationTime(b) ||
+    (a.metadata.namespace ?? '').localeCompare(b.metadata.namespace ?? '') ||
+    a.metadata.name.localeCompare(b.metadata.name)
+  );
+}
