@@ -105,6 +105,8 @@ export class Informer {
         if (attempt !== this.generation) return;
         this.lastActivity = Date.now();
         this.healthy = true;
+        // The watch delivers again: the next failure starts its backoff from the beginning.
+        this.failures = 0;
         if (type === 'ERROR') {
           gone = (obj as { code?: number })?.code === 410;
           return;

@@ -34,6 +34,7 @@ export class LeaderElector {
   private observedAt = 0;
   private lastRenew = 0;
   private timer: NodeJS.Timeout | undefined;
+  private failedRequests = 0;
   private running: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: LeaderElectionOptions) {}
@@ -80,8 +81,11 @@ export class LeaderElector {
     let renewed = false;
     try {
       renewed = await this.tryAcquireOrRenew();
+      if (this.failedRequests > 0) this.options.logger.info({ failures: this.failedRequests }, 'leader election: the Kubernetes API answers again');
+      this.failedRequests = 0;
     } catch (err) {
-      this.options.logger.warn({ reason: describeKubeError(err) }, 'leader election: lease request failed');
+      // Once, then every 30th retry: an API server that is away for minutes must not flood the log.
+      if (this.failedRequests++ % 30 === 0) this.options.logger.warn({ reason: describeKubeError(err), failures: this.failedRequests }, 'leader election: lease request failed');
     }
     if (renewed) {
       this.lastRenew = Date.now();

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Attributes, Counter, Histogram, Meter } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { metrics as sdkMetrics, resources } from '@opentelemetry/sdk-node';
+import { observeProcessMetrics } from './process-metrics.js';
 import type { MessageEvent, NackOutcome, QueueMetrics, RejectReason } from '../queue/metrics-port.js';
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -48,6 +49,7 @@ export class MetricsRegistry implements QueueMetrics {
       unit: 's',
       advice: { explicitBucketBoundaries: LATENCY_BUCKETS },
     });
+    observeProcessMetrics(this.meter, this);
   }
 
   message(event: MessageEvent, topic: string, count = 1): void {

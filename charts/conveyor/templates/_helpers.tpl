@@ -1,0 +1,367 @@
+{{/* vim: set filetype=mustache: */}}
+
+{{/* Chart name, truncated to 63 characters. */}}
+{{- define "conveyor.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Full name: <release>-<chart> unless the release name already contains the chart name. */}}
+{{- define "conveyor.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* <fullname>-<suffix>, truncated so the suffix survives. */}}
+{{- define "conveyor.componentName" -}}
+{{- $suffix := .suffix -}}
+{{- printf "%s-%s" (include "conveyor.fullname" .ctx | trunc (int (sub 62 (len $suffix))) | trimSuffix "-") $suffix -}}
+{{- end -}}
+
+{{- define "conveyor.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Selector labels of one component: {{ include "conveyor.selectorLabels" (dict "ctx" $ "component" "server") }} */}}
+{{- define "conveyor.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "conveyor.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+{{- if .component }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+{{- end -}}
+
+{{/* Labels of every resource. */}}
+{{- define "conveyor.labels" -}}
+helm.sh/chart: {{ include "conveyor.chart" .ctx }}
+{{ include "conveyor.selectorLabels" . }}
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+app.kubernetes.io/part-of: conveyor
+{{- with .ctx.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* metadata.annotations of every resource (commonAnnotations plus extra), or nothing; indented for metadata. */}}
+{{- define "conveyor.annotations" -}}
+{{- $all := merge (dict) (.extra | default dict) (.ctx.Values.commonAnnotations | default dict) -}}
+{{- if $all }}
+  annotations:
+    {{- toYaml $all | nindent 4 }}
+{{- end }}
+{{- end -}}
+
+{{/* The API pods' component: "server". */}}
+{{- define "conveyor.api.component" -}}server{{- end -}}
+
+{{- define "conveyor.image" -}}
+{{- $registry := .Values.global.imageRegistry | default .Values.image.registry -}}
+{{- $repository := .Values.image.repository -}}
+{{- if $registry }}{{ $repository = printf "%s/%s" $registry $repository }}{{ end -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" $repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repository (.Values.image.tag | default .Chart.AppVersion | toString) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* imagePullSecrets as a JSON list: {{- with include "conveyor.imagePullSecrets" . | fromJsonArray }} */}}
+{{- define "conveyor.imagePullSecrets" -}}
+{{- concat (.Values.global.imagePullSecrets | default list) (.Values.imagePullSecrets | default list) | toJson -}}
+{{- end -}}
+
+{{/* ---- names ---------------------------------------------------------------------------------------- */}}
+
+{{- define "conveyor.api.serviceAccountName" -}}
+{{- if .Values.api.serviceAccount.create -}}
+{{- .Values.api.serviceAccount.name | default (include "conveyor.fullname" .) -}}
+{{- else -}}
+{{- .Values.api.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "conveyor.controller.fullname" -}}
+{{- include "conveyor.componentName" (dict "ctx" . "suffix" "controller") -}}
+{{- end -}}
+
+{{- define "conveyor.controller.serviceAccountName" -}}
+{{- if .Values.controller.serviceAccount.create -}}
+{{- .Values.controller.serviceAccount.name | default (include "conveyor.controller.fullname" .) -}}
+{{- else -}}
+{{- .Values.controller.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "conveyor.controller.leaseName" -}}
+{{- .Values.controller.leaseName | default (include "conveyor.controller.fullname" .) -}}
+{{- end -}}
+
+{{/* Name of a reaper CronJob: {{ include "conveyor.reaper.name" (dict "ctx" $ "kind" "delete") }} */}}
+{{- define "conveyor.reaper.name" -}}
+{{- include "conveyor.componentName" (dict "ctx" .ctx "suffix" (printf "reap-%s" .kind)) -}}
+{{- end -}}
+
+{{- define "conveyor.configMapName" -}}
+{{- include "conveyor.componentName" (dict "ctx" . "suffix" "config") -}}
+{{- end -}}
+
+{{/* ---- modes ---------------------------------------------------------------------------------------- */}}
+
+{{/* "true" when reapers run as CronJobs: external database and reapers.external. */}}
+{{- define "conveyor.reapers.cronJobs" -}}
+{{- if and (not .Values.database.embedded) .Values.reapers.external }}true{{ end -}}
+{{- end -}}
+
+{{/* "true" when the chart renders the delete-reaper CronJob the controller keeps in step. */}}
+{{- define "conveyor.reapers.deleteCronJob" -}}
+{{- if and (include "conveyor.reapers.cronJobs" .) .Values.reapers.delete.enabled }}true{{ end -}}
+{{- end -}}
+
+{{/* ---- secrets -------------------------------------------------------------------------------------- */}}
+
+{{- define "conveyor.database.secretName" -}}
+{{- .Values.database.existingSecret | default (include "conveyor.componentName" (dict "ctx" . "suffix" "database")) -}}
+{{- end -}}
+
+{{- define "conveyor.database.secretKey" -}}
+{{- if .Values.database.existingSecret }}{{ .Values.database.existingSecretKey }}{{ else }}url{{ end -}}
+{{- end -}}
+
+{{/* The Secret the migration hook reads: the existing one, or a hook Secret created just before the Job. */}}
+{{- define "conveyor.database.hookSecretName" -}}
+{{- .Values.database.existingSecret | default (include "conveyor.componentName" (dict "ctx" . "suffix" "migrate")) -}}
+{{- end -}}
+
+{{- define "conveyor.auth.secretName" -}}
+{{- .Values.auth.existingSecret | default (include "conveyor.componentName" (dict "ctx" . "suffix" "auth")) -}}
+{{- end -}}
+
+{{- define "conveyor.auth.jwtSecretKey" -}}
+{{- if .Values.auth.existingSecret }}{{ .Values.auth.jwtSecretKey }}{{ else }}jwt-secret{{ end -}}
+{{- end -}}
+
+{{- define "conveyor.auth.adminPasswordKey" -}}
+{{- if .Values.auth.existingSecret }}{{ .Values.auth.adminPasswordKey }}{{ else }}admin-password{{ end -}}
+{{- end -}}
+
+{{- define "conveyor.redis.enabled" -}}
+{{- if or .Values.redis.url .Values.redis.existingSecret }}true{{ end -}}
+{{- end -}}
+
+{{- define "conveyor.redis.secretName" -}}
+{{- .Values.redis.existingSecret | default (include "conveyor.componentName" (dict "ctx" . "suffix" "redis")) -}}
+{{- end -}}
+
+{{- define "conveyor.redis.secretKey" -}}
+{{- if .Values.redis.existingSecret }}{{ .Values.redis.existingSecretKey }}{{ else }}url{{ end -}}
+{{- end -}}
+
+{{/*
+The data of a live Secret as JSON ({} when it does not exist, and always under `helm template`, `helm lint` and
+--dry-run=client, where lookup answers nothing). Isolated in one define so test/chart.test.ts can replace the
+lookup with a fixed Secret and check that generated values are reused.
+*/}}
+{{- define "conveyor.liveSecretData" -}}
+{{- $secret := lookup "v1" "Secret" .namespace .name -}}
+{{- dig "data" (dict) ($secret | default dict) | toJson -}}
+{{- end -}}
+
+{{/*
+The live spec of the delete-reaper CronJob as JSON ({} when absent): an upgrade keeps the schedule and suspend
+the controller set from the stored schedule instead of resetting them to the values.
+*/}}
+{{- define "conveyor.liveCronJobSpec" -}}
+{{- $cronJob := lookup "batch/v1" "CronJob" .namespace .name -}}
+{{- dig "spec" (dict) ($cronJob | default dict) | toJson -}}
+{{- end -}}
+
+{{/* ---- configuration ------------------------------------------------------------------------------ */}}
+
+{{/* conveyor.yaml: config plus the keys the chart owns. Secrets never appear here; they come as env vars. */}}
+{{- define "conveyor.configFile" -}}
+{{- $owned := dict
+  "server" (dict "http_port" (int .Values.api.containerPorts.http) "grpc_port" (int .Values.api.containerPorts.grpc) "host" "0.0.0.0")
+  "reapers" (dict "mode" (ternary "external" "in-process" (eq (include "conveyor.reapers.cronJobs" .) "true")))
+  "metrics" (dict "port" (int .Values.metrics.port))
+  "queue" (dict "delete_reaper_schedule" .Values.reapers.delete.schedule)
+  "controller" (dict
+    "namespaces" (join "," .Values.controller.watchNamespaces)
+    "lease_name" (include "conveyor.controller.leaseName" .)
+    "delete_reaper_cronjob" (ternary (include "conveyor.reaper.name" (dict "ctx" . "kind" "delete")) "" (eq (include "conveyor.reapers.deleteCronJob" .) "true"))
+    "port" (int .Values.controller.containerPort))
+-}}
+{{- if .Values.database.embedded }}
+{{- $_ := set $owned "db" (dict "url" "sqlite:/data/conveyor.db") }}
+{{- end }}
+{{- $config := mustMergeOverwrite (deepCopy .Values.config) $owned -}}
+{{- toYaml $config -}}
+{{- end -}}
+
+{{/* Where every conveyor container reads conveyor.yaml. */}}
+{{- define "conveyor.configPath" -}}/etc/conveyor/conveyor.yaml{{- end -}}
+
+{{/* env of every conveyor container: the config file and the database URL (external database). */}}
+{{- define "conveyor.env.common" -}}
+- name: CONVEYOR_CONFIG
+  value: {{ include "conveyor.configPath" . }}
+{{- if not .Values.database.embedded }}
+- name: CONVEYOR_DB_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "conveyor.database.secretName" . }}
+      key: {{ include "conveyor.database.secretKey" . }}
+{{- end }}
+{{- end -}}
+
+{{/* env of the API container: auth (secrets) and Redis. Auth settings reach only the processes serving requests. */}}
+{{- define "conveyor.env.api" -}}
+{{ include "conveyor.env.common" . }}
+- name: CONVEYOR_AUTH_ENABLED
+  value: {{ .Values.auth.enabled | toString | quote }}
+{{- if .Values.auth.enabled }}
+- name: CONVEYOR_AUTH_USERNAME
+  value: {{ .Values.auth.adminUsername | quote }}
+- name: CONVEYOR_AUTH_JWT_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "conveyor.auth.secretName" . }}
+      key: {{ include "conveyor.auth.jwtSecretKey" . }}
+- name: CONVEYOR_AUTH_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "conveyor.auth.secretName" . }}
+      key: {{ include "conveyor.auth.adminPasswordKey" . }}
+{{- end }}
+{{- if include "conveyor.redis.enabled" . }}
+- name: CONVEYOR_REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "conveyor.redis.secretName" . }}
+      key: {{ include "conveyor.redis.secretKey" . }}
+{{- end }}
+{{- with .Values.api.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* env of the controller container: its own namespace from the downward API. */}}
+{{- define "conveyor.env.controller" -}}
+{{ include "conveyor.env.common" . }}
+- name: CONVEYOR_CONTROLLER_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- with .Values.controller.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The config volume and its mount, and /tmp. */}}
+{{- define "conveyor.volumes" -}}
+- name: config
+  configMap:
+    name: {{ include "conveyor.configMapName" . }}
+- name: tmp
+  emptyDir:
+    sizeLimit: {{ .Values.tmpSizeLimit }}
+{{- end -}}
+
+{{- define "conveyor.volumeMounts" -}}
+- name: config
+  mountPath: /etc/conveyor
+  readOnly: true
+- name: tmp
+  mountPath: /tmp
+{{- end -}}
+
+{{/* An HTTP probe: {{ include "conveyor.probe" (dict "probe" .Values.api.livenessProbe "path" "/healthz" "port" "http") }} */}}
+{{- define "conveyor.probe" -}}
+httpGet:
+  path: {{ .path }}
+  port: {{ .port }}
+initialDelaySeconds: {{ .probe.initialDelaySeconds }}
+periodSeconds: {{ .probe.periodSeconds }}
+timeoutSeconds: {{ .probe.timeoutSeconds }}
+failureThreshold: {{ .probe.failureThreshold }}
+{{- end -}}
+
+{{/* topologySpreadConstraints (JSON list) with the component's selector filled in where none is given. */}}
+{{- define "conveyor.topologySpread" -}}
+{{- $selector := include "conveyor.selectorLabels" (dict "ctx" .ctx "component" .component) | fromYaml -}}
+{{- $out := list -}}
+{{- range .constraints }}
+{{- $c := deepCopy . }}
+{{- if not (hasKey $c "labelSelector") }}{{ $_ := set $c "labelSelector" (dict "matchLabels" $selector) }}{{ end }}
+{{- $out = append $out $c }}
+{{- end }}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* Pod annotations that roll the pods when the configuration or a chart-managed secret value changes. */}}
+{{- define "conveyor.checksums" -}}
+checksum/config: {{ include "conveyor.configFile" . | sha256sum }}
+checksum/secret-values: {{ list .Values.database.url .Values.database.existingSecret .Values.auth.enabled .Values.auth.jwtSecret .Values.auth.adminPassword .Values.auth.existingSecret .Values.redis.url .Values.redis.existingSecret | toJson | sha256sum }}
+{{- end -}}
+
+{{/* ---- impossible combinations ------------------------------------------------------------------------ */}}
+{{- define "conveyor.validate" -}}
+{{- $v := .Values -}}
+{{- if $v.database.embedded -}}
+{{- if gt (int $v.api.replicaCount) 1 -}}
+{{- fail (printf "database.embedded=true runs ONE pod (SQLite on a ReadWriteOnce volume): api.replicaCount must be 1, not %v. Use an external MySQL/MariaDB (database.embedded=false, database.url or database.existingSecret) to scale out." $v.api.replicaCount) -}}
+{{- end -}}
+{{- if $v.api.autoscaling.enabled -}}
+{{- fail "database.embedded=true runs ONE pod: api.autoscaling.enabled must be false. Use an external MySQL/MariaDB (database.embedded=false) to scale out." -}}
+{{- end -}}
+{{- if or $v.database.url $v.database.existingSecret -}}
+{{- fail "database.url / database.existingSecret name an external database: set database.embedded=false to use it (database.embedded=true runs SQLite in the pod)." -}}
+{{- end -}}
+{{- else -}}
+{{- if and $v.database.url $v.database.existingSecret -}}
+{{- fail "set either database.url or database.existingSecret, not both" -}}
+{{- end -}}
+{{- if not (or $v.database.url $v.database.existingSecret) -}}
+{{- fail "database.embedded=false needs the external database: set database.url (mysql://user:password@host:3306/db) or database.existingSecret" -}}
+{{- end -}}
+{{- if and $v.database.url (not (hasPrefix "mysql://" $v.database.url)) -}}
+{{- fail (printf "database.url must start with mysql:// (MySQL 8 / MariaDB 10.6+), got %q" (regexReplaceAll "//[^@/]*@" $v.database.url "//***@")) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $v.auth.enabled $v.auth.jwtSecret (lt (len $v.auth.jwtSecret) 32) -}}
+{{- fail "auth.jwtSecret must be at least 32 bytes (or leave it empty to have one generated)" -}}
+{{- end -}}
+{{- if and $v.auth.existingSecret (or $v.auth.jwtSecret $v.auth.adminPassword) -}}
+{{- fail "set either auth.existingSecret or auth.jwtSecret/auth.adminPassword, not both" -}}
+{{- end -}}
+{{- if and $v.redis.url $v.redis.existingSecret -}}
+{{- fail "set either redis.url or redis.existingSecret, not both" -}}
+{{- end -}}
+{{- if and $v.api.autoscaling.enabled (gt (int $v.api.autoscaling.minReplicas) (int $v.api.autoscaling.maxReplicas)) -}}
+{{- fail "api.autoscaling.minReplicas must not exceed api.autoscaling.maxReplicas" -}}
+{{- end -}}
+{{- if and $v.api.autoscaling.enabled (not (or $v.api.autoscaling.targetCPUUtilizationPercentage $v.api.autoscaling.targetMemoryUtilizationPercentage)) -}}
+{{- fail "api.autoscaling needs targetCPUUtilizationPercentage or targetMemoryUtilizationPercentage" -}}
+{{- end -}}
+{{- if and $v.api.podDisruptionBudget.enabled (not (kindIs "invalid" $v.api.podDisruptionBudget.minAvailable)) (not (kindIs "invalid" $v.api.podDisruptionBudget.maxUnavailable)) -}}
+{{- fail "api.podDisruptionBudget: set minAvailable or maxUnavailable, not both" -}}
+{{- end -}}
+{{- if and $v.metrics.serviceMonitor.enabled (eq (int $v.metrics.port) 0) -}}
+{{- fail "metrics.serviceMonitor needs the metrics listener: metrics.port must be > 0" -}}
+{{- end -}}
+{{- if and $v.ingress.enabled (not $v.ingress.hosts) -}}
+{{- fail "ingress.enabled needs at least one entry in ingress.hosts" -}}
+{{- end -}}
+{{- $ports := list (int $v.api.containerPorts.http) (int $v.api.containerPorts.grpc) (int $v.controller.containerPort) -}}
+{{- if gt (int $v.metrics.port) 0 }}{{ $ports = append $ports (int $v.metrics.port) }}{{ end -}}
+{{- if ne (len $ports) (len (uniq $ports)) -}}
+{{- fail (printf "api.containerPorts, metrics.port and controller.containerPort must differ (the embedded pod holds them all), got %v" $ports) -}}
+{{- end -}}
+{{- end -}}

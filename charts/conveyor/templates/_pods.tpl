@@ -1,0 +1,161 @@
+{{/* The API container (`conveyor serve`). */}}
+{{- define "conveyor.api.container" -}}
+- name: conveyor
+  image: {{ include "conveyor.image" . }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  args: ["serve"]
+  env:
+    {{- include "conveyor.env.api" . | nindent 4 }}
+  ports:
+    - name: http
+      containerPort: {{ .Values.api.containerPorts.http }}
+      protocol: TCP
+    - name: grpc
+      containerPort: {{ .Values.api.containerPorts.grpc }}
+      protocol: TCP
+    {{- if gt (int .Values.metrics.port) 0 }}
+    - name: metrics
+      containerPort: {{ .Values.metrics.port }}
+      protocol: TCP
+    {{- end }}
+  {{- if .Values.api.startupProbe.enabled }}
+  startupProbe:
+    {{- include "conveyor.probe" (dict "probe" .Values.api.startupProbe "path" "/healthz" "port" "http") | nindent 4 }}
+  {{- end }}
+  {{- if .Values.api.livenessProbe.enabled }}
+  livenessProbe:
+    {{- include "conveyor.probe" (dict "probe" .Values.api.livenessProbe "path" "/healthz" "port" "http") | nindent 4 }}
+  {{- end }}
+  {{- if .Values.api.readinessProbe.enabled }}
+  readinessProbe:
+    {{- include "conveyor.probe" (dict "probe" .Values.api.readinessProbe "path" "/readyz" "port" "http") | nindent 4 }}
+  {{- end }}
+  resources:
+    {{- toYaml .Values.api.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml .Values.containerSecurityContext | nindent 4 }}
+  volumeMounts:
+    {{- include "conveyor.volumeMounts" . | nindent 4 }}
+    {{- if .Values.database.embedded }}
+    - name: data
+      mountPath: /data
+    {{- end }}
+    {{- with .Values.api.extraVolumeMounts }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end -}}
+
+{{/* The controller container (`conveyor controller`); `sidecar` leaves out the readiness probe. */}}
+{{- define "conveyor.controller.container" -}}
+{{- $ := .ctx -}}
+- name: controller
+  image: {{ include "conveyor.image" $ }}
+  imagePullPolicy: {{ $.Values.image.pullPolicy }}
+  args: ["controller"]
+  env:
+    {{- include "conveyor.env.controller" $ | nindent 4 }}
+  ports:
+    - name: controller
+      containerPort: {{ $.Values.controller.containerPort }}
+      protocol: TCP
+  {{- if $.Values.controller.livenessProbe.enabled }}
+  livenessProbe:
+    {{- include "conveyor.probe" (dict "probe" $.Values.controller.livenessProbe "path" "/healthz" "port" "controller") | nindent 4 }}
+  {{- end }}
+  {{- if and $.Values.controller.readinessProbe.enabled (not .sidecar) }}
+  readinessProbe:
+    {{- include "conveyor.probe" (dict "probe" $.Values.controller.readinessProbe "path" "/readyz" "port" "controller") | nindent 4 }}
+  {{- end }}
+  resources:
+    {{- toYaml $.Values.controller.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml $.Values.containerSecurityContext | nindent 4 }}
+  volumeMounts:
+    {{- include "conveyor.volumeMounts" $ | nindent 4 }}
+    {{- if .sidecar }}
+    - name: data
+      mountPath: /data
+    {{- end }}
+{{- end -}}
+
+{{/* The API pod template, for the Deployment (external database) and the StatefulSet (embedded). */}}
+{{- define "conveyor.api.podTemplate" -}}
+{{- $component := include "conveyor.api.component" . -}}
+{{- $sidecar := and .Values.database.embedded .Values.controller.enabled -}}
+metadata:
+  labels:
+    {{- include "conveyor.labels" (dict "ctx" . "component" $component) | nindent 4 }}
+    {{- with .Values.api.podLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  annotations:
+    {{- include "conveyor.checksums" . | nindent 4 }}
+    {{- with .Values.api.podAnnotations }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  {{- if $sidecar }}
+  # The controller runs as a sidecar sharing the SQLite volume, so the pod runs as the controller's account.
+  serviceAccountName: {{ include "conveyor.controller.serviceAccountName" . }}
+  automountServiceAccountToken: true
+  {{- else }}
+  serviceAccountName: {{ include "conveyor.api.serviceAccountName" . }}
+  automountServiceAccountToken: false
+  {{- end }}
+  {{- with include "conveyor.imagePullSecrets" . | fromJsonArray }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  securityContext:
+    {{- toYaml .Values.podSecurityContext | nindent 4 }}
+  terminationGracePeriodSeconds: {{ .Values.api.terminationGracePeriodSeconds }}
+  {{- with .Values.api.priorityClassName }}
+  priorityClassName: {{ . }}
+  {{- end }}
+  {{- with .Values.api.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.api.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.api.affinity }}
+  affinity:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- if not .Values.database.embedded }}
+  {{- with include "conveyor.topologySpread" (dict "ctx" . "component" $component "constraints" .Values.api.topologySpreadConstraints) | fromJsonArray }}
+  topologySpreadConstraints:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- end }}
+  {{- if and .Values.database.embedded .Values.migrations.enabled }}
+  # Embedded database: migrate the SQLite file once, before the API and the controller both open it.
+  initContainers:
+    - name: migrate
+      image: {{ include "conveyor.image" . }}
+      imagePullPolicy: {{ .Values.image.pullPolicy }}
+      args: ["migrate"]
+      env:
+        {{- include "conveyor.env.common" . | nindent 8 }}
+      resources:
+        {{- toYaml .Values.migrations.resources | nindent 8 }}
+      securityContext:
+        {{- toYaml .Values.containerSecurityContext | nindent 8 }}
+      volumeMounts:
+        {{- include "conveyor.volumeMounts" . | nindent 8 }}
+        - name: data
+          mountPath: /data
+  {{- end }}
+  containers:
+    {{- include "conveyor.api.container" . | nindent 4 }}
+    {{- if $sidecar }}
+    {{- include "conveyor.controller.container" (dict "ctx" . "sidecar" true) | nindent 4 }}
+    {{- end }}
+  volumes:
+    {{- include "conveyor.volumes" . | nindent 4 }}
+    {{- with .Values.api.extraVolumes }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end -}}

@@ -1,0 +1,75 @@
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import type { BatchObservableResult, Meter } from '@opentelemetry/api';
+
+/** Resolution of the event-loop delay sampler: one unref'd libuv timer per registry, 20 ms apart. */
+const EVENT_LOOP_RESOLUTION_MS = 20;
+
+/**
+ * Process metrics named like prom-client's defaults, so stock Node.js dashboards understand them:
+ * process_cpu_seconds_total, process_resident_memory_bytes, process_start_time_seconds,
+ * nodejs_heap_size_used_bytes, nodejs_heap_size_total_bytes and nodejs_eventloop_lag_seconds.
+ *
+ * Observable instruments on the registry's meter: the values are read only when Prometheus scrapes, and
+ * served by the same exporter (no extra HTTP server). The only background work is the event-loop delay
+ * histogram of perf_hooks (an unref'd timer every 20 ms); it is disabled when `owner.shutdown()` runs.
+ *
+ * nodejs_eventloop_lag_seconds is the p99 of the event-loop delay over the time since the previous scrape
+ * (the histogram is reset on every collection), less the sampling interval, which every sample includes;
+ * not the single-sample lag of prom-client's gauge of the same name, so sustained lag between two scrapes
+ * shows up instead of being missed. With several scrapers each sees the window since the last collection.
+ */
+export function observeProcessMetrics(meter: Meter, owner?: { shutdown(): Promise<void> }): () => void {
+  const cpu = meter.createObservableCounter('process_cpu_seconds_total', {
+    description: 'Total user and system CPU time spent in seconds',
+    unit: 's',
+  });
+  const rss = meter.createObservableGauge('process_resident_memory_bytes', { description: 'Resident memory size in bytes' });
+  const start = meter.createObservableGauge('process_start_time_seconds', {
+    description: 'Start time of the process since unix epoch in seconds',
+    unit: 's',
+  });
+  const heapUsed = meter.createObservableGauge('nodejs_heap_size_used_bytes', { description: 'Process heap size used from Node.js in bytes' });
+  const heapTotal = meter.createObservableGauge('nodejs_heap_size_total_bytes', { description: 'Process heap size from Node.js in bytes' });
+  const lag = meter.createObservableGauge('nodejs_eventloop_lag_seconds', {
+    description: 'Event loop lag in seconds: p99 of the event-loop delay since the previous scrape, less the 20 ms sampling interval (perf_hooks.monitorEventLoopDelay)',
+    unit: 's',
+  });
+
+  const delay = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
+  delay.enable();
+  const startSeconds = performance.timeOrigin / 1000;
+
+  const callback = (result: BatchObservableResult) => {
+    const usage = process.cpuUsage();
+    result.observe(cpu, (usage.user + usage.system) / 1e6);
+    const memory = process.memoryUsage();
+    result.observe(rss, memory.rss);
+    result.observe(heapUsed, memory.heapUsed);
+    result.observe(heapTotal, memory.heapTotal);
+    result.observe(start, startSeconds);
+    // No sample yet (a scrape right after the previous one): report 0 rather than the histogram's NaN/max.
+    const p99Ns = delay.count > 0 ? delay.percentile(99) : 0;
+    // The histogram includes the sampling resolution itself; what is above it is the lag.
+    result.observe(lag, Math.max(0, p99Ns / 1e9 - EVENT_LOOP_RESOLUTION_MS / 1000));
+    delay.reset();
+  };
+  const instruments = [cpu, rss, start, heapUsed, heapTotal, lag];
+  meter.addBatchObservableCallback(callback, instruments);
+
+  let stopped = false;
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    delay.disable();
+    meter.removeBatchObservableCallback(callback, instruments);
+  };
+  if (owner) {
+    // Stop the sampler with the registry, without the registry having to know about it.
+    const shutdown = owner.shutdown.bind(owner);
+    owner.shutdown = async () => {
+      stop();
+      await shutdown();
+    };
+  }
+  return stop;
+}

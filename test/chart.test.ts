@@ -1,0 +1,843 @@
+/**
+ * The Helm chart charts/conveyor: lint, render with several value sets, validate every object, and check what
+ * matters — probes, security contexts, RBAC, secret references, hooks, CronJobs, labels and selectors, the
+ * values schema, generated secrets kept across upgrades, copies of CRDs and monitoring files — and that the
+ * configuration each pod gets (the rendered conveyor.yaml plus the pod's CONVEYOR_* variables) is accepted by
+ * the service's own loader (src/config/load.ts).
+ */
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, posix } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { loadConfig, validateConfig } from '../src/config/load.js';
+import { configSchema, type Config } from '../src/config/schema.js';
+import { CHART, ROOT, helm, helmTemplate, parseManifests, validateObject, type K8sObject } from './helpers/helm.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { engineByName } from './helpers/engines.js';
+
+const NAMESPACE = 'conveyor';
+const PRODUCTION_VALUES = join(CHART, 'ci', 'production-values.yaml');
+const chartValues = parseYaml(readFileSync(join(CHART, 'values.yaml'), 'utf8'));
+const productionValues = parseYaml(readFileSync(PRODUCTION_VALUES, 'utf8'));
+
+/** The value sets every generic check runs on. `values` is what the test knows of them (for existingSecret names). */
+const VALUE_SETS: Record<string, { args: string[]; values: any }> = {
+  default: { args: [], values: {} },
+  embedded: {
+    args: ['--set', 'database.embedded=true', '--set', 'database.persistence.size=2Gi', '--set', 'networkPolicy.enabled=true', '--set', 'metrics.serviceMonitor.enabled=true'],
+    values: { database: { embedded: true } },
+  },
+  'embedded, auth off': {
+    args: ['--set', 'database.embedded=true', '--set', 'auth.enabled=false', '--set', 'controller.enabled=false', '--set', 'metrics.port=0'],
+    values: { auth: { enabled: false } },
+  },
+  'external, chart-made secrets': {
+    args: [
+      '--set', 'database.embedded=false',
+      '--set', 'database.url=mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor',
+      '--set', 'redis.url=redis://redis.db.svc:6379',
+      '--set', 'api.replicaCount=2',
+      '--set', 'controller.watchNamespaces={team-a}',
+    ],
+    values: { controller: { watchNamespaces: ['team-a'] } },
+  },
+  production: { args: ['-f', PRODUCTION_VALUES], values: productionValues },
+};
+
+const rendered: Record<string, K8sObject[]> = {};
+
+beforeAll(async () => {
+  await Promise.all(
+    Object.entries(VALUE_SETS).map(async ([name, set]) => {
+      rendered[name] = (await helmTemplate(set.args)).objects;
+    }),
+  );
+}, 120_000);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Small accessors
+
+const all = (set: string) => rendered[set];
+const ofKind = (set: string, kind: string) => all(set).filter((o) => o.kind === kind);
+const named = (set: string, kind: string, name: string) => {
+  const found = all(set).find((o) => o.kind === kind && o.metadata.name === name);
+  if (!found) throw new Error(`${set}: no ${kind}/${name}`);
+  return found;
+};
+
+interface Workload {
+  obj: K8sObject;
+  podSpec: any;
+  podLabels: Record<string, string>;
+}
+
+/** Every pod template the chart renders (Deployments, StatefulSets, CronJobs, Jobs, Pods). */
+function workloads(set: string): Workload[] {
+  return all(set).flatMap((obj): Workload[] => {
+    if (obj.kind === 'Deployment' || obj.kind === 'StatefulSet' || obj.kind === 'Job')
+      return [{ obj, podSpec: obj.spec.template.spec, podLabels: obj.spec.template.metadata?.labels ?? {} }];
+    if (obj.kind === 'CronJob') return [{ obj, podSpec: obj.spec.jobTemplate.spec.template.spec, podLabels: obj.spec.jobTemplate.spec.template.metadata?.labels ?? {} }];
+    if (obj.kind === 'Pod') return [{ obj, podSpec: obj.spec, podLabels: obj.metadata.labels ?? {} }];
+    return [];
+  });
+}
+
+const isConveyorContainer = (c: any) => !c.command && Array.isArray(c.args) && ['serve', 'controller', 'migrate', 'reap'].includes(c.args[0]);
+
+function conveyorContainers(set: string) {
+  return workloads(set).flatMap((w) => [...(w.podSpec.initContainers ?? []), ...w.podSpec.containers].filter(isConveyorContainer).map((container: any) => ({ ...w, container })));
+}
+
+const matches = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+
+/** Which Secret names the values point at that the chart does not create. */
+function existingSecrets(values: any): Map<string, Set<string>> {
+  const map = new Map<string, Set<string>>();
+  const add = (name: string | undefined, ...keys: string[]) => {
+    if (!name) return;
+    map.set(name, new Set([...(map.get(name) ?? []), ...keys]));
+  };
+  add(values.database?.existingSecret, values.database?.existingSecretKey ?? 'url');
+  add(values.redis?.existingSecret, values.redis?.existingSecretKey ?? 'url');
+  add(values.auth?.existingSecret, values.auth?.jwtSecretKey ?? 'jwt-secret', values.auth?.adminPasswordKey ?? 'admin-password');
+  return map;
+}
+
+/** Stand-ins for the contents of existing Secrets, per variable they feed. */
+const DUMMY: Record<string, string> = {
+  CONVEYOR_DB_URL: 'mysql://conveyor:dummy@mysql.db.svc:3306/conveyor',
+  CONVEYOR_REDIS_URL: 'redis://redis.db.svc:6379',
+  CONVEYOR_AUTH_JWT_SECRET: 'a-dummy-jwt-secret-of-at-least-32-bytes-long',
+  CONVEYOR_AUTH_PASSWORD: 'dummy-admin-password',
+  ADMIN_PASSWORD: 'dummy-admin-password',
+};
+
+/** A container's environment as the kubelet would build it, with Secrets resolved. */
+function resolveEnv(set: string, container: any, namespace = NAMESPACE): Record<string, string> {
+  const env: Record<string, string> = {};
+  const existing = existingSecrets(VALUE_SETS[set].values);
+  for (const e of container.env ?? []) {
+    if (e.value !== undefined) env[e.name] = String(e.value);
+    else if (e.valueFrom?.secretKeyRef) {
+      const { name, key } = e.valueFrom.secretKeyRef;
+      const secret = all(set).find((o) => o.kind === 'Secret' && o.metadata.name === name);
+      if (secret) {
+        expect(secret.data?.[key], `Secret ${name} has no key ${key}`).toBeDefined();
+        env[e.name] = Buffer.from(secret.data[key], 'base64').toString('utf8');
+      } else {
+        expect(existing.get(name)?.has(key), `${e.name} reads ${name}/${key}, neither rendered nor an existingSecret key from the values`).toBe(true);
+        expect(DUMMY[e.name], `no stand-in value for ${e.name}`).toBeDefined();
+        env[e.name] = DUMMY[e.name];
+      }
+    } else if (e.valueFrom?.fieldRef) {
+      expect(e.valueFrom.fieldRef.fieldPath).toBe('metadata.namespace');
+      env[e.name] = namespace;
+    } else throw new Error(`unsupported env source in ${container.name}: ${JSON.stringify(e)}`);
+  }
+  return env;
+}
+
+/** The configuration a conveyor container ends up with: its conveyor.yaml (from the mounted ConfigMap) plus its env. */
+function containerConfig(set: string, w: Workload & { container: any }): { config: Config; env: Record<string, string> } {
+  const env = resolveEnv(set, w.container);
+  const dir = mkdtempSync(join(tmpdir(), 'conveyor-chart-config-'));
+  try {
+    let configPath = join(dir, 'empty.yaml');
+    writeFileSync(configPath, '');
+    if (env.CONVEYOR_CONFIG) {
+      const mount = (w.container.volumeMounts ?? []).find((m: any) => env.CONVEYOR_CONFIG.startsWith(`${m.mountPath}/`));
+      expect(mount, `${w.container.name}: CONVEYOR_CONFIG ${env.CONVEYOR_CONFIG} is on no mounted volume`).toBeDefined();
+      const volume = w.podSpec.volumes.find((v: any) => v.name === mount.name);
+      expect(volume?.configMap, `${w.container.name}: volume ${mount.name} is not a ConfigMap`).toBeDefined();
+      const configMap = named(set, 'ConfigMap', volume.configMap.name);
+      const file = posix.relative(mount.mountPath, env.CONVEYOR_CONFIG);
+      expect(configMap.data?.[file], `ConfigMap ${configMap.metadata.name} has no ${file}`).toBeDefined();
+      configPath = join(dir, 'conveyor.yaml');
+      writeFileSync(configPath, configMap.data[file]);
+    }
+    // loadConfig: the service's own file + CONVEYOR_* overlay, then validateConfig (throws ConfigError on anything the service refuses).
+    return { config: loadConfig({ configPath, env }), env };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('chart metadata and copies', () => {
+  it('Chart.yaml: apiVersion v2, appVersion = package.json version, kubeVersion >= 1.25', () => {
+    const chart = parseYaml(readFileSync(join(CHART, 'Chart.yaml'), 'utf8'));
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+    expect(chart.apiVersion).toBe('v2');
+    expect(chart.name).toBe('conveyor');
+    expect(chart.appVersion).toBe(pkg.version);
+    expect(chart.kubeVersion).toBe('>=1.25.0-0');
+  });
+
+  it('charts/conveyor/crds/ holds byte-identical copies of crds/', () => {
+    const source = readdirSync(join(ROOT, 'crds')).sort();
+    expect(source.length).toBeGreaterThan(0);
+    expect(readdirSync(join(CHART, 'crds')).sort()).toEqual(source);
+    for (const file of source) {
+      expect(readFileSync(join(CHART, 'crds', file)).equals(readFileSync(join(ROOT, 'crds', file))), `charts/conveyor/crds/${file} differs from crds/${file}`).toBe(true);
+    }
+  });
+
+  it('the CRDs are valid CustomResourceDefinitions', () => {
+    for (const file of readdirSync(join(CHART, 'crds'))) {
+      for (const crd of parseManifests(readFileSync(join(CHART, 'crds', file), 'utf8'))) expect(validateObject(crd), file).toEqual([]);
+    }
+  });
+
+  it('files/ holds byte-identical copies of the alert rules and the Grafana dashboard', () => {
+    const pairs = [
+      ['files/conveyor-rules.yaml', 'deploy/prometheus/conveyor-rules.yaml'],
+      ['files/conveyor-dashboard.json', 'deploy/grafana/conveyor-dashboard.json'],
+    ];
+    for (const [copy, source] of pairs) {
+      expect(readFileSync(join(CHART, copy)).equals(readFileSync(join(ROOT, source))), `charts/conveyor/${copy} differs from ${source}: copy it again`).toBe(true);
+    }
+  });
+
+  it('the chart runs as the image\'s user (Dockerfile USER)', () => {
+    const user = /^USER\s+(\d+):(\d+)\s*$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
+    expect(user).not.toBeNull();
+    expect(chartValues.podSecurityContext.runAsUser).toBe(Number(user![1]));
+    expect(chartValues.podSecurityContext.runAsGroup).toBe(Number(user![2]));
+    expect(chartValues.containerSecurityContext.runAsUser).toBe(Number(user![1]));
+  });
+});
+
+describe('helm lint --strict', () => {
+  it.each(Object.keys(VALUE_SETS))('%s values', async (name) => {
+    const result = await helm(['lint', '--strict', CHART, '--namespace', NAMESPACE, ...VALUE_SETS[name].args]);
+    expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+    expect(result.stdout).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
+    // helm lint does not stop at `fail`: it logs it. No template may fail under lint either.
+    expect(result.stderr).not.toMatch(/funcMap fail/);
+  });
+});
+
+describe.each(Object.keys(VALUE_SETS))('rendered with %s values', (set) => {
+  it('every object is valid for its kind (kubernetes-models, no unknown fields; ajv for monitoring.coreos.com)', () => {
+    expect(all(set).length).toBeGreaterThan(5);
+    const problems = all(set).flatMap(validateObject);
+    expect(problems).toEqual([]);
+    // Names are unique per kind and namespace.
+    const keys = all(set).map((o) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`);
+    expect(keys.length).toBe(new Set(keys).size);
+    for (const o of all(set)) {
+      expect(o.metadata.labels?.['app.kubernetes.io/name'], `${o.kind}/${o.metadata.name}`).toBe('conveyor');
+      expect(o.metadata.labels?.['app.kubernetes.io/instance']).toBe('conveyor');
+      expect(o.metadata.labels?.['app.kubernetes.io/managed-by']).toBe('Helm');
+      expect(o.metadata.labels?.['helm.sh/chart']).toMatch(/^conveyor-\d/);
+      if (!['ClusterRole', 'ClusterRoleBinding'].includes(o.kind)) expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBeDefined();
+    }
+  });
+
+  it('every pod is locked down: non-root numeric user, read-only root, no privilege escalation, ALL capabilities dropped, RuntimeDefault seccomp, /tmp emptyDir', () => {
+    const ws = workloads(set);
+    expect(ws.length).toBeGreaterThan(0);
+    for (const w of ws) {
+      const where = `${w.obj.kind}/${w.obj.metadata.name}`;
+      expect(w.podSpec.securityContext, where).toMatchObject({ runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } });
+      for (const c of [...(w.podSpec.initContainers ?? []), ...w.podSpec.containers]) {
+        expect(c.securityContext, `${where} ${c.name}`).toMatchObject({
+          runAsNonRoot: true,
+          runAsUser: 10001,
+          readOnlyRootFilesystem: true,
+          allowPrivilegeEscalation: false,
+          privileged: false,
+          capabilities: { drop: ['ALL'] },
+          seccompProfile: { type: 'RuntimeDefault' },
+        });
+        const tmp = (c.volumeMounts ?? []).find((m: any) => m.mountPath === '/tmp');
+        expect(tmp, `${where} ${c.name} has no /tmp`).toBeDefined();
+        expect(w.podSpec.volumes.find((v: any) => v.name === tmp.name)?.emptyDir, `${where} /tmp is not an emptyDir`).toBeDefined();
+        expect(c.resources?.requests?.memory, `${where} ${c.name} memory request`).toBeDefined();
+        expect(c.resources?.limits?.memory, `${where} ${c.name} memory limit`).toBeDefined();
+        expect(c.image).toMatch(/conveyor/);
+      }
+      // Only the controller talks to the Kubernetes API.
+      const runsController = w.podSpec.containers.some((c: any) => c.args?.[0] === 'controller');
+      expect(w.podSpec.automountServiceAccountToken, where).toBe(runsController);
+    }
+  });
+
+  it('conveyor containers keep the image ENTRYPOINT (tini, --max-semi-space-size=64) and pass only the command as args', () => {
+    for (const { obj, container } of conveyorContainers(set)) {
+      expect(container.command, `${obj.kind}/${obj.metadata.name} ${container.name}`).toBeUndefined();
+    }
+    // The only other container is the helm test pod, running node on an inline script.
+    const others = workloads(set).flatMap((w) => w.podSpec.containers.filter((c: any) => !isConveyorContainer(c)).map((c: any) => `${w.obj.kind}/${c.name}`));
+    expect(others).toEqual(ofKind(set, 'Pod').length ? ['Pod/roundtrip'] : []);
+  });
+
+  it('the configuration each conveyor process gets is one the service accepts, and fits the pod around it', () => {
+    const byRole = new Map<string, Config[]>();
+    for (const w of conveyorContainers(set)) {
+      const where = `${w.obj.kind}/${w.obj.metadata.name} ${w.container.name}`;
+      let result: { config: Config; env: Record<string, string> };
+      try {
+        result = containerConfig(set, w);
+      } catch (err) {
+        throw new Error(`${where}: ${(err as Error).message}`);
+      }
+      const { config } = result;
+      const role = w.container.args[0] as string;
+      byRole.set(role, [...(byRole.get(role) ?? []), config]);
+      const ports = Object.fromEntries((w.container.ports ?? []).map((p: any) => [p.name, p.containerPort]));
+      if (config.db.url.startsWith('sqlite:')) {
+        // The file lives on the data volume (the root filesystem is read-only).
+        expect(config.db.url, where).toBe('sqlite:/data/conveyor.db');
+        expect(w.container.volumeMounts.some((m: any) => m.mountPath === '/data' && m.name === 'data'), `${where} mounts no /data`).toBe(true);
+      } else expect(config.db.url, where).toMatch(/^mysql:\/\//);
+      if (role === 'serve') {
+        expect(config.server.http_port).toBe(ports.http);
+        expect(config.server.grpc_port).toBe(ports.grpc);
+        expect(config.server.host).toBe('0.0.0.0');
+        expect(config.metrics.port).toBe(ports.metrics ?? 0);
+        if (config.auth.enabled) {
+          expect(Buffer.byteLength(config.auth.jwt_secret)).toBeGreaterThanOrEqual(32);
+          expect(config.auth.username).not.toBe('');
+          expect(config.auth.password).not.toBe('');
+        }
+        const cronJobs = ofKind(set, 'CronJob');
+        expect(config.reapers.mode).toBe(cronJobs.length > 0 ? 'external' : 'in-process');
+        // SIGTERM handling: Kubernetes waits longer than the service's own shutdown timeout.
+        expect(w.podSpec.terminationGracePeriodSeconds).toBeGreaterThan(config.server.shutdown_timeout);
+      }
+      if (role === 'controller') {
+        expect(config.controller.port).toBe(ports.controller);
+        expect(config.controller.namespace).toBe(NAMESPACE);
+        expect(config.controller.host).toBe('0.0.0.0');
+        const deleteJob = ofKind(set, 'CronJob').find((c) => c.metadata.name.endsWith('-reap-delete'));
+        expect(config.controller.delete_reaper_cronjob).toBe(deleteJob?.metadata.name ?? '');
+        if (deleteJob) {
+          expect(deleteJob.metadata.namespace).toBe(config.controller.namespace);
+          // The schedule the controller falls back to (nothing stored yet) is the one the chart starts the CronJob with.
+          expect(config.queue.delete_reaper_schedule).toBe(deleteJob.spec.schedule);
+        }
+        const watched = config.controller.namespaces.split(',').filter(Boolean);
+        expect(watched).toEqual(VALUE_SETS[set].values.controller?.watchNamespaces ?? []);
+      }
+      if (role === 'reap') expect(['expiry', 'delete', 'archive']).toContain(w.container.args[1]);
+    }
+    // Every process of a release talks to the same database.
+    const urls = new Set([...byRole.values()].flat().map((c) => c.db.url));
+    expect(urls.size).toBe(1);
+    expect(byRole.has('serve')).toBe(true);
+  });
+
+  it('every secretKeyRef names a Secret that is rendered (with that key) or an existingSecret from the values (with its key)', () => {
+    const existing = existingSecrets(VALUE_SETS[set].values);
+    const refs = workloads(set).flatMap((w) =>
+      [...(w.podSpec.initContainers ?? []), ...w.podSpec.containers].flatMap((c: any) => (c.env ?? []).filter((e: any) => e.valueFrom?.secretKeyRef).map((e: any) => ({ w, e }))),
+    );
+    for (const { w, e } of refs) {
+      const { name, key } = e.valueFrom.secretKeyRef;
+      const secret = all(set).find((o) => o.kind === 'Secret' && o.metadata.name === name);
+      const where = `${w.obj.kind}/${w.obj.metadata.name} ${e.name}`;
+      if (secret) {
+        expect(Object.keys(secret.data ?? {}), where).toContain(key);
+        // A pre-install hook reads only Secrets that exist before it runs: hooks of a lower weight, or existing
+        // Secrets. (The `helm test` hook runs after the release and may read its Secrets.)
+        const hook = w.obj.metadata.annotations?.['helm.sh/hook'];
+        if (hook && hook !== 'test') {
+          expect(secret.metadata.annotations?.['helm.sh/hook'], `${where}: hook reads the non-hook Secret ${name}`).toBe(hook);
+          expect(Number(secret.metadata.annotations!['helm.sh/hook-weight'])).toBeLessThan(Number(w.obj.metadata.annotations!['helm.sh/hook-weight'] ?? 0));
+        }
+      } else {
+        expect(existing.get(name)?.has(key), `${where}: ${name}/${key} is neither rendered nor an existingSecret from the values`).toBe(true);
+      }
+    }
+    // An existingSecret means the chart renders no Secret of that name.
+    for (const name of existing.keys()) expect(all(set).some((o) => o.kind === 'Secret' && o.metadata.name === name)).toBe(false);
+  });
+
+  it('probes: API /healthz (startup, liveness) and /readyz (readiness); controller /healthz and /readyz on its port', () => {
+    for (const { obj, container } of conveyorContainers(set)) {
+      const where = `${obj.kind}/${obj.metadata.name} ${container.name}`;
+      const portNames = (container.ports ?? []).map((p: any) => p.name);
+      if (container.args[0] === 'serve') {
+        expect(container.livenessProbe?.httpGet, where).toEqual({ path: '/healthz', port: 'http' });
+        expect(container.readinessProbe?.httpGet, where).toEqual({ path: '/readyz', port: 'http' });
+        expect(container.startupProbe?.httpGet, where).toEqual({ path: '/healthz', port: 'http' });
+        // The start-up probe allows migrations at start-up a while before liveness takes over.
+        expect(container.startupProbe.periodSeconds * container.startupProbe.failureThreshold).toBeGreaterThanOrEqual(120);
+        expect(portNames).toEqual(expect.arrayContaining(['http', 'grpc']));
+      }
+      if (container.args[0] === 'controller') {
+        expect(container.livenessProbe?.httpGet, where).toEqual({ path: '/healthz', port: 'controller' });
+        const sidecar = obj.kind === 'StatefulSet';
+        if (sidecar) expect(container.readinessProbe, `${where}: a sidecar's readiness would take the API out of its Service`).toBeUndefined();
+        else expect(container.readinessProbe?.httpGet, where).toEqual({ path: '/readyz', port: 'controller' });
+        expect(portNames).toContain('controller');
+      }
+      if (['migrate', 'reap'].includes(container.args[0])) {
+        expect(container.livenessProbe).toBeUndefined();
+        expect(container.ports).toBeUndefined();
+      }
+    }
+  });
+
+  it('Services, PDB, HPA, NetworkPolicies and ServiceMonitors select the right pods and ports', () => {
+    const pods = workloads(set);
+    for (const svc of ofKind(set, 'Service')) {
+      const selected = pods.filter((w) => matches(svc.spec.selector, w.podLabels));
+      expect(selected.length, `Service ${svc.metadata.name} selects nothing`).toBeGreaterThan(0);
+      for (const w of selected) {
+        // A Service selects long-running pods only, never Jobs or the test pod.
+        expect(['Deployment', 'StatefulSet'], `Service ${svc.metadata.name} selects ${w.obj.kind}/${w.obj.metadata.name}`).toContain(w.obj.kind);
+        const ports = w.podSpec.containers.flatMap((c: any) => c.ports ?? []).map((p: any) => p.name);
+        for (const p of svc.spec.ports) expect(ports, `Service ${svc.metadata.name} port ${p.name}`).toContain(p.targetPort);
+      }
+    }
+    for (const workload of all(set).filter((o) => o.kind === 'Deployment' || o.kind === 'StatefulSet')) {
+      expect(matches(workload.spec.selector.matchLabels, workload.spec.template.metadata.labels), `${workload.kind}/${workload.metadata.name}`).toBe(true);
+      // No other workload's pods fall under its selector.
+      const others = pods.filter((w) => w.obj !== workload && matches(workload.spec.selector.matchLabels, w.podLabels));
+      expect(others.map((w) => w.obj.metadata.name)).toEqual([]);
+    }
+    const api = all(set).find((o) => (o.kind === 'Deployment' || o.kind === 'StatefulSet') && o.metadata.labels?.['app.kubernetes.io/component'] === 'server')!;
+    expect(api).toBeDefined();
+    for (const pdb of ofKind(set, 'PodDisruptionBudget')) expect(pdb.spec.selector.matchLabels).toEqual(api.spec.selector.matchLabels);
+    for (const hpa of ofKind(set, 'HorizontalPodAutoscaler')) {
+      expect(hpa.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: api.kind, name: api.metadata.name });
+      expect(api.kind).toBe('Deployment');
+      expect(api.spec.replicas, 'replicas is left to the HPA').toBeUndefined();
+    }
+    for (const np of ofKind(set, 'NetworkPolicy')) {
+      const selected = pods.filter((w) => matches(np.spec.podSelector.matchLabels, w.podLabels));
+      expect(selected.length, `NetworkPolicy ${np.metadata.name}`).toBeGreaterThan(0);
+      const ports = new Set(selected.flatMap((w) => w.podSpec.containers.flatMap((c: any) => c.ports ?? []).map((p: any) => p.name)));
+      for (const rule of np.spec.ingress) for (const p of rule.ports) expect(ports, `NetworkPolicy ${np.metadata.name} port ${p.port}`).toContain(p.port);
+    }
+    for (const sm of ofKind(set, 'ServiceMonitor')) {
+      const services = ofKind(set, 'Service').filter((s) => matches(sm.spec.selector.matchLabels, s.metadata.labels ?? {}));
+      expect(services.length, `ServiceMonitor ${sm.metadata.name}`).toBe(1);
+      for (const ep of sm.spec.endpoints) expect(services[0].spec.ports.map((p: any) => p.name)).toContain(ep.port);
+      // The job label the alert rules expect comes from the Service.
+      expect(services[0].metadata.labels?.[sm.spec.jobLabel]).toMatch(/^conveyor(-controller)?$/);
+      expect(sm.spec.namespaceSelector.matchNames).toEqual([NAMESPACE]);
+    }
+  });
+
+  it('the controller\'s RBAC is exactly what it needs', () => {
+    const controllerOn = conveyorContainers(set).some((w) => w.container.args[0] === 'controller');
+    const rbac = all(set).filter((o) => o.apiVersion === 'rbac.authorization.k8s.io/v1');
+    if (!controllerOn) {
+      expect(rbac).toEqual([]);
+      return;
+    }
+    const controller = conveyorContainers(set).find((w) => w.container.args[0] === 'controller')!;
+    const sa = controller.podSpec.serviceAccountName;
+    expect(all(set).some((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa)).toBe(true);
+    const { config } = containerConfig(set, controller);
+    const watchRules = [
+      { apiGroups: ['conveyor.dev'], resources: ['topicconfigs', 'topicschemas', 'consumergroups'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+      { apiGroups: ['conveyor.dev'], resources: ['topicconfigs/status', 'topicschemas/status', 'consumergroups/status'], verbs: ['get', 'update', 'patch'] },
+      { apiGroups: ['conveyor.dev'], resources: ['topicconfigs/finalizers', 'topicschemas/finalizers', 'consumergroups/finalizers'], verbs: ['update'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+    ];
+    const ownRules: object[] = [
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [config.controller.lease_name], verbs: ['get', 'update'] },
+    ];
+    if (config.controller.delete_reaper_cronjob) {
+      ownRules.push({ apiGroups: ['batch'], resources: ['cronjobs'], resourceNames: [config.controller.delete_reaper_cronjob], verbs: ['get', 'patch'] });
+    }
+    const bindingsOf = (kind: 'Role' | 'ClusterRole', role: K8sObject) =>
+      rbac.filter((b) => b.kind === (kind === 'Role' ? 'RoleBinding' : 'ClusterRoleBinding') && b.roleRef.kind === kind && b.roleRef.name === role.metadata.name && b.metadata.namespace === role.metadata.namespace);
+    const boundToController = (role: K8sObject, kind: 'Role' | 'ClusterRole') => {
+      const bindings = bindingsOf(kind, role);
+      expect(bindings, `${kind} ${role.metadata.name}`).toHaveLength(1);
+      expect(bindings[0].roleRef.apiGroup).toBe('rbac.authorization.k8s.io');
+      expect(bindings[0].subjects).toEqual([{ kind: 'ServiceAccount', name: sa, namespace: NAMESPACE }]);
+    };
+    const watched = config.controller.namespaces.split(',').filter(Boolean);
+    const clusterRoles = rbac.filter((o) => o.kind === 'ClusterRole');
+    const roles = rbac.filter((o) => o.kind === 'Role');
+    if (watched.length === 0) {
+      expect(clusterRoles).toHaveLength(1);
+      expect(clusterRoles[0].rules).toEqual(watchRules);
+      boundToController(clusterRoles[0], 'ClusterRole');
+    } else {
+      expect(clusterRoles).toEqual([]);
+      expect(rbac.filter((o) => o.kind === 'ClusterRoleBinding')).toEqual([]);
+      for (const ns of watched) {
+        const role = roles.filter((r) => r.metadata.namespace === ns && JSON.stringify(r.rules) === JSON.stringify(watchRules));
+        expect(role, `watch Role in ${ns}`).toHaveLength(1);
+        boundToController(role[0], 'Role');
+      }
+    }
+    const own = roles.filter((r) => r.metadata.namespace === config.controller.namespace && JSON.stringify(r.rules) !== JSON.stringify(watchRules));
+    expect(own).toHaveLength(1);
+    expect(own[0].rules).toEqual(ownRules);
+    boundToController(own[0], 'Role');
+    // Nothing else: one Role per watched namespace plus the own-namespace Role, and their bindings.
+    expect(roles.length).toBe(watched.length + 1);
+    expect(rbac.length).toBe(2 * (roles.length + clusterRoles.length));
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('default install (embedded database)', () => {
+  it('is one StatefulSet pod: API + controller sidecar + migrate init container on a PVC; in-process reapers, no hook Job, no CronJobs', () => {
+    for (const set of ['default', 'embedded']) {
+      const sts = ofKind(set, 'StatefulSet');
+      expect(sts).toHaveLength(1);
+      expect(ofKind(set, 'Deployment')).toEqual([]);
+      expect(ofKind(set, 'CronJob')).toEqual([]);
+      expect(ofKind(set, 'Job')).toEqual([]);
+      expect(ofKind(set, 'HorizontalPodAutoscaler')).toEqual([]);
+      const s = sts[0];
+      expect(s.spec.replicas).toBe(1);
+      expect(s.spec.template.spec.containers.map((c: any) => c.args[0])).toEqual(['serve', 'controller']);
+      expect(s.spec.template.spec.initContainers.map((c: any) => c.args)).toEqual([['migrate']]);
+      expect(s.spec.volumeClaimTemplates).toHaveLength(1);
+      expect(s.spec.volumeClaimTemplates[0].metadata.name).toBe('data');
+      expect(s.spec.volumeClaimTemplates[0].spec.accessModes).toEqual(['ReadWriteOnce']);
+      // fsGroup makes the volume writable for user 10001.
+      expect(s.spec.template.spec.securityContext.fsGroup).toBe(10001);
+      expect(named(set, 'Service', s.spec.serviceName).spec.clusterIP).toBe('None');
+    }
+    expect(ofKind('embedded', 'StatefulSet')[0].spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe('2Gi');
+  });
+
+  it('auth is on by default with a generated JWT secret (64 characters) and admin password (24), new on every fresh render', async () => {
+    const secret = named('default', 'Secret', 'conveyor-auth');
+    const jwt = Buffer.from(secret.data['jwt-secret'], 'base64').toString();
+    const password = Buffer.from(secret.data['admin-password'], 'base64').toString();
+    expect(jwt).toMatch(/^[A-Za-z0-9]{64}$/);
+    expect(password).toMatch(/^[A-Za-z0-9]{24}$/);
+    expect(secret.metadata.annotations?.['helm.sh/resource-policy']).toBe('keep');
+    const again = named('default', 'Secret', 'conveyor-auth');
+    expect(again).toBe(secret);
+    const other = (await helmTemplate([])).objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'conveyor-auth')!;
+    expect(other.data['jwt-secret']).not.toBe(secret.data['jwt-secret']);
+  });
+
+  it('helm install --dry-run prints NOTES that tell how to reach the API, the admin UI and the metrics, how to read the password, and that embedded mode does not scale out', async () => {
+    const result = await helm(['install', 'conveyor', CHART, '--dry-run=client', '--namespace', NAMESPACE]);
+    expect(result.code, result.stderr).toBe(0);
+    const notes = result.stdout.slice(result.stdout.indexOf('NOTES:'));
+    expect(notes).toMatch(/WARNING: embedded database/);
+    expect(notes).toMatch(/does not scale out/);
+    expect(notes).toMatch(/kubectl -n conveyor port-forward svc\/conveyor 8080:8080 50051:50051/);
+    expect(notes).toMatch(/admin UI .* at \//);
+    expect(notes).toContain("kubectl -n conveyor get secret conveyor-auth -o jsonpath='{.data.admin-password}' | base64 -d");
+    expect(notes).toMatch(/\/metrics/);
+    expect(notes).toMatch(/helm test conveyor -n conveyor/);
+    const prod = await helm(['install', 'conveyor', CHART, '--dry-run=client', '--namespace', NAMESPACE, '-f', PRODUCTION_VALUES]);
+    expect(prod.code, prod.stderr).toBe(0);
+    const prodNotes = prod.stdout.slice(prod.stdout.indexOf('NOTES:'));
+    expect(prodNotes).not.toMatch(/embedded database/);
+    expect(prodNotes).toContain('https://conveyor.example.com/');
+    expect(prodNotes).toContain("kubectl -n conveyor get secret conveyor-auth -o jsonpath='{.data.password}' | base64 -d");
+  });
+});
+
+describe('production install (external MySQL, existing secrets)', () => {
+  const set = 'production';
+
+  it('API: a Deployment with RollingUpdate maxUnavailable 0, spread over zones and nodes, an HPA and a PDB', () => {
+    const api = named(set, 'Deployment', 'conveyor');
+    expect(api.spec.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+    expect(api.spec.template.spec.topologySpreadConstraints.map((t: any) => [t.topologyKey, t.labelSelector.matchLabels])).toEqual([
+      ['topology.kubernetes.io/zone', api.spec.selector.matchLabels],
+      ['kubernetes.io/hostname', api.spec.selector.matchLabels],
+    ]);
+    expect(api.spec.template.spec.containers.map((c: any) => c.args)).toEqual([['serve']]);
+    const hpa = named(set, 'HorizontalPodAutoscaler', 'conveyor');
+    expect(hpa.apiVersion).toBe('autoscaling/v2');
+    expect([hpa.spec.minReplicas, hpa.spec.maxReplicas]).toEqual([3, 12]);
+    expect(hpa.spec.metrics).toEqual([{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 65 } } }]);
+    expect(named(set, 'PodDisruptionBudget', 'conveyor').spec).toMatchObject({ minAvailable: 2 });
+    expect(named(set, 'PodDisruptionBudget', 'conveyor').spec.maxUnavailable).toBeUndefined();
+  });
+
+  it('Service ports http 8080, grpc 50051 (appProtocol grpc), metrics 9090; Ingress to http', () => {
+    const svc = named(set, 'Service', 'conveyor');
+    expect(svc.spec.ports.map((p: any) => [p.name, p.port, p.targetPort, p.appProtocol])).toEqual([
+      ['http', 8080, 'http', 'http'],
+      ['grpc', 50051, 'grpc', 'grpc'],
+      ['metrics', 9090, 'metrics', 'http'],
+    ]);
+    const ingress = named(set, 'Ingress', 'conveyor');
+    expect(ingress.spec.ingressClassName).toBe('nginx');
+    expect(ingress.spec.rules).toEqual([
+      { host: 'conveyor.example.com', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'conveyor', port: { name: 'http' } } } }] } },
+    ]);
+    expect(ingress.spec.tls).toEqual([{ secretName: 'conveyor-tls', hosts: ['conveyor.example.com'] }]);
+  });
+
+  it('controller: 2 replicas with its own ServiceAccount and a metrics Service', () => {
+    const controller = named(set, 'Deployment', 'conveyor-controller');
+    expect(controller.spec.replicas).toBe(2);
+    expect(controller.spec.template.spec.serviceAccountName).toBe('conveyor-controller');
+    expect(named(set, 'Service', 'conveyor-controller').spec.ports).toEqual([{ name: 'metrics', port: 8081, targetPort: 'controller', protocol: 'TCP', appProtocol: 'http' }]);
+    // The API pods have an account of their own, without the controller's rights.
+    expect(named(set, 'Deployment', 'conveyor').spec.template.spec.serviceAccountName).toBe('conveyor');
+  });
+
+  it('reaper CronJobs run `reap <kind>` on the configured schedules with concurrencyPolicy Forbid', () => {
+    const cronJobs = ofKind(set, 'CronJob');
+    expect(cronJobs.map((c) => [c.metadata.name, c.spec.schedule, c.spec.concurrencyPolicy, c.spec.suspend, c.spec.timeZone])).toEqual([
+      ['conveyor-reap-expiry', '* * * * *', 'Forbid', false, 'Etc/UTC'],
+      ['conveyor-reap-delete', '30 2 * * *', 'Forbid', false, 'Etc/UTC'],
+      ['conveyor-reap-archive', '15 * * * *', 'Forbid', false, 'Etc/UTC'],
+    ]);
+    for (const c of cronJobs) {
+      const pod = c.spec.jobTemplate.spec.template.spec;
+      expect(pod.restartPolicy).toBe('Never');
+      expect(pod.containers.map((x: any) => x.args)).toEqual([['reap', c.metadata.name.replace('conveyor-reap-', '')]]);
+    }
+  });
+
+  it('the migration hook Job runs `migrate` before install and upgrade, reading the existing database Secret', () => {
+    const job = named(set, 'Job', 'conveyor-migrate');
+    expect(job.metadata.annotations).toMatchObject({
+      'helm.sh/hook': 'pre-install,pre-upgrade',
+      'helm.sh/hook-weight': '0',
+      'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+    });
+    const container = job.spec.template.spec.containers[0];
+    expect(container.args).toEqual(['migrate']);
+    expect(container.env.find((e: any) => e.name === 'CONVEYOR_DB_URL').valueFrom.secretKeyRef).toEqual({ name: 'conveyor-db', key: 'url' });
+    // It mounts nothing the release creates (hooks run before it): no ConfigMap, no ServiceAccount of the chart.
+    expect(job.spec.template.spec.volumes.every((v: any) => !v.configMap)).toBe(true);
+    expect(job.spec.template.spec.serviceAccountName).toBeUndefined();
+    // No chart-made database Secret at all: the existing one is used everywhere.
+    expect(all(set).filter((o) => o.kind === 'Secret')).toEqual([]);
+  });
+
+  it('monitoring: ServiceMonitors (job labels conveyor / conveyor-controller), the PrometheusRule from the rules file, the dashboard ConfigMap', () => {
+    expect(ofKind(set, 'ServiceMonitor').map((s) => [s.metadata.name, s.metadata.labels!.release, s.spec.endpoints[0].port])).toEqual([
+      ['conveyor', 'kube-prometheus-stack', 'metrics'],
+      ['conveyor-controller', 'kube-prometheus-stack', 'metrics'],
+    ]);
+    const rule = named(set, 'PrometheusRule', 'conveyor');
+    expect(rule.spec.groups).toEqual(parseYaml(readFileSync(join(ROOT, 'deploy', 'prometheus', 'conveyor-rules.yaml'), 'utf8')).groups);
+    const dashboard = named(set, 'ConfigMap', 'conveyor-dashboard');
+    expect(dashboard.metadata.labels!.grafana_dashboard).toBe('1');
+    expect(dashboard.metadata.annotations!.grafana_folder).toBe('Conveyor');
+    expect(dashboard.data['conveyor-dashboard.json']).toBe(readFileSync(join(ROOT, 'deploy', 'grafana', 'conveyor-dashboard.json'), 'utf8'));
+  });
+
+  it('NetworkPolicy: API ports only from client pods and the listed namespaces, metrics from monitoring', () => {
+    const np = named(set, 'NetworkPolicy', 'conveyor');
+    expect(np.spec.policyTypes).toEqual(['Ingress']);
+    expect(np.spec.ingress[0].from).toEqual([
+      { podSelector: { matchLabels: { 'conveyor-client': 'true' } } },
+      ...productionValues.networkPolicy.extraIngress,
+    ]);
+    expect(np.spec.ingress[1]).toEqual({ ports: [{ port: 'metrics', protocol: 'TCP' }], from: productionValues.networkPolicy.metricsFrom });
+    // The helm test pod is a client.
+    expect(named(set, 'Pod', 'conveyor-test').metadata.labels!['conveyor-client']).toBe('true');
+    expect(named(set, 'NetworkPolicy', 'conveyor-controller').spec.ingress).toEqual([{ ports: [{ port: 'controller', protocol: 'TCP' }], from: productionValues.networkPolicy.metricsFrom }]);
+  });
+});
+
+describe('external database with chart-made secrets', () => {
+  const set = 'external, chart-made secrets';
+
+  it('the hook Job reads a hook Secret created before it (lower weight), the pods read the release Secret; both hold the URL', () => {
+    const job = named(set, 'Job', 'conveyor-migrate');
+    const ref = job.spec.template.spec.containers[0].env.find((e: any) => e.name === 'CONVEYOR_DB_URL').valueFrom.secretKeyRef;
+    const hookSecret = named(set, 'Secret', ref.name);
+    expect(hookSecret.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'pre-install,pre-upgrade', 'helm.sh/hook-weight': '-10', 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' });
+    const apiRef = named(set, 'Deployment', 'conveyor').spec.template.spec.containers[0].env.find((e: any) => e.name === 'CONVEYOR_DB_URL').valueFrom.secretKeyRef;
+    const releaseSecret = named(set, 'Secret', apiRef.name);
+    expect(releaseSecret.metadata.annotations?.['helm.sh/hook']).toBeUndefined();
+    expect(releaseSecret.metadata.name).not.toBe(hookSecret.metadata.name);
+    const url = 'mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor';
+    expect(Buffer.from(hookSecret.data.url, 'base64').toString()).toBe(url);
+    expect(Buffer.from(releaseSecret.data[apiRef.key], 'base64').toString()).toBe(url);
+    // The URL (a password) never lands in the ConfigMap.
+    expect(named(set, 'ConfigMap', 'conveyor-config').data['conveyor.yaml']).not.toContain('s3cret');
+    expect(Buffer.from(named(set, 'Secret', 'conveyor-redis').data.url, 'base64').toString()).toBe('redis://redis.db.svc:6379');
+  });
+
+  it('the API pods run no reaper (CronJobs do) and get Redis; the controller may patch exactly the delete CronJob', () => {
+    const api = conveyorContainers(set).find((w) => w.container.args[0] === 'serve')!;
+    const { config } = containerConfig(set, api);
+    expect(config.reapers.mode).toBe('external');
+    expect(config.redis.url).toBe('redis://redis.db.svc:6379');
+    expect(ofKind(set, 'CronJob').map((c) => c.metadata.name)).toEqual(['conveyor-reap-expiry', 'conveyor-reap-delete', 'conveyor-reap-archive']);
+    expect(named(set, 'Deployment', 'conveyor').spec.replicas).toBe(2);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('values.schema.json and impossible combinations', () => {
+  const failing = async (args: string[]) => {
+    const result = await helm(['template', 'conveyor', CHART, ...args]);
+    expect(result.code, result.stdout).not.toBe(0);
+    return result.stderr;
+  };
+
+  it('rejects a wrong type with a readable message', async () => {
+    const err = await failing(['--set', 'api.replicaCount=three']);
+    expect(err).toMatch(/values don't meet the specifications of the schema/);
+    expect(err).toMatch(/at '\/api\/replicaCount': got string, want integer/);
+    expect(await failing(['--set', 'auth.enabled=maybe'])).toMatch(/at '\/auth\/enabled': got string, want boolean/);
+    expect(await failing(['--set', 'reapers.delete.schedule=daily'])).toMatch(/\/reapers\/delete\/schedule/);
+  });
+
+  it('rejects an unknown top-level key, and conveyor.yaml keys the chart owns', async () => {
+    expect(await failing(['--set', 'replicas=3'])).toMatch(/additional properties 'replicas' not allowed/);
+    expect(await failing(['--set', 'config.db.url=mysql://x@y/z'])).toMatch(/at '\/config\/db': additional properties 'url' not allowed/);
+    expect(await failing(['--set', 'config.auth.enabled=false'])).toMatch(/additional properties 'auth' not allowed/);
+    expect(await failing(['--set', 'config.queue.visiblity_timeout=5s'])).toMatch(/additional properties 'visiblity_timeout' not allowed/);
+  });
+
+  it('refuses what cannot work, naming the fix', async () => {
+    expect(await failing(['--set', 'api.replicaCount=2'])).toMatch(/database\.embedded=true runs ONE pod .*api\.replicaCount must be 1/);
+    expect(await failing(['--set', 'api.autoscaling.enabled=true'])).toMatch(/api\.autoscaling\.enabled must be false/);
+    expect(await failing(['--set', 'database.embedded=false'])).toMatch(/needs the external database: set database\.url .* or database\.existingSecret/);
+    expect(await failing(['--set', 'database.url=mysql://a:b@c/d'])).toMatch(/set database\.embedded=false to use it/);
+    expect(await failing(['--set', 'auth.jwtSecret=short'])).toMatch(/auth\.jwtSecret must be at least 32 bytes/);
+    expect(await failing(['--set', 'metrics.port=0', '--set', 'metrics.serviceMonitor.enabled=true'])).toMatch(/metrics\.port must be > 0/);
+    expect(await failing(['--set', 'metrics.port=8081'])).toMatch(/must differ/);
+    expect(await failing(['--set', 'api.podDisruptionBudget.minAvailable=1', '--set', 'api.podDisruptionBudget.maxUnavailable=1'])).toMatch(/not both/);
+    expect(await failing(['--set', 'database.embedded=false', '--set', 'database.url=postgres://x@y/z'])).toMatch(/\/database\/url/);
+  });
+
+  it('the config section allows exactly the service\'s keys that the chart does not own, with the service\'s defaults', () => {
+    const OWNED = [
+      'server.http_port', 'server.grpc_port', 'server.host', 'db.url', 'queue.delete_reaper_schedule', 'reapers.mode',
+      'auth.enabled', 'auth.jwt_secret', 'auth.username', 'auth.password', 'redis.url', 'metrics.port',
+      'controller.namespaces', 'controller.namespace', 'controller.lease_name', 'controller.delete_reaper_cronjob', 'controller.port', 'controller.host',
+    ];
+    const serviceKeys = Object.entries(configSchema.shape).flatMap(([section, schema]) =>
+      Object.keys((schema as unknown as { def: { innerType: { shape: object } } }).def.innerType.shape).map((key) => `${section}.${key}`),
+    );
+    const schema = JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8'));
+    const chartKeys = Object.entries(schema.properties.config.properties as Record<string, any>).flatMap(([section, s]) => Object.keys(s.properties).map((key) => `${section}.${key}`));
+    expect(OWNED.filter((k) => !serviceKeys.includes(k)), 'owned keys the service does not have').toEqual([]);
+    expect(chartKeys.sort()).toEqual(serviceKeys.filter((k) => !OWNED.includes(k)).sort());
+    // values.yaml spells out the service's defaults; they must stay the service's defaults.
+    const defaults = validateConfig({});
+    const fromValues = validateConfig(chartValues.config);
+    for (const [section, keys] of Object.entries(chartValues.config as Record<string, object>)) {
+      for (const key of Object.keys(keys)) {
+        expect((fromValues as any)[section][key], `values.yaml config.${section}.${key}`).toEqual((defaults as any)[section][key]);
+      }
+    }
+  });
+});
+
+describe('values kept across upgrades (lookup)', () => {
+  // helm template and --dry-run=client have no cluster, so `lookup` answers nothing there. The chart isolates its
+  // two lookups in one define each; this copy of the chart replaces the lookup call with a fixed object, exactly
+  // what lookup returns on an upgrade, and renders the real templates around it.
+  let fakeChart: string;
+  const liveJwt = 'kept-jwt-secret-from-the-first-install-0123456789';
+  const livePassword = 'kept-admin-password';
+
+  beforeAll(() => {
+    fakeChart = mkdtempSync(join(tmpdir(), 'conveyor-chart-lookup-'));
+    cpSync(CHART, fakeChart, { recursive: true });
+    const helpers = join(fakeChart, 'templates', '_helpers.tpl');
+    const text = readFileSync(helpers, 'utf8');
+    const secretLookup = '{{- $secret := lookup "v1" "Secret" .namespace .name -}}';
+    const cronJobLookup = '{{- $cronJob := lookup "batch/v1" "CronJob" .namespace .name -}}';
+    expect(text).toContain(secretLookup);
+    expect(text).toContain(cronJobLookup);
+    const b64 = (s: string) => Buffer.from(s).toString('base64');
+    writeFileSync(
+      helpers,
+      text
+        .replace(secretLookup, `{{- $secret := dict "data" (dict "jwt-secret" "${b64(liveJwt)}" "admin-password" "${b64(livePassword)}") -}}`)
+        .replace(cronJobLookup, `{{- $cronJob := dict "spec" (dict "schedule" "*/10 * * * *" "suspend" true) -}}`),
+    );
+  });
+  afterAll(() => {
+    if (fakeChart) rmSync(fakeChart, { recursive: true, force: true });
+  });
+
+  it('the generated JWT secret and admin password are reused when the Secret exists', async () => {
+    const { objects } = await helmTemplate([], { chart: fakeChart });
+    const secret = objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'conveyor-auth')!;
+    expect(Buffer.from(secret.data['jwt-secret'], 'base64').toString()).toBe(liveJwt);
+    expect(Buffer.from(secret.data['admin-password'], 'base64').toString()).toBe(livePassword);
+  });
+
+  it('values given explicitly win over the live Secret', async () => {
+    const jwt = 'an-explicit-jwt-secret-of-at-least-32-bytes';
+    const { objects } = await helmTemplate(['--set', `auth.jwtSecret=${jwt}`], { chart: fakeChart });
+    const secret = objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'conveyor-auth')!;
+    expect(Buffer.from(secret.data['jwt-secret'], 'base64').toString()).toBe(jwt);
+    expect(Buffer.from(secret.data['admin-password'], 'base64').toString()).toBe(livePassword);
+  });
+
+  it('an upgrade keeps the delete CronJob\'s schedule and suspend as the controller set them; the other CronJobs follow the values', async () => {
+    const { objects } = await helmTemplate(['-f', PRODUCTION_VALUES], { chart: fakeChart });
+    const cron = (name: string) => objects.find((o) => o.kind === 'CronJob' && o.metadata.name === name)!;
+    expect([cron('conveyor-reap-delete').spec.schedule, cron('conveyor-reap-delete').spec.suspend]).toEqual(['*/10 * * * *', true]);
+    expect([cron('conveyor-reap-expiry').spec.schedule, cron('conveyor-reap-expiry').spec.suspend]).toEqual(['* * * * *', false]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('the helm test pod', () => {
+  let server: TestServer | undefined;
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  /** Runs the pod's inline script with node, as the container would, against a real server on this machine. */
+  async function runTestPod(set: string, url: string, secrets: Record<string, string>) {
+    const pod = named(set, 'Pod', 'conveyor-test');
+    expect(pod.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'test', 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' });
+    const container = pod.spec.containers[0];
+    expect(container.image).toBe(named(set, ofKind(set, 'StatefulSet').length ? 'StatefulSet' : 'Deployment', 'conveyor').spec.template.spec.containers[0].image);
+    expect(container.command.slice(0, 2)).toEqual(['node', '--input-type=module']);
+    const env: Record<string, string> = {};
+    for (const e of container.env) {
+      if (e.value !== undefined) env[e.name] = e.value;
+      else {
+        // The password comes from the Secret the API pods read it from.
+        const apiEnv = conveyorContainers(set).find((w) => w.container.args[0] === 'serve')!.container.env.find((x: any) => x.name === 'CONVEYOR_AUTH_PASSWORD');
+        expect(e.valueFrom.secretKeyRef).toEqual(apiEnv.valueFrom.secretKeyRef);
+        env[e.name] = secrets[e.name];
+      }
+    }
+    expect(env.CONVEYOR_URL).toBe(`http://conveyor.${NAMESPACE}.svc:8080`);
+    const { execFile } = await import('node:child_process');
+    return new Promise<{ code: number; out: string }>((resolvePromise) => {
+      execFile(process.execPath, [...container.command.slice(1), ...container.args], { env: { PATH: process.env.PATH, ...env, CONVEYOR_URL: url }, timeout: 30_000 }, (err, stdout, stderr) =>
+        resolvePromise({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+      );
+    });
+  }
+
+  it('passes against a server with auth on (login as the bootstrap admin, round trip) and fails with a wrong password', async () => {
+    server = await startTestServer(engineByName.sqlite, {
+      overrides: { auth: { enabled: true, jwt_secret: 'helm-test-secret-of-at-least-32-bytes!!', username: 'admin', password: 'helm-test-admin-pw' } },
+    });
+    const ok = await runTestPod('default', server.url, { ADMIN_PASSWORD: 'helm-test-admin-pw' });
+    expect(ok.out).toMatch(/ok {3}GET .*\/readyz -> 200/);
+    expect(ok.out).toMatch(/ok {3}login as admin -> 200/);
+    expect(ok.out).toMatch(/ok {3}ack -> 204/);
+    expect(ok.code, ok.out).toBe(0);
+    const bad = await runTestPod('default', server.url, { ADMIN_PASSWORD: 'wrong' });
+    expect(bad.code).not.toBe(0);
+    expect(bad.out).toMatch(/FAIL login as admin -> 401/);
+    await server.close();
+    server = undefined;
+  }, 60_000);
+
+  it('passes against a server with auth off', async () => {
+    server = await startTestServer(engineByName.sqlite);
+    const ok = await runTestPod('embedded, auth off', server.url, {});
+    expect(ok.code, ok.out).toBe(0);
+    expect(ok.out).not.toMatch(/login/);
+    expect(ok.out).toMatch(/ok {3}the acked message is gone/);
+  }, 60_000);
+});

@@ -1,0 +1,132 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startFakeKube, type FakeKube } from './fake-kube/index.js';
+import { startTestController, waitForReady, type TestController } from './helpers/controller.js';
+import { describeEachEngine, engineByName } from './helpers/engines.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { metricValue } from './helpers/metrics.js';
+import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'conveyor-faults-'));
+function topicConfig(name: string, maxRetries = 2): string {
+  const path = join(scratch, `${name}-${maxRetries}.yaml`);
+  writeFileSync(path, `apiVersion: conveyor.dev/v1alpha1\nkind: TopicConfig\nmetadata: {name: ${name}, namespace: default}\nspec: {maxRetries: ${maxRetries}}\n`);
+  return path;
+}
+
+async function apply(kube: FakeKube, path: string): Promise<void> {
+  const run = await kube.kubectl(['apply', '-f', path]);
+  expect(run.code, run.stderr).toBe(0);
+}
+
+const ref = (name: string) => ({ plural: 'topicconfigs' as const, namespace: 'default', name });
+
+describeEachEngine('controller: Kubernetes API faults', (engine) => {
+  let kube: FakeKube;
+  let server: TestServer;
+  let controller: TestController;
+
+  beforeAll(async () => {
+    kube = await startFakeKube({ bookmarkIntervalMs: 500 });
+    server = await startTestServer(engine);
+    await apply(kube, 'crds/');
+    controller = await startTestController(kube, server.database.url, { controller: { watch_timeout: '3s' } });
+    await apply(kube, topicConfig('fault-base'));
+    await waitForReady(kube, ref('fault-base'));
+  });
+  afterAll(async () => {
+    await controller?.close();
+    await server?.close();
+    await kube?.close();
+  });
+
+  it('restarts watches that were dropped, cleanly or abruptly', async () => {
+    kube.dropWatches('destroy');
+    await apply(kube, topicConfig('after-destroy'));
+    await waitForReady(kube, ref('after-destroy'));
+    kube.dropWatches('close');
+    await apply(kube, topicConfig('after-close'));
+    await waitForReady(kube, ref('after-close'));
+    expect(await metricValue(controller.api, 'conveyor_controller_watch_restarts_total', { kind: 'TopicConfig' })).toBeGreaterThanOrEqual(1);
+  });
+
+  it('re-lists after 410 Gone when its resourceVersion was compacted away', async () => {
+    kube.compact();
+    kube.dropWatches('close');
+    await apply(kube, topicConfig('after-compaction'));
+    await waitForReady(kube, ref('after-compaction'));
+  });
+
+  it('restarts a watch that went silent (no event, no bookmark)', async () => {
+    const release = kube.hangRequests({ pathPattern: /watch=(true|1)/ });
+    kube.dropWatches('destroy');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    release();
+    await apply(kube, topicConfig('after-silence'));
+    await waitForReady(kube, ref('after-silence'));
+  });
+
+  it('survives the API server being away for 30 s and converges afterwards, without a restart', async () => {
+    await kube.goAway();
+    await expect.poll(async () => (await controller.api.get('/readyz')).status, { timeout: 15_000 }).toBe(503);
+    expect((await controller.api.get('/readyz')).body.error).toBe('Kubernetes API unreachable');
+    expect((await controller.api.get('/healthz')).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 30_000));
+    await kube.comeBack();
+    await apply(kube, topicConfig('after-outage'));
+    await waitForReady(kube, ref('after-outage'), 'True', undefined, 45_000);
+    // Each informer retries on its own capped backoff (30 s at most).
+    await expect.poll(async () => (await controller.api.get('/readyz')).status, { timeout: 45_000, interval: 250 }).toBe(200);
+  }, 150_000);
+
+  it('retries failed status writes with backoff', async () => {
+    const remove = kube.failRequests({ method: 'PATCH', pathPattern: /\/status$/, status: 500, count: 3 });
+    await apply(kube, topicConfig('status-flaky'));
+    await waitForReady(kube, ref('status-flaky'));
+    remove();
+  });
+});
+
+// A SQLite file cannot go away under an open connection; a MySQL server can, through a TCP proxy.
+const mysqlUrl = inject('mysqlUrl');
+(mysqlUrl ? describe : describe.skip)('controller: database down for 10 s [mysql]', () => {
+  let kube: FakeKube;
+  let server: TestServer;
+  let controller: TestController;
+  let proxy: TcpProxy;
+
+  beforeAll(async () => {
+    kube = await startFakeKube();
+    const database = await engineByName.mysql.createDatabase();
+    server = await startTestServer(engineByName.mysql, { database });
+    const real = new URL(database.url);
+    proxy = await startTcpProxy(real.hostname, Number(real.port || 3306));
+    const viaProxy = new URL(database.url);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+    await apply(kube, 'crds/');
+    controller = await startTestController(kube, viaProxy.toString());
+    await apply(kube, topicConfig('db-before'));
+    await waitForReady(kube, ref('db-before'));
+  });
+  afterAll(async () => {
+    await controller?.close();
+    await server?.close();
+    await server?.database.drop();
+    await kube?.close();
+  });
+
+  it('reports DatabaseError while the database is away, then recovers by itself', async () => {
+    await proxy.cut();
+    await apply(kube, topicConfig('db-during'));
+    await waitForReady(kube, ref('db-during'), 'False', 'DatabaseError');
+    expect((await controller.api.get('/readyz')).body.error).toBe('database unavailable');
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    await proxy.restore();
+    await waitForReady(kube, ref('db-during'), 'True', undefined, 30_000);
+    await expect.poll(async () => (await server.api.get('/api/topic-configs/db-during')).body.max_retries, { timeout: 5000 }).toBe(2);
+    await expect.poll(async () => (await controller.api.get('/readyz')).status, { timeout: 10_000 }).toBe(200);
+  }, 60_000);
+});

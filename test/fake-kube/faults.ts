@@ -1,0 +1,107 @@
+// Fault injection rules: answer matching requests with a Status error, or never answer them.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { statusForCode, type Status } from './errors.js';
+
+export interface RequestMatch {
+  /** HTTP method, case-insensitive (GET, POST, PUT, PATCH, DELETE). Any method when absent. */
+  method?: string;
+  /** Tested against the path (`/apis/g/v/...`) and against the path with its query string; either may match. */
+  pathPattern?: RegExp;
+  /** How many requests the rule applies to; unlimited when absent. */
+  count?: number;
+}
+
+export interface FailRule extends RequestMatch {
+  /** HTTP status to answer with (the Status object carries it as `code`). */
+  status: number;
+  /** Status `reason`; defaults to the usual one for the code (e.g. 500 InternalError, 429 TooManyRequests). */
+  reason?: string;
+  /** Status `message`; defaults to apimachinery's generic text for the code. */
+  message?: string;
+}
+
+interface Entry<R extends RequestMatch> {
+  rule: R;
+  remaining: number;
+}
+
+interface HangEntry extends Entry<RequestMatch> {
+  held: Set<ServerResponse>;
+  removed: boolean;
+}
+
+function matches(rule: RequestMatch, method: string, path: string, url: string): boolean {
+  if (rule.method && rule.method.toUpperCase() !== method.toUpperCase()) return false;
+  if (rule.pathPattern) {
+    rule.pathPattern.lastIndex = 0;
+    const a = rule.pathPattern.test(path);
+    rule.pathPattern.lastIndex = 0;
+    if (!a && !rule.pathPattern.test(url)) return false;
+  }
+  return true;
+}
+
+export class Faults {
+  private readonly failRules: Array<Entry<FailRule>> = [];
+  private readonly hangRules: HangEntry[] = [];
+
+  addFail(rule: FailRule): () => void {
+    const e = { rule, remaining: rule.count ?? Infinity };
+    this.failRules.push(e);
+    return () => {
+      const i = this.failRules.indexOf(e);
+      if (i >= 0) this.failRules.splice(i, 1);
+    };
+  }
+
+  /**
+   * Requests matching a hang rule get no answer while the rule is in place. Removing the rule destroys
+   * the sockets of the requests it held, so their callers see a connection error (e.g. "socket hang up").
+   */
+  addHang(rule: RequestMatch): () => void {
+    const e: HangEntry = { rule, remaining: rule.count ?? Infinity, held: new Set(), removed: false };
+    this.hangRules.push(e);
+    return () => {
+      if (e.removed) return;
+      e.removed = true;
+      const i = this.hangRules.indexOf(e);
+      if (i >= 0) this.hangRules.splice(i, 1);
+      for (const res of e.held) res.socket?.destroy();
+      e.held.clear();
+    };
+  }
+
+  /** A Status to answer with when a fail rule matches (consumes one of its count). */
+  failure(method: string, path: string, url: string): Status | undefined {
+    for (const e of this.failRules) {
+      if (e.remaining <= 0 || !matches(e.rule, method, path, url)) continue;
+      e.remaining--;
+      if (e.remaining <= 0) this.failRules.splice(this.failRules.indexOf(e), 1);
+      return statusForCode(e.rule.status, e.rule.reason, e.rule.message);
+    }
+    return undefined;
+  }
+
+  /** True when the request was taken by a hang rule (it must not be answered). */
+  hang(req: IncomingMessage, res: ServerResponse, method: string, path: string, url: string): boolean {
+    for (const e of this.hangRules) {
+      if (e.remaining <= 0 || !matches(e.rule, method, path, url)) continue;
+      e.remaining--;
+      e.held.add(res);
+      res.on('close', () => e.held.delete(res));
+      req.resume();
+      return true;
+    }
+    return false;
+  }
+
+  /** Release every held request (server shutdown). */
+  clear(): void {
+    for (const e of [...this.hangRules]) {
+      for (const res of e.held) res.socket?.destroy();
+      e.held.clear();
+    }
+    this.hangRules.length = 0;
+    this.failRules.length = 0;
+  }
+}
