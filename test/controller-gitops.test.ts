@@ -162,8 +162,8 @@ spec: {maxRetries: 7, messageTtlSeconds: 86400, maxDepth: 100000, replayable: tr
     expect(readyOf(broken).message).toBe(httpAvro.body.error);
     expect((await server.api.get('/api/topic-schemas/broken')).status).toBe(404);
     expect((await server.api.get('/api/topic-configs/audit.dlq')).status).not.toBe(200);
-    const warnings = kube.list({ group: '', version: 'v1', plural: 'events', namespace: 'team-orders' }).filter((e) => e.involvedObject?.name === 'broken');
-    expect(warnings.map((e) => [e.type, e.reason])).toEqual([['Warning', 'Invalid']]);
+    const warnings = () => kube.list({ group: '', version: 'v1', plural: 'events', namespace: 'team-orders' }).filter((e) => e.involvedObject?.name === 'broken');
+    await expect.poll(() => warnings().map((e) => [e.type, e.reason])).toEqual([['Warning', 'Invalid']]);
   });
 
   it('deletes what a Delete resource created and keeps what a Retain resource created, releasing it', async () => {
@@ -213,8 +213,8 @@ describeEachEngine('controller: two resources for one topic', (engine) => {
     const loser = await waitForReady(kube, { plural: 'topicconfigs', namespace: 'team-b', name: 'shared' }, 'False', 'Conflict');
     expect(readyOf(loser).message).toBe('topic "shared" is already managed by TopicConfig team-a/shared, the oldest TopicConfig for it; delete one of the two');
     await expect.poll(async () => (await server.api.get('/api/topic-configs/shared')).body).toMatchObject({ max_retries: 2, max_depth: null, managed_by: { namespace: 'team-a' } });
-    const conflictEvents = kube.list({ group: '', version: 'v1', plural: 'events', namespace: 'team-b' }).filter((e) => e.reason === 'Conflict');
-    expect(conflictEvents).toHaveLength(1);
+    // The Event follows the status write.
+    await expect.poll(() => kube.list({ group: '', version: 'v1', plural: 'events', namespace: 'team-b' }).filter((e) => e.reason === 'Conflict').length).toBe(1);
 
     await kubectlOk(kube, ['delete', 'topicconfig', 'shared', '-n', 'team-a']);
     await waitForReady(kube, { plural: 'topicconfigs', namespace: 'team-b', name: 'shared' });

@@ -163,7 +163,7 @@ describe('fake kube-apiserver with the real kubectl', () => {
   it('deletes', async () => {
     const r = await fk.kubectl(['delete', 'widget', 'orders']);
     expect(r.code).toBe(0);
-    expect(r.stdout.trim()).toBe('widget.test.conveyor.dev "orders" deleted');
+    expect(r.stdout.trim()).toMatch(/^widget\.test\.conveyor\.dev "orders" deleted( from default namespace)?$/); // kubectl 1.35 names the namespace
     expect(fk.get({ group: GROUP, version: VERSION, plural: PLURAL, namespace: 'default', name: 'orders' })).toBeUndefined();
     const empty = await fk.kubectl(['get', PLURAL]);
     expect(empty.stderr.trim()).toBe('No resources found in default namespace.');

