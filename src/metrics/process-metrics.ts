@@ -11,14 +11,14 @@ const EVENT_LOOP_RESOLUTION_MS = 20;
  *
  * Observable instruments on the registry's meter: the values are read only when Prometheus scrapes, and
  * served by the same exporter (no extra HTTP server). The only background work is the event-loop delay
- * histogram of perf_hooks (an unref'd timer every 20 ms); it is disabled when `owner.shutdown()` runs.
+ * histogram of perf_hooks (an unref'd timer every 20 ms), stopped by the function this returns.
  *
  * nodejs_eventloop_lag_seconds is the p99 of the event-loop delay over the time since the previous scrape
  * (the histogram is reset on every collection), less the sampling interval, which every sample includes;
  * not the single-sample lag of prom-client's gauge of the same name, so sustained lag between two scrapes
  * shows up instead of being missed. With several scrapers each sees the window since the last collection.
  */
-export function observeProcessMetrics(meter: Meter, owner?: { shutdown(): Promise<void> }): () => void {
+export function observeProcessMetrics(meter: Meter): () => void {
   const cpu = meter.createObservableCounter('process_cpu_seconds_total', {
     description: 'Total user and system CPU time spent in seconds',
     unit: 's',
@@ -57,19 +57,10 @@ export function observeProcessMetrics(meter: Meter, owner?: { shutdown(): Promis
   meter.addBatchObservableCallback(callback, instruments);
 
   let stopped = false;
-  const stop = () => {
+  return () => {
     if (stopped) return;
     stopped = true;
     delay.disable();
     meter.removeBatchObservableCallback(callback, instruments);
   };
-  if (owner) {
-    // Stop the sampler with the registry, without the registry having to know about it.
-    const shutdown = owner.shutdown.bind(owner);
-    owner.shutdown = async () => {
-      stop();
-      await shutdown();
-    };
-  }
-  return stop;
 }

@@ -25,6 +25,7 @@ export class MetricsRegistry implements QueueMetrics {
   private readonly rejectCounter: Counter;
   private readonly claimCounter: Counter;
   private readonly httpDuration: Histogram;
+  private readonly stopProcessMetrics: () => void;
 
   constructor() {
     this.exporter = new PrometheusExporter({ preventServerStart: true });
@@ -49,7 +50,7 @@ export class MetricsRegistry implements QueueMetrics {
       unit: 's',
       advice: { explicitBucketBoundaries: LATENCY_BUCKETS },
     });
-    observeProcessMetrics(this.meter, this);
+    this.stopProcessMetrics = observeProcessMetrics(this.meter);
   }
 
   message(event: MessageEvent, topic: string, count = 1): void {
@@ -98,6 +99,7 @@ export class MetricsRegistry implements QueueMetrics {
   }
 
   async shutdown(): Promise<void> {
+    this.stopProcessMetrics();
     await this.provider.shutdown();
   }
 }
