@@ -81,6 +81,20 @@ describeEachEngine('controller: Kubernetes API faults', (engine) => {
     await expect.poll(async () => (await controller.api.get('/readyz')).status, { timeout: 45_000, interval: 250 }).toBe(200);
   }, 150_000);
 
+  it('stops reconciling at once when it cannot renew its lease, and resumes when it leads again', async () => {
+    expect(controller.isLeader()).toBe(true);
+    const restore = kube.failRequests({ pathPattern: /\/leases\//, status: 500 });
+    // renew deadline 2 s in these tests
+    await expect.poll(() => controller.isLeader(), { timeout: 5000, interval: 50 }).toBe(false);
+    expect(await metricValue(controller.api, 'conveyor_controller_leader', {})).toBe(0);
+    await apply(kube, topicConfig('while-not-leading'));
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(kube.get({ group: 'conveyor.dev', version: 'v1alpha1', plural: 'topicconfigs', namespace: 'default', name: 'while-not-leading' })?.status).toBeUndefined();
+    restore();
+    await waitForReady(kube, ref('while-not-leading'));
+    expect(controller.isLeader()).toBe(true);
+  });
+
   it('retries failed status writes with backoff', async () => {
     const remove = kube.failRequests({ method: 'PATCH', pathPattern: /\/status$/, status: 500, count: 3 });
     await apply(kube, topicConfig('status-flaky'));

@@ -126,8 +126,11 @@ spec: {maxRetries: 7, messageTtlSeconds: 86400, maxDepth: 100000, replayable: tr
     await expect.poll(async () => (await server.api.get('/api/topics/orders/consumer-groups')).body.items, { timeout: 10_000, interval: 200 }).toEqual(['billing', 'shipping']);
   });
 
-  it('records events on transitions, not on every resync', async () => {
+  it('records events on transitions and writes status only when it changes, not on every resync', async () => {
+    const statusWrites = () => kube.requests.filter((r) => r.method === 'PATCH' && r.path.endsWith('/status')).length;
+    const before = statusWrites();
     await new Promise((resolve) => setTimeout(resolve, 4500)); // two resync periods
+    expect(statusWrites()).toBe(before);
     const events = kube.list({ group: '', version: 'v1', plural: 'events', namespace: 'team-orders' }).filter((e) => e.involvedObject?.name === 'billing' && e.involvedObject?.kind === 'ConsumerGroup');
     const applied = events.filter((e) => e.reason === 'Applied');
     expect(applied.length).toBeGreaterThanOrEqual(1);
