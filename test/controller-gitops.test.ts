@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startFakeKube, type FakeKube } from './fake-kube/index.js';
 import { conveyorResource, readyOf, startTestController, waitForReady, type TestController } from './helpers/controller.js';
-import { describeEachEngine } from './helpers/engines.js';
+import { describeEachEngine, type Engine } from './helpers/engines.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'conveyor-gitops-'));
@@ -30,23 +30,28 @@ const EXAMPLES = [
   { plural: 'consumergroups', namespace: 'team-payments', name: 'payments-fraud-check' },
 ] as const;
 
-describeEachEngine('controller: GitOps with the example manifests', (engine) => {
-  let kube: FakeKube;
-  let server: TestServer;
-  let controller: TestController;
-
+/** A fake API server with the CRDs (and `manifests`), a service on `engine` and a controller over the same database. */
+function useKubernetesFixture(engine: Engine, manifests: string[] = []): { kube: FakeKube; server: TestServer } {
+  const fixture = {} as { kube: FakeKube; server: TestServer; controller: TestController };
   beforeAll(async () => {
-    kube = await startFakeKube();
-    server = await startTestServer(engine);
-    controller = await startTestController(kube, server.database.url);
-    await kubectlOk(kube, ['apply', '-f', 'crds/']);
-    await kubectlOk(kube, ['apply', '-f', 'deploy/examples/']);
+    fixture.kube = await startFakeKube();
+    fixture.server = await startTestServer(engine);
+    fixture.controller = await startTestController(fixture.kube, fixture.server.database.url);
+    for (const path of ['crds/', ...manifests]) await kubectlOk(fixture.kube, ['apply', '-f', path]);
   });
   afterAll(async () => {
-    await controller?.close();
-    await server?.close();
-    await kube?.close();
+    await fixture.controller?.close();
+    await fixture.server?.close();
+    await fixture.kube?.close();
   });
+  return fixture;
+}
+
+describeEachEngine('controller: GitOps with the example manifests', (engine) => {
+  const fixture = useKubernetesFixture(engine, ['deploy/examples/']);
+  let kube: FakeKube;
+  let server: TestServer;
+  beforeAll(() => void ({ kube, server } = fixture));
 
   it('makes every example resource Ready=True for its generation', async () => {
     for (const ref of EXAMPLES) {
@@ -188,21 +193,10 @@ spec: {maxRetries: 7, messageTtlSeconds: 86400, maxDepth: 100000, replayable: tr
 });
 
 describeEachEngine('controller: two resources for one topic', (engine) => {
+  const fixture = useKubernetesFixture(engine);
   let kube: FakeKube;
   let server: TestServer;
-  let controller: TestController;
-
-  beforeAll(async () => {
-    kube = await startFakeKube();
-    server = await startTestServer(engine);
-    controller = await startTestController(kube, server.database.url);
-    await kubectlOk(kube, ['apply', '-f', 'crds/']);
-  });
-  afterAll(async () => {
-    await controller?.close();
-    await server?.close();
-    await kube?.close();
-  });
+  beforeAll(() => void ({ kube, server } = fixture));
 
   const config = (namespace: string, maxRetries: number) =>
     `apiVersion: conveyor.dev/v1alpha1\nkind: TopicConfig\nmetadata: {name: shared, namespace: ${namespace}}\nspec: {maxRetries: ${maxRetries}}\n`;
