@@ -7,6 +7,7 @@ import { authorizerGuard } from './grpc/auth.js';
 import { startGrpcServer } from './grpc/server.js';
 import { createApp, singleBodyLimit } from './http/app.js';
 import { withFastPath } from './http/fast-path.js';
+import { createHttpServer } from './http/node-server.js';
 import type { HttpContext } from './http/context.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { MetricsRegistry } from './metrics/registry.js';
@@ -17,8 +18,9 @@ import { TopicService } from './queue/topics.js';
 import { TopicSignals } from './queue/topic-signals.js';
 import { startMaintenance } from './maintenance.js';
 import { RedisPeerRelay } from './pubsub/redis-peer-relay.js';
-import { createDb, migrate } from './store/db.js';
+import { createDb, describeDb, migrate } from './store/db.js';
 import { engineOf } from './store/dialect.js';
+import { VERSION } from './version.js';
 
 export interface ServerOptions {
   logger?: Logger;
@@ -70,7 +72,7 @@ async function stopHttp(server: Server, deadlineMs: number): Promise<void> {
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.log.level);
   const now = options.now ?? Date.now;
-  const db = createDb({ url: config.db.url, poolSize: config.db.pool_size });
+  const db = createDb({ url: config.db.url, poolSize: config.db.pool_size, logger });
   try {
     const applied = await migrate(db);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
@@ -96,13 +98,13 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     maxConcurrentFlushes: engineOf(db) === 'mysql' ? 2 : 1,
   });
   const topics = new TopicService({ db, catalog, metrics, now });
-  metrics.observeQueues(new QueueGauges(db, 10_000, now));
+  metrics.observeQueues(new QueueGauges(db, 10_000, now, logger));
   const maintenance = await startMaintenance({ config, db, logger, catalog, messages, metrics, signals, now });
   const authRuntime = await startAuth(config, db, logger, now);
 
   const ctx: HttpContext = { config, logger, db, metrics, messages, topics, auth: authRuntime.auth, users: authRuntime.users, maintenance };
   const app = createApp(ctx);
-  const httpServer = createServer({ keepAliveTimeout: 65_000 }, withFastPath(ctx, app, singleBodyLimit(config)));
+  const httpServer = createHttpServer(withFastPath(ctx, app, singleBodyLimit(config)));
   trackConnections(httpServer);
   const httpPort = await listen(httpServer, config.server.http_port, config.server.host);
   const grpcServer = await startGrpcServer({ config, logger, db, metrics, messages, guard: authorizerGuard(authRuntime.auth, messages), peers: peerRelay });
@@ -118,7 +120,22 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     });
     metricsPort = await listen(metricsServer, config.metrics.port, config.server.host);
   }
-  logger.info({ httpPort, grpcPort, metricsPort, db: engineOf(db) }, 'conveyor listening');
+  // Everything an operator checks first, in one line: which build, which database (never its credentials), which
+  // ports, whether tokens are required and who runs the reapers.
+  const database = describeDb(config.db.url);
+  logger.info(
+    {
+      version: VERSION,
+      db: database.kind,
+      dbLocation: database.location,
+      httpPort,
+      grpcPort,
+      metricsPort: metricsPort ?? null,
+      auth: config.auth.enabled,
+      reapers: config.reapers.mode,
+    },
+    'conveyor listening',
+  );
 
   let closing: Promise<void> | undefined;
   const close = () =>

@@ -123,7 +123,8 @@ describeEachEngine('archive log and replay', (engine) => {
 
     await api.post(`/api/topics/win/purge`);
     const noFrom = await api.post('/api/topics/win/replay');
-    expect(noFrom.body).toEqual({ topic: 'win', enqueued: 1, from_time: '' });
+    // Without from_time the answer names where the replay started: the window start.
+    expect(noFrom.body).toEqual({ topic: 'win', enqueued: 1, from_time: windowStart });
     expect((await pending(api, 'win')).map((m) => m.payload)).toEqual(['mid']);
   });
 
@@ -136,7 +137,8 @@ describeEachEngine('archive log and replay', (engine) => {
     clock.advance(10 * 86_400_000);
 
     const res = await api.post('/api/topics/all/replay', {});
-    expect(res.body).toMatchObject({ topic: 'all', from_time: '' });
+    // No window: the whole log, from its oldest entry.
+    expect(res.body).toMatchObject({ topic: 'all', from_time: '2026-11-22T10:00:00.000Z' });
     const now = await pending(api, 'all');
     // Both entries carry key k: the second replayed one upserts the first (one pending message per key).
     expect(now).toHaveLength(1);

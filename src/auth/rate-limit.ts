@@ -1,5 +1,6 @@
 import { createClient, type RedisClientType } from 'redis';
 import type { Logger } from '../log/logger.js';
+import { RepeatedFailure } from '../log/repeated.js';
 
 /** Contract §8: 10 login attempts per client IP per 60 s, every attempt counting whatever its outcome. */
 export const LOGIN_ATTEMPTS = 10;
@@ -55,7 +56,7 @@ export class RedisRateLimiter implements LoginRateLimiter {
   constructor(
     private readonly client: RedisClientType,
     private readonly keyPrefix: string,
-    private readonly logger: Logger,
+    private readonly failures: RepeatedFailure,
     now: () => number,
   ) {
     this.fallback = new MemoryRateLimiter(now);
@@ -65,9 +66,11 @@ export class RedisRateLimiter implements LoginRateLimiter {
     const key = `${this.keyPrefix}login:${clientAddress}`;
     try {
       const [, count, ttl] = await this.client.multi().set(key, '0', { condition: 'NX', expiration: { type: 'PX', value: LOGIN_WINDOW_MS } }).incr(key).pTTL(key).exec();
+      this.failures.ok();
       return decide(Number(count), Number(ttl) > 0 ? Number(ttl) : LOGIN_WINDOW_MS);
     } catch (err) {
-      this.logger.warn({ err }, 'redis unavailable for the login rate limit; counting in memory on this instance');
+      // Every login while Redis is away lands here: counted by the same tracker as the client's own errors.
+      this.failures.fail(err);
       return this.fallback.hit(clientAddress);
     }
   }
@@ -79,16 +82,13 @@ const CONNECT_TIMEOUT_MS = 3000;
 export async function connectRedisRateLimiter(url: string, keyPrefix: string, logger: Logger, now: () => number): Promise<{ limiter: RedisRateLimiter; close(): Promise<void> }> {
   // Without the offline queue a login fails over to the in-memory count at once instead of waiting for a reconnect.
   const client = createClient({ url, disableOfflineQueue: true }) as RedisClientType;
-  let reported = false;
-  client.on('error', (err: Error) => {
-    if (!reported) logger.warn({ err: err.message }, 'redis unavailable; the login rate limit counts per instance until it is back');
-    reported = true;
-  });
-  client.on('ready', () => (reported = false));
+  const failures = new RepeatedFailure(logger, { what: 'redis connection (login rate limit)', consequence: 'the login rate limit counts per instance until it is back' });
+  client.on('error', (err: Error) => failures.fail(err));
+  client.on('ready', () => failures.ok());
   const timeout = new Promise<void>((resolve) => setTimeout(resolve, CONNECT_TIMEOUT_MS).unref());
   await Promise.race([client.connect().catch(() => undefined), timeout]);
   return {
-    limiter: new RedisRateLimiter(client, keyPrefix, logger, now),
+    limiter: new RedisRateLimiter(client, keyPrefix, failures, now),
     close: async () => {
       if (client.isReady) return client.close();
       if (client.isOpen) client.destroy();

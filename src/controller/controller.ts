@@ -19,6 +19,8 @@ import { ControllerMetrics } from './metrics.js';
 import { ReaperCronJobSync } from './reaper-cronjob.js';
 import { Reconciler } from './reconciler.js';
 import { WorkQueue } from './work-queue.js';
+import { describeDb, type DbDescription } from '../store/db.js';
+import { VERSION } from '../version.js';
 
 const KINDS: KindHandler[] = [topicConfigKind, topicSchemaKind, consumerGroupKind];
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -35,6 +37,15 @@ export interface RunningController {
   identity: string;
   isLeader(): boolean;
   close(): Promise<void>;
+}
+
+/** The database for the start-up line; a db.url it cannot open is reported by the connection attempts instead. */
+function describeDbOrUndefined(url: string): DbDescription | undefined {
+  try {
+    return describeDb(url);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Where the Lease and the delete-reaper CronJob live: configured, else the pod's own namespace. */
@@ -204,7 +215,21 @@ export async function startController(config: Config, options: ControllerOptions
   domain.start();
   for (const runtime of kinds.values()) for (const informer of runtime.informers) informer.start();
   elector.start();
-  logger.info({ port: health.port, identity, namespace, watching: watched.length > 0 ? watched : 'all namespaces', lease: settings.lease_name }, 'conveyor controller started');
+  const database = describeDbOrUndefined(config.db.url);
+  logger.info(
+    {
+      version: VERSION,
+      db: database?.kind,
+      dbLocation: database?.location,
+      port: health.port,
+      identity,
+      namespace,
+      watching: watched.length > 0 ? watched : 'all namespaces',
+      lease: settings.lease_name,
+      leaseDurationSeconds: settings.lease_duration,
+    },
+    'conveyor controller started',
+  );
 
   let closing: Promise<void> | undefined;
   return {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
+import { RepeatedFailure } from '../log/repeated.js';
 import type { MetricsRegistry } from '../metrics/registry.js';
 import { Catalog } from '../queue/catalog.js';
 import { ConsumerGroupService } from '../queue/consumer-groups.js';
@@ -8,6 +9,7 @@ import { TopicService } from '../queue/topics.js';
 import { TopicSignals } from '../queue/topic-signals.js';
 import { DeleteSchedule } from '../reapers/delete-schedule.js';
 import { createDb, migrate, ping } from '../store/db.js';
+import { isConnectionError } from '../store/dialect.js';
 import type { ControllerDomain } from './kinds/kind.js';
 
 export interface DomainRuntime extends ControllerDomain {
@@ -17,8 +19,8 @@ export interface DomainRuntime extends ControllerDomain {
 }
 
 /** The same database, migrations and domain services as `conveyor serve`, without any transport. */
-async function openDomain(config: Config, logger: Logger, metrics: MetricsRegistry): Promise<DomainRuntime> {
-  const db = createDb({ url: config.db.url, poolSize: Math.min(config.db.pool_size, 4) });
+async function openDomain(config: Config, logger: Logger, metrics: MetricsRegistry, connectionFailures: RepeatedFailure): Promise<DomainRuntime> {
+  const db = createDb({ url: config.db.url, poolSize: Math.min(config.db.pool_size, 4), logger, connectionFailures });
   try {
     await migrate(db);
     const catalog = new Catalog(db, config.queue.config_refresh_interval, logger);
@@ -47,14 +49,23 @@ export class DomainConnection {
   private runtime: DomainRuntime | undefined;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
+  /** Ends the wait before the next attempt (close() must not wait for a timer it cleared). */
+  private wake: (() => void) | undefined;
   private connecting: Promise<void> | undefined;
+  /** Failures to connect, shared by the pools of successive attempts: one line, a count every 30 s, "recovered". */
+  private readonly connectionFailures: RepeatedFailure;
+  /** Anything else that stops the set-up (a migration refused, say), with the same rhythm. */
+  private readonly setupFailures: RepeatedFailure;
 
   constructor(
     private readonly config: Config,
     private readonly logger: Logger,
     private readonly metrics: MetricsRegistry,
     private readonly onConnected: () => void,
-  ) {}
+  ) {
+    this.connectionFailures = new RepeatedFailure(logger, { what: 'database connection', consequence: 'retrying; resources report DatabaseError meanwhile' });
+    this.setupFailures = new RepeatedFailure(logger, { what: 'controller database set-up', consequence: 'retrying; resources report DatabaseError meanwhile' });
+  }
 
   get current(): DomainRuntime | undefined {
     return this.runtime;
@@ -77,6 +88,7 @@ export class DomainConnection {
   async close(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.wake?.();
     await this.connecting;
     await this.runtime?.close();
   }
@@ -84,15 +96,18 @@ export class DomainConnection {
   private async connect(failures: number): Promise<void> {
     if (this.stopped) return;
     try {
-      this.runtime = await openDomain(this.config, this.logger, this.metrics);
-      if (failures > 0) this.logger.info({ failures }, 'database reachable again');
+      this.runtime = await openDomain(this.config, this.logger, this.metrics, this.connectionFailures);
+      this.setupFailures.ok();
       this.onConnected();
     } catch (err) {
       const delay = Math.min(1000 * 2 ** failures, 30_000);
-      if (failures === 0 || failures % 10 === 0) this.logger.warn({ err: { message: (err as Error).message, code: (err as { code?: string }).code }, retryInMs: delay }, 'cannot reach the database; retrying');
+      // A connection that could not be opened is already counted: knex reports it to connectionFailures.
+      if (!isConnectionError(err) && !this.connectionFailures.failing) this.setupFailures.fail(err);
       await new Promise<void>((resolve) => {
+        this.wake = resolve;
         this.timer = setTimeout(resolve, delay);
       });
+      this.wake = undefined;
       return this.connect(failures + 1);
     }
   }

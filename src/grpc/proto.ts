@@ -26,3 +26,9 @@ export function loadQueuePackage(): { definition: protoLoader.PackageDefinition;
   const loaded = grpc.loadPackageDefinition(definition) as unknown as { queue: { QueueService: grpc.ServiceClientConstructor } };
   return { definition, service: loaded.queue.QueueService.service };
 }
+
+/** Method name -> full name of its request message, e.g. Ack -> queue.AckRequest. */
+export function requestTypeNames(definition: protoLoader.PackageDefinition): Record<string, string> {
+  const service = definition['queue.QueueService'] as protoLoader.ServiceDefinition;
+  return Object.fromEntries(Object.entries(service).map(([name, method]) => [name, `queue.${(method.requestType.type as { name: string }).name}`]));
+}

@@ -5,7 +5,8 @@ import type { MessageService } from '../queue/messages.js';
 import type { SubscriptionHub } from '../queue/subscriptions.js';
 import type { Access, CallGuard } from './auth.js';
 import { notFound } from '../queue/errors.js';
-import { codeName, toGrpcError, type GrpcError } from './errors.js';
+import { codeName, grpcError, toGrpcError, type GrpcError } from './errors.js';
+import { isMalformed, malformedType, type MalformedRequest } from './malformed.js';
 import {
   dequeueResponse,
   groupOf,
@@ -96,6 +97,7 @@ export class QueueServiceHandlers {
         this.record(method, error?.code ?? Status.OK, started);
         callback(error, response);
       };
+      if (isMalformed(call.request)) return respond(malformed(call.request));
       this.authorize(call.metadata, access(call.request))
         .then(() => handle(call.request))
         .then(
@@ -108,6 +110,11 @@ export class QueueServiceHandlers {
   private async subscribe(call: ServerWritableStream<SubscribeRequest, unknown>): Promise<void> {
     const started = performance.now();
     const request = call.request;
+    if (isMalformed(request)) {
+      const error = malformed(request);
+      this.record('Subscribe', error.code, started);
+      return void call.emit('error', error);
+    }
     const group = groupOf(request);
     let code: Status = Status.OK;
     call.once('error', (err: GrpcError) => (code = err.code));
@@ -146,6 +153,8 @@ export class QueueServiceHandlers {
     this.deps.duration.record((performance.now() - started) / 1000, { method, code: codeName(code) });
   }
 }
+
+const malformed = (request: MalformedRequest) => grpcError(Status.INVALID_ARGUMENT, `the request is not a valid ${malformedType(request)} message`);
 
 const consume = (r: DequeueRequest): Access => ({ action: 'consume', topic: r.topic, group: groupOf(r) });
 const settle = (ids: string[], r: { consumer_group: string }): Access => ({ action: 'settle', ids, group: groupOf(r) });

@@ -10,7 +10,8 @@ import type { MetricsRegistry } from '../metrics/registry.js';
 import type { MessageService } from '../queue/messages.js';
 import type { CallGuard } from './auth.js';
 import { DatabaseHealth } from './health.js';
-import { LOADER_OPTIONS, loadQueuePackage, queueProtoPath } from './proto.js';
+import { withTolerantDecoders } from './malformed.js';
+import { LOADER_OPTIONS, loadQueuePackage, queueProtoPath, requestTypeNames } from './proto.js';
 import { QueueServiceHandlers } from './queue-service.js';
 import type { SettledRelay } from './subscribe.js';
 
@@ -59,7 +60,8 @@ export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer
     duration: metrics.histogram('conveyor_grpc_request_duration_seconds', 'gRPC call duration by method and status code (streams: their lifetime)'),
     streams: metrics.meter.createUpDownCounter('conveyor_subscribe_streams', { description: 'Open Subscribe streams by topic' }),
   });
-  server.addService(loadQueuePackage().service, handlers.implementation());
+  const queue = loadQueuePackage();
+  server.addService(withTolerantDecoders(queue.service, requestTypeNames(queue.definition)), handlers.implementation());
 
   const health = new DatabaseHealth(deps.db);
   await health.start();

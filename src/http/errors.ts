@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { DomainError, type DomainErrorCode } from '../queue/errors.js';
 import { isConnectionError } from '../store/dialect.js';
@@ -24,21 +25,36 @@ export function sendError(res: Response, status: number, message: string): void 
   res.status(status).type('application/json').send(JSON.stringify({ error: message }));
 }
 
-/** body-parser errors carry a `type`; their messages are safe but terse, so name them ourselves. */
-function bodyParserError(err: { type?: string; status?: number }): [number, string] | undefined {
+/** zlib and brotli failures (`Z_DATA_ERROR`, `Z_BUF_ERROR`, `ERR_BROTLI_…`, `ERR__ERROR_FORMAT_…`): a body that does not decompress. */
+const isDecompressionError = (err: { code?: unknown }) => typeof err.code === 'string' && /^(Z_|ERR_BROTLI|ERR__)/.test(err.code);
+
+/**
+ * Errors raised while reading a request body (body-parser, raw-body, zlib): each carries a 4xx `status` or
+ * `statusCode`, and every one of them is the client's fault, so it is answered with that status, never a 500.
+ * body-parser names most with a `type`; a body that fails to decompress has none (body-parser sets status 400
+ * on zlib's own error). Their messages can quote the body or name internals, so the texts here are ours.
+ */
+function bodyReadError(err: { type?: unknown; status?: unknown; statusCode?: unknown; code?: unknown }): [number, string] | undefined {
+  const status = typeof err.status === 'number' ? err.status : err.statusCode;
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 400 || status > 499) return undefined;
   switch (err.type) {
     case 'entity.parse.failed':
       return [400, 'malformed JSON body'];
     case 'entity.too.large':
       return [413, 'request body too large'];
     case 'encoding.unsupported':
+      return [415, 'unsupported Content-Encoding; send the body as identity, gzip, deflate or br'];
     case 'charset.unsupported':
-      return [415, 'unsupported body encoding; send UTF-8 JSON'];
+      return [415, 'unsupported charset; send UTF-8 JSON'];
     case 'request.aborted':
       return [400, 'request aborted'];
-    default:
-      return err.type && err.status && err.status < 500 ? [err.status, 'invalid request body'] : undefined;
+    case 'request.size.invalid':
+      return [400, 'request body size does not match Content-Length'];
   }
+  if (isDecompressionError(err)) return [400, 'request body could not be decompressed; check Content-Encoding'];
+  if (status === 413) return [413, 'request body too large'];
+  if (status === 415) return [415, 'unsupported media type'];
+  return [status, status === 400 ? 'invalid request body' : (STATUS_CODES[status] ?? 'bad request').toLowerCase()];
 }
 
 /**
@@ -50,10 +66,10 @@ export function errorResponse(err: unknown, log: Logger): { status: number; mess
     const retry = err.details.retryAfterSeconds;
     return { status: STATUS_OF[err.code], message: err.message, retryAfter: retry === undefined ? undefined : String(retry) };
   }
-  const parsed = bodyParserError((err ?? {}) as { type?: string; status?: number });
-  if (parsed) return { status: parsed[0], message: parsed[1] };
   // The router throws a URIError (status 400) for a path parameter with broken %-encoding, e.g. /api/topics/%ZZ/purge.
   if (err instanceof URIError) return { status: 400, message: 'malformed percent-encoding in the URL path' };
+  const read = typeof err === 'object' && err !== null ? bodyReadError(err) : undefined;
+  if (read) return { status: read[0], message: read[1] };
   if (isConnectionError(err)) {
     log.error({ err }, 'database unavailable');
     return { status: 503, message: 'database unavailable' };

@@ -5,6 +5,7 @@ import { errorResponse, sendError } from './errors.js';
 import { logRequest, requestIdOf } from './middleware/request-context.js';
 import { sendJson } from './respond.js';
 import { ackOne, dequeueOf, enqueueOne } from './routes/messages.js';
+import { assertKnownFields, assertObjectBody } from './validation.js';
 
 /**
  * The three hot message routes (enqueue, dequeue, ack by id) served straight from node:http, in front of the
@@ -69,13 +70,11 @@ function plainBody(req: IncomingMessage, limit: number): boolean {
 const PARSE_FAILED = { type: 'entity.parse.failed', status: 400 };
 const ABORTED = { type: 'request.aborted', status: 400 };
 
-/** body-parser's strict JSON: empty is {}, otherwise an object or array; a UTF-8 BOM is dropped. */
+/** body-parser's JSON (not strict, see app.ts): empty is {}, otherwise any JSON value; a UTF-8 BOM is dropped. */
 function parseJson(raw: Buffer): unknown {
   let text = raw.toString('utf8');
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   if (text.length === 0) return {};
-  const first = /^[\x20\x09\x0a\x0d]*(.)/s.exec(text)?.[1];
-  if (first !== '{' && first !== '[') throw PARSE_FAILED;
   try {
     return JSON.parse(text);
   } catch {
@@ -113,7 +112,7 @@ export function withFastPath(ctx: HttpContext, app: Express, singleBodyLimit: nu
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       ctx.metrics.httpRequest({ method: 'POST', route: label, status: String(res.statusCode) }, seconds);
-      if (res.statusCode >= 500 || ctx.logger.isLevelEnabled('debug')) logRequest(log(), 'POST', req.url ?? '', res.statusCode, seconds);
+      if (res.statusCode >= 400 || ctx.logger.isLevelEnabled('debug')) logRequest(log(), 'POST', label, res.statusCode, seconds);
     });
 
     const chunks: Buffer[] = [];
@@ -131,12 +130,16 @@ export function withFastPath(ctx: HttpContext, app: Express, singleBodyLimit: nu
       done = true;
       let body: unknown;
       try {
+        // As express: parse, then the object check (app.ts) before any route matched, then the route's
+        // unknown-field check (route-table.ts) under the route's label.
         body = parseJson(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+        assertObjectBody(body);
+        label = route.template;
+        assertKnownFields(`POST ${route.template}`, body);
       } catch (err) {
         sendFailure(req, res, err, log);
         return;
       }
-      label = route.template;
       route.handle(ctx, body, res).catch((err: unknown) => sendFailure(req, res, err, log));
     });
   };

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createClient, type RedisClientType } from 'redis';
 import type { Logger } from '../log/logger.js';
+import { RepeatedFailure } from '../log/repeated.js';
 import type { SignalRelay, TopicSignals } from '../queue/topic-signals.js';
 
 const CONNECT_TIMEOUT_MS = 3000;
@@ -40,13 +41,13 @@ export class RedisPeerRelay implements SignalRelay {
     const publisher: Client = createClient({ url });
     const subscriber: Client = publisher.duplicate();
     const relay = new RedisPeerRelay(publisher, subscriber, logger, `${keyPrefix}peers`);
-    let reported = false;
+    // The clients retry every few hundred milliseconds while Redis is away: one line, a count every 30 s, "recovered".
+    const failures = new RepeatedFailure(logger, { what: 'redis connection (peer relay)', consequence: 'cross-instance wake-ups fall back to polling' });
     for (const client of [publisher, subscriber]) {
-      client.on('error', (err: Error) => {
-        if (!reported) logger.warn({ err: err.message }, 'redis unavailable; cross-instance wake-ups fall back to polling');
-        reported = true;
+      client.on('error', (err: Error) => failures.fail(err));
+      client.on('ready', () => {
+        if (publisher.isReady && subscriber.isReady) failures.ok();
       });
-      client.on('ready', () => (reported = false));
     }
     const connected = Promise.all([
       publisher.connect(),

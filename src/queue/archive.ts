@@ -45,6 +45,11 @@ export class ArchiveService {
    * Re-enqueues archived messages created at or after `from_time` (default: the window start; the whole log
    * when the topic has no window). Streams the log in keyset pages, so a large log is never all in memory,
    * and stops at the newest entry that existed when it began.
+   *
+   * `fromTime` in the answer is the time the replay actually started from, RFC 3339 in UTC with milliseconds:
+   * the requested time; without one, the window start (now - replay_window_seconds); without a window, the
+   * `created_at` of the oldest entry in the log, or the time of the request when the log is empty (nothing
+   * older existed). Replaying again from that time replays the same entries.
    */
   async replay(topicName: unknown, fromTime: unknown): Promise<{ topic: string; enqueued: number; fromTime: string }> {
     const topic = assertTopicName(topicName);
@@ -62,25 +67,28 @@ export class ArchiveService {
       }
       from = parsed;
     }
-    const enqueued = await this.stream(topic, from);
+    const { enqueued, oldest } = await this.stream(topic, from);
     if (enqueued > 0) this.deps.metrics.message('replayed', topic, enqueued);
-    return { topic, enqueued, fromTime: given ? String(fromTime) : '' };
+    return { topic, enqueued, fromTime: new Date(from ?? oldest ?? now).toISOString() };
   }
 
-  private async stream(topic: string, from: number | null): Promise<number> {
+  /** Replays entries created at or after `from` (all when null); `oldest` is the created_at of the first one read. */
+  private async stream(topic: string, from: number | null): Promise<{ enqueued: number; oldest: number | null }> {
     const upTo = await lastReplayCursor(this.deps.db, topic);
-    if (!upTo) return 0;
+    if (!upTo) return { enqueued: 0, oldest: null };
     const pageSize = this.deps.replayPageSize ?? 100;
     let after: ReplayCursor | null = null;
     let enqueued = 0;
+    let oldest: number | null = null;
     for (;;) {
       const page = await replayPage(this.deps.db, topic, from, after, upTo, pageSize);
-      if (page.length === 0) return enqueued;
+      if (page.length === 0) return { enqueued, oldest };
+      oldest ??= page[0].created_at;
       const { stored, full } = await this.deps.messages.reenqueue(
         page.map((entry) => ({ topic, key: entry.msg_key, payload: entry.payload, metadata: entry.metadata })),
       );
       enqueued += stored;
-      if (full || page.length < pageSize) return enqueued;
+      if (full || page.length < pageSize) return { enqueued, oldest };
       const last = page[page.length - 1];
       after = { createdAt: last.created_at, id: last.id };
     }

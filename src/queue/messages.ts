@@ -13,6 +13,7 @@ import type { Catalog } from './catalog.js';
 import { DomainError, invalid, messageNotFound } from './errors.js';
 import { ClaimCombiner } from './claim-combiner.js';
 import { GroupCommitter } from './group-commit.js';
+import { keyError } from './message-keys.js';
 import { toMessage, type Message } from './message.js';
 import type { MessageRow } from '../store/messages/rows.js';
 import type { QueueMetrics } from './metrics-port.js';
@@ -257,9 +258,8 @@ export class MessageService {
       this.reject(topic, 'invalid', new DomainError('payload_too_large', `payload exceeds ${this.deps.queue.max_payload_bytes} bytes`));
     }
     const key = input.key ?? null;
-    // Characters are code points, as VARCHAR(255) counts them: an emoji is one character, not two UTF-16 units.
-    const keyLength = key === null ? 0 : [...key].length;
-    if (key !== null && (keyLength < 1 || keyLength > 255)) this.reject(topic, 'invalid', invalid('key must be 1-255 characters'));
+    const badKey = key === null ? undefined : keyError(key);
+    if (badKey) this.reject(topic, 'invalid', badKey);
     if (!this.isRegistered(topic)) this.reject(topic, 'registration', notRegistered(topic));
     const schema = this.deps.catalog.schema(topic);
     if (schema) {

@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import type { Logger } from '../log/logger.js';
+import { RepeatedFailure } from '../log/repeated.js';
 import { countByStatus, oldestPendingCreatedAt, type StatusCount } from '../store/messages/browse.js';
 
 type Snapshot = { depth: StatusCount[]; oldestPendingAgeSeconds: Map<string, number> };
@@ -11,12 +13,17 @@ type Snapshot = { depth: StatusCount[]; oldestPendingAgeSeconds: Map<string, num
 export class QueueGauges {
   private cached: { at: number; snapshot: Snapshot } | undefined;
   private inFlight: Promise<Snapshot> | undefined;
+  private readonly failures: RepeatedFailure | undefined;
 
   constructor(
     private readonly db: Knex,
     private readonly maxAgeMs = 10_000,
     private readonly now: () => number = Date.now,
-  ) {}
+    logger?: Logger,
+  ) {
+    // Every scrape retries while the database is away: one line, then a count every 30 s.
+    this.failures = logger && new RepeatedFailure(logger, { what: 'queue gauge snapshot', consequence: 'conveyor_queue_depth and conveyor_oldest_pending_age_seconds are not reported' });
+  }
 
   async snapshot(): Promise<Snapshot> {
     if (this.cached && this.now() - this.cached.at < this.maxAgeMs) return this.cached.snapshot;
@@ -27,6 +34,17 @@ export class QueueGauges {
   }
 
   private async load(): Promise<Snapshot> {
+    try {
+      const snapshot = await this.read();
+      this.failures?.ok();
+      return snapshot;
+    } catch (err) {
+      this.failures?.fail(err);
+      throw err;
+    }
+  }
+
+  private async read(): Promise<Snapshot> {
     const depth = await countByStatus(this.db);
     const pendingTopics = depth.filter((d) => d.status === 'pending' && d.count > 0).map((d) => d.topic);
     const oldest = await oldestPendingCreatedAt(this.db, pendingTopics);

@@ -10,6 +10,7 @@ import { compileSchema } from './avro.js';
 import type { Catalog } from './catalog.js';
 import { invalid, notFound } from './errors.js';
 import { assertManagedByOrFree, assertNotManaged, decodeManager, encodeManager, type DeletionPolicy, type ManagedBy } from './managed-by.js';
+import { assertKey } from './message-keys.js';
 import { toMessage, type Message } from './message.js';
 import type { QueueMetrics } from './metrics-port.js';
 import { assertNotDeadLetterTopic, assertTopicName } from './topic-names.js';
@@ -51,8 +52,19 @@ export class TopicService {
     return row;
   }
 
+  /**
+   * One topic's configuration (from the cache every instance keeps current). A name PUT would refuse, a
+   * `.dlq` name included, is refused here too (400), rather than reported as not configured (404).
+   */
+  getConfig(topicName: unknown): TopicConfigRow {
+    const topic = assertNotDeadLetterTopic(assertTopicName(topicName));
+    const row = this.deps.catalog.config(topic);
+    if (!row) throw notFound(`no topic configuration for "${topic}"`);
+    return row;
+  }
+
   async deleteConfig(topicName: unknown): Promise<void> {
-    const topic = assertTopicName(topicName);
+    const topic = assertNotDeadLetterTopic(assertTopicName(topicName));
     if (await deleteTopicConfig(this.deps.db, topic, (current) => assertNotManaged(current, configWhat(topic)))) await this.deps.catalog.changed();
   }
 
@@ -96,7 +108,7 @@ export class TopicService {
   }
 
   async getSchema(topicName: unknown): Promise<TopicSchemaRow> {
-    const topic = assertTopicName(topicName);
+    const topic = assertNotDeadLetterTopic(assertTopicName(topicName));
     const row = await getTopicSchema(this.deps.db, topic);
     if (!row) throw notFound(`no schema registered for topic "${topic}"`);
     return row;
@@ -111,7 +123,7 @@ export class TopicService {
   }
 
   async deleteSchema(topicName: unknown): Promise<void> {
-    const topic = assertTopicName(topicName);
+    const topic = assertNotDeadLetterTopic(assertTopicName(topicName));
     if (await deleteTopicSchema(this.deps.db, topic, (current) => assertNotManaged(current, schemaWhat(topic)))) await this.deps.catalog.changed();
   }
 
@@ -170,6 +182,7 @@ export class TopicService {
 
   async deleteByKey(topicName: unknown, key: string): Promise<number> {
     const topic = assertTopicName(topicName);
+    assertKey(key);
     const deleted = await deleteByKey(this.deps.db, topic, key);
     if (deleted > 0) this.deps.metrics.message('deleted', topic, deleted);
     return deleted;

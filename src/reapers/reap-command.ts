@@ -1,4 +1,5 @@
 import type { Config } from '../config/schema.js';
+import { createLogger, type Logger } from '../log/logger.js';
 import { noopQueueMetrics } from '../queue/metrics-port.js';
 import { createDb, ping } from '../store/db.js';
 import { REAPER_KINDS, Reapers, type ReaperKind } from './reapers.js';
@@ -21,16 +22,14 @@ export function parseReaperKind(value: string | undefined): ReaperKind {
  * `conveyor reap expiry|delete|archive`: one run (for Kubernetes CronJobs), one JSON line on stdout such as
  * {"reaper":"expiry","expired":3}. Failures throw with one readable sentence; the CLI exits non-zero.
  */
-export async function reapOnce(config: Config, kind: ReaperKind): Promise<string> {
+export async function reapOnce(config: Config, kind: ReaperKind, logger: Logger = createLogger('error')): Promise<string> {
   let db: ReturnType<typeof createDb>;
   try {
-    db = createDb({ url: config.db.url, poolSize: 2 });
+    // A failed connection is this command's own one-line report; the CLI passes a logger at error level or above.
+    db = createDb({ url: config.db.url, poolSize: 2, logger });
   } catch (err) {
     throw new ReapCommandError(`reap ${kind}: cannot open the database: ${(err as Error).message}`);
   }
-  // knex logs each failed connection attempt with a stack trace; this command reports the failure itself.
-  const quiet = () => {};
-  Object.assign((db.client as { logger: object }).logger, { _warn: quiet, _error: quiet, _debug: quiet, _deprecate: quiet });
   try {
     try {
       await ping(db);

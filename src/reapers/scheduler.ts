@@ -1,5 +1,7 @@
 import { Cron } from 'croner';
 import type { Logger } from '../log/logger.js';
+import { RepeatedFailure } from '../log/repeated.js';
+import { isConnectionError } from '../store/dialect.js';
 import { DomainError } from '../queue/errors.js';
 import type { DeleteSchedule } from './delete-schedule.js';
 import type { ReaperKind, Reapers } from './reapers.js';
@@ -25,8 +27,25 @@ export class ReaperScheduler {
   private stopped = false;
   private refreshing: Promise<void> = Promise.resolve();
   private readonly inFlight = new Set<Promise<void>>();
+  /** Per reaper: a run failing every interval while the database is away logs once, then a count. */
+  private readonly failures = new Map<ReaperKind, RepeatedFailure>();
 
   constructor(private readonly options: ReaperSchedulerOptions) {}
+
+  private failuresOf(kind: ReaperKind): RepeatedFailure {
+    let failures = this.failures.get(kind);
+    if (!failures) {
+      failures = new RepeatedFailure(this.options.logger, {
+        what: `${kind} reaper run`,
+        level: 'error',
+        fields: { reaper: kind },
+        // A lost database says enough in its message; anything else is a bug worth its stack.
+        withStack: (err) => !isConnectionError(err),
+      });
+      this.failures.set(kind, failures);
+    }
+    return failures;
+  }
 
   async start(): Promise<void> {
     this.every('expiry', this.options.expiryIntervalSeconds);
@@ -80,11 +99,12 @@ export class ReaperScheduler {
   private async runOnce(kind: ReaperKind): Promise<void> {
     try {
       const count = await this.options.reapers.run(kind, 0);
+      this.failuresOf(kind).ok();
       this.options.logger.debug({ reaper: kind, count }, 'reaper run');
     } catch (err) {
-      // Another instance is running it right now: that run does the work.
-      if (err instanceof DomainError && err.code === 'unavailable') return;
-      this.options.logger.error({ err, reaper: kind }, 'reaper run failed');
+      // Another instance is running it right now: that run does the work (and the database answered).
+      if (err instanceof DomainError && err.code === 'unavailable') return this.failuresOf(kind).ok();
+      this.failuresOf(kind).fail(err);
     }
   }
 }

@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { migrationSource } from '../../migrations/index.js';
+import { createLogger, type Logger } from '../log/logger.js';
+import { RepeatedFailure, type ErrorSummary } from '../log/repeated.js';
 import { engineOf } from './dialect.js';
 
 export type Db = Knex;
@@ -9,6 +11,91 @@ export type Db = Knex;
 export interface DbOptions {
   url: string;
   poolSize?: number;
+  /** Where knex's own warnings and connection failures go (as JSON lines); default: info on stdout. */
+  logger?: Logger;
+  /**
+   * The tracker of connection failures, when one outlives the pool: the controller opens a new pool on every
+   * reconnect attempt, and each would otherwise log its first failure again.
+   */
+  connectionFailures?: RepeatedFailure;
+}
+
+/** What the start-up line and `config check` say about a db.url: the engine and where, never credentials. */
+export interface DbDescription {
+  kind: 'sqlite' | 'mysql';
+  /** sqlite: the file's absolute path; mysql: host:port/database. */
+  location: string;
+}
+
+function unsupportedScheme(url: string): Error {
+  return new Error(`db.url: unsupported scheme in "${url.split('://')[0]}"; use sqlite:<path> or mysql://user:pass@host:3306/db`);
+}
+
+/** Throws the same error createDb would for a db.url it cannot open. */
+export function describeDb(url: string): DbDescription {
+  if (url.startsWith('sqlite:')) {
+    const filename = sqliteFilename(url);
+    return { kind: 'sqlite', location: filename === ':memory:' ? filename : resolve(filename) };
+  }
+  if (url.startsWith('mysql://') || url.startsWith('mysql2://')) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new Error('db.url: not a valid URL; expected mysql://user:pass@host:3306/db');
+    }
+    return { kind: 'mysql', location: `${parsed.hostname}:${parsed.port || 3306}/${decodeURIComponent(parsed.pathname.replace(/^\//, ''))}` };
+  }
+  throw unsupportedScheme(url);
+}
+
+/** "Error: connect ECONNREFUSED 127.0.0.1:3306\n    at ..." -> its first line without the class name, and a code. */
+function errorOfText(text: string): ErrorSummary {
+  const message = text.split('\n')[0].replace(/^\w*Error: /, '').trim();
+  const code = /\b(E[A-Z]{3,}|ER_[A-Z_]+|PROTOCOL_[A-Z_]+)\b/.exec(message)?.[1] ?? (/^Connection lost\b/.test(message) ? 'PROTOCOL_CONNECTION_LOST' : undefined);
+  return code ? { message, code } : { message };
+}
+
+/**
+ * knex prints through `console.log` unless given `log` functions: plain-text lines such as
+ * "Acquire connection error: <stack>" on every failed query while the database is away. Here every knex
+ * message becomes a JSON line of the service's logger: connection failures go to one RepeatedFailure (one
+ * line, then a count every 30 s, then "recovered" when a new connection opens), anything else is logged once
+ * per call without stack lines. Debug output carries SQL text only, never bound values.
+ */
+function knexLog(logger: Logger, connection: RepeatedFailure): Knex.Config['log'] {
+  const firstLine = (message: unknown) => String(message).split('\n')[0];
+  return {
+    warn(message: unknown) {
+      const text = String(message);
+      const failure = /^(?:Acquire connection error|Connection Error): ([\s\S]*)$/.exec(text);
+      if (failure) return connection.fail(errorOfText(failure[1]));
+      logger.warn({ source: 'knex' }, firstLine(text));
+    },
+    error(message: unknown) {
+      logger.error({ source: 'knex' }, firstLine(message));
+    },
+    deprecate(message: unknown) {
+      logger.warn({ source: 'knex', deprecation: true }, firstLine(message));
+    },
+    debug(message: unknown) {
+      if (!logger.isLevelEnabled('debug')) return;
+      const sql = typeof message === 'string' ? message : (message as { sql?: unknown } | null)?.sql;
+      logger.debug({ source: 'knex', sql: typeof sql === 'string' ? sql : undefined }, 'knex');
+    },
+  };
+}
+
+/** One connection tracker per pool: a newly opened connection means the database is back. */
+function trackConnections(db: Knex, connection: RepeatedFailure): Knex {
+  const client = db.client as { acquireRawConnection: () => Promise<unknown> };
+  const acquireRaw = client.acquireRawConnection.bind(client);
+  client.acquireRawConnection = async () => {
+    const raw = await acquireRaw();
+    connection.ok();
+    return raw;
+  };
+  return db;
 }
 
 function sqliteFilename(url: string): string {
@@ -17,10 +104,18 @@ function sqliteFilename(url: string): string {
   return filename;
 }
 
-function createSqlite(url: string): Knex {
+/** Shared by both engines: logging through pino, and error messages with SQL text but never bound values. */
+function commonConfig(logger: Logger, connection: RepeatedFailure): Pick<Knex.Config, 'log' | 'compileSqlOnError'> {
+  // knex prefixes a failed query's error message with the query; by default with the values interpolated
+  // (payloads, keys), which would then reach the logs of whoever logs the error.
+  return { log: knexLog(logger, connection), compileSqlOnError: false };
+}
+
+function createSqlite(url: string, common: Pick<Knex.Config, 'log' | 'compileSqlOnError'>): Knex {
   const filename = sqliteFilename(url);
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
   const db = knexFactory({
+    ...common,
     client: 'better-sqlite3',
     connection: { filename },
     useNullAsDefault: true,
@@ -50,9 +145,10 @@ function createSqlite(url: string): Knex {
   return db;
 }
 
-function createMysql(url: string, poolSize: number): Knex {
+function createMysql(url: string, poolSize: number, common: Pick<Knex.Config, 'log' | 'compileSqlOnError'>): Knex {
   const parsed = new URL(url);
   return knexFactory({
+    ...common,
     client: 'mysql2',
     connection: {
       host: parsed.hostname,
@@ -76,10 +172,11 @@ function createMysql(url: string, poolSize: number): Knex {
   });
 }
 
-export function createDb({ url, poolSize = 16 }: DbOptions): Knex {
-  if (url.startsWith('sqlite:')) return createSqlite(url);
-  if (url.startsWith('mysql://') || url.startsWith('mysql2://')) return createMysql(url, poolSize);
-  throw new Error(`db.url: unsupported scheme in "${url.split('://')[0]}"; use sqlite:<path> or mysql://user:pass@host:3306/db`);
+export function createDb({ url, poolSize = 16, logger = createLogger('info'), connectionFailures }: DbOptions): Knex {
+  const { kind } = describeDb(url);
+  const connection = connectionFailures ?? new RepeatedFailure(logger, { what: 'database connection', fields: { db: kind } });
+  const common = commonConfig(logger, connection);
+  return trackConnections(kind === 'sqlite' ? createSqlite(url, common) : createMysql(url, poolSize, common), connection);
 }
 
 const MIGRATION_LOCK_WAIT_MS = 60_000;

@@ -6,7 +6,7 @@ import { sendJson } from '../respond.js';
 import { route } from '../route-table.js';
 import { ackBatchBody, ackBody, dequeueBody, enqueueBatchBody, enqueueBody, nackBody, parseBody, parsePage, queryString } from '../validation.js';
 import type { EnqueueInput } from '../../queue/messages.js';
-import { DomainError } from '../../queue/errors.js';
+import { DomainError, invalid } from '../../queue/errors.js';
 
 function toEnqueueInput(body: unknown): EnqueueInput {
   const parsed = parseBody(enqueueBody, body);
@@ -69,6 +69,7 @@ export function messageRoutes(ctx: HttpContext): Router {
       async (req, res) => {
         const { messages } = parseBody(enqueueBatchBody, req.body);
         const inputs = messages.map((m, i) => {
+          if (m === null || typeof m !== 'object' || Array.isArray(m)) throw invalid(`messages[${i}] must be a JSON object`);
           try {
             return toEnqueueInput(m);
           } catch (err) {

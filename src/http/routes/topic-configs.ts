@@ -4,7 +4,6 @@ import { topicConfigJson, topicSchemaJson } from '../format.js';
 import { requireTopic } from '../middleware/auth.js';
 import { route } from '../route-table.js';
 import { parseBody, schemaBody } from '../validation.js';
-import { invalid, notFound } from '../../queue/errors.js';
 
 export function topicConfigRoutes(ctx: HttpContext): Router {
   const router = Router();
@@ -17,16 +16,8 @@ export function topicConfigRoutes(ctx: HttpContext): Router {
   };
   route(router, '/api/topic-configs', { GET: (req, res) => void res.json({ items: visible(req, ctx.topics.listConfigs()).map(topicConfigJson) }) });
   route(router, '/api/topic-configs/:topic', {
-    GET: (req, res) => {
-      const row = ctx.topics.listConfigs().find((c) => c.topic === req.params.topic);
-      if (!row) throw notFound(`no topic configuration for "${req.params.topic}"`);
-      res.json(topicConfigJson(row));
-    },
-    PUT: async (req, res) => {
-      const body = req.body ?? {};
-      if (typeof body !== 'object' || Array.isArray(body)) throw invalid('request body must be a JSON object');
-      res.json(topicConfigJson(await ctx.topics.putConfig(req.params.topic, body)));
-    },
+    GET: (req, res) => void res.json(topicConfigJson(ctx.topics.getConfig(req.params.topic))),
+    PUT: async (req, res) => void res.json(topicConfigJson(await ctx.topics.putConfig(req.params.topic, req.body ?? {}))),
     DELETE: async (req, res) => {
       await ctx.topics.deleteConfig(req.params.topic);
       res.status(204).end();

@@ -1,0 +1,28 @@
+import { loadConfig } from '../config/load.js';
+import { createStderrLogger } from '../log/logger.js';
+import { CONFIG_OPTION, HELP_OPTION, type CommandHelp } from './help.js';
+import { quietConnectionLogger } from './one-shot.js';
+
+export const migrateHelp: CommandHelp = {
+  name: 'migrate',
+  synopsis: 'conveyor migrate [--config FILE]',
+  summary: 'apply pending database migrations and exit',
+  description: `Applies the pending database migrations and prints {"applied": [...]} on stdout (an empty list when
+there was nothing to do). Safe to run from many pods at once: on MySQL a named lock serialises them.
+conveyor serve migrates at start-up too; this command is for init containers and upgrades.`,
+  options: [CONFIG_OPTION, HELP_OPTION],
+  config: ['db.url', 'log.level'],
+  exitCodes: '0 when the database is up to date; 2 for an invalid configuration; 1 when a migration fails or the database cannot be reached.',
+};
+
+export async function runMigrations(configPath: string | undefined): Promise<void> {
+  const config = loadConfig({ configPath });
+  const { createDb, migrate } = await import('../store/db.js');
+  const db = createDb({ url: config.db.url, logger: quietConnectionLogger(createStderrLogger(config.log.level)) });
+  try {
+    const applied = await migrate(db);
+    process.stdout.write(`${JSON.stringify({ applied })}\n`);
+  } finally {
+    await db.destroy();
+  }
+}

@@ -1,0 +1,28 @@
+import { loadConfig } from '../config/load.js';
+import { routeConsoleToLogger } from '../log/console.js';
+import { createLogger } from '../log/logger.js';
+import { CONFIG_OPTION, HELP_OPTION, type CommandHelp } from './help.js';
+import { exitOnSignal } from './signals.js';
+
+export const serveHelp: CommandHelp = {
+  name: 'serve',
+  synopsis: 'conveyor serve [--config FILE]',
+  summary: 'run the HTTP API and gRPC service (the default command)',
+  description: `Applies pending database migrations, then serves the HTTP API, gRPC and (with metrics.port) a separate
+/metrics listener until SIGTERM or SIGINT, when it finishes in-flight requests and exits 0. Logs are JSON
+lines on stdout; the line "conveyor listening" names the version, the database, the ports, whether
+authentication is on and the reaper mode.`,
+  options: [CONFIG_OPTION, HELP_OPTION],
+  config: ['server.*', 'db.*', 'queue.*', 'reapers.*', 'auth.*', 'redis.*', 'metrics.*', 'log.*'],
+  exitCodes: '0 after a graceful shutdown; 2 for an invalid configuration; 1 when it cannot start (database unreachable, port taken).',
+};
+
+export async function serve(configPath: string | undefined): Promise<void> {
+  const config = loadConfig({ configPath });
+  const logger = createLogger(config.log.level);
+  routeConsoleToLogger(logger);
+  // Loaded only here, so `--help`, `version` and `config check` do not pay for the whole service.
+  const { startServer } = await import('../server.js');
+  const server = await startServer(config, { logger });
+  exitOnSignal(logger, () => server.close());
+}

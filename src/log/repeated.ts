@@ -1,0 +1,107 @@
+import type { Logger } from './logger.js';
+
+/** How often a failure that keeps happening is logged again, with a count. */
+export const REPEAT_INTERVAL_MS = 30_000;
+
+/**
+ * Tests shorten the interval for a whole process (a `conveyor serve` child) with this variable; it is not a
+ * configuration key and nothing documents it for operators.
+ */
+const TEST_INTERVAL_VARIABLE = 'CONVEYOR_TEST_LOG_REPEAT_MS';
+
+function defaultInterval(): number {
+  const fromEnv = Number(process.env[TEST_INTERVAL_VARIABLE]);
+  return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : REPEAT_INTERVAL_MS;
+}
+
+export interface ErrorSummary {
+  message: string;
+  code?: string;
+}
+
+/** The first line of an error's message and its code: no stack, no properties a driver may have attached. */
+export function summarizeError(err: unknown): ErrorSummary {
+  const e = err as { message?: unknown; code?: unknown; name?: unknown } | null | undefined;
+  const raw = typeof e?.message === 'string' ? e.message : typeof err === 'string' ? err : String(err);
+  const message = raw.split('\n')[0].trim() || (typeof e?.name === 'string' ? e.name : 'error');
+  const code = typeof e?.code === 'string' || typeof e?.code === 'number' ? String(e.code) : undefined;
+  return code === undefined ? { message } : { message, code };
+}
+
+export interface RepeatedFailureOptions {
+  /** What fails, as the subject of the log lines: "database connection", "catalog refresh". */
+  what: string;
+  /** Level of the failure lines; "recovered" is always info. */
+  level?: 'warn' | 'error';
+  /** Said once, on the first line: what the service does meanwhile. */
+  consequence?: string;
+  /** Fields on every line, e.g. `{ reaper: 'expiry' }`. */
+  fields?: Record<string, unknown>;
+  /** Whether the first line should carry the stack (unexpected errors; never for connection failures). */
+  withStack?: (err: unknown) => boolean;
+  intervalMs?: number;
+  now?: () => number;
+}
+
+/**
+ * A failure that repeats while something is down (a database, Redis): logged once when it starts, with the
+ * error's message and code; then at most once per interval with how many failures there were; then one
+ * "recovered" line saying how long it lasted and how many failures it took. Nothing is logged per failure, so
+ * a poll every second while the database is away costs one line per 30 s.
+ */
+export class RepeatedFailure {
+  private failures = 0;
+  private sinceReport = 0;
+  private startedAt = 0;
+  private reportedAt = 0;
+  private readonly intervalMs: number;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly options: RepeatedFailureOptions,
+  ) {
+    this.intervalMs = options.intervalMs ?? defaultInterval();
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Whether the last outcome was a failure. */
+  get failing(): boolean {
+    return this.failures > 0;
+  }
+
+  fail(err: unknown): void {
+    const now = this.now();
+    const level = this.options.level ?? 'warn';
+    const summary = summarizeError(err);
+    if (this.failures === 0) {
+      this.failures = 1;
+      this.sinceReport = 0;
+      this.startedAt = now;
+      this.reportedAt = now;
+      const stack = this.options.withStack?.(err) ? (err as { stack?: unknown }).stack : undefined;
+      const { consequence, what } = this.options;
+      this.logger[level]({ ...this.options.fields, err: typeof stack === 'string' ? { ...summary, stack } : summary }, consequence ? `${what} failed; ${consequence}` : `${what} failed`);
+      return;
+    }
+    this.failures += 1;
+    this.sinceReport += 1;
+    if (now - this.reportedAt < this.intervalMs) return;
+    this.logger[level](
+      { ...this.options.fields, err: summary, failures: this.failures, failuresSinceLastLine: this.sinceReport, failingForSeconds: seconds(now - this.startedAt) },
+      `${this.options.what} still failing`,
+    );
+    this.reportedAt = now;
+    this.sinceReport = 0;
+  }
+
+  ok(): void {
+    if (this.failures === 0) return;
+    const now = this.now();
+    this.logger.info({ ...this.options.fields, failures: this.failures, downForSeconds: seconds(now - this.startedAt) }, `${this.options.what} recovered`);
+    this.failures = 0;
+    this.sinceReport = 0;
+  }
+}
+
+const seconds = (ms: number) => Math.round(ms / 100) / 10;

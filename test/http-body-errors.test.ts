@@ -1,0 +1,186 @@
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorResponse } from '../src/http/errors.js';
+import { createLogger } from '../src/log/logger.js';
+import { describeEachEngine } from './helpers/engines.js';
+import { MISSING_ID } from './helpers/messages.js';
+import { alarmingLogLines, errorShapeProblem, rawRequest, rawSocket, startLoggedServer, type LoggedServer, type RawResponse } from './helpers/raw-http.js';
+
+/**
+ * Issue item 1: a body that fails to decompress was a 500 with a stack trace in the log, on every JSON route.
+ * Every error raised while reading a body carries a 4xx status and is answered with it, on express routes
+ * and on the hot routes (enqueue, dequeue, ack), which hand compressed bodies to express.
+ */
+
+/** Hot routes first (their plain case is the fast path), then a sample of express routes, every method with a body. */
+const ROUTES: Array<[string, string]> = [
+  ['POST', '/api/messages'],
+  ['POST', '/api/messages/dequeue'],
+  ['POST', `/api/messages/${MISSING_ID}/ack`],
+  ['POST', '/api/messages/batch'],
+  ['POST', '/api/messages/ack'],
+  ['POST', `/api/messages/${MISSING_ID}/nack`],
+  ['POST', `/api/messages/${MISSING_ID}/requeue`],
+  ['PUT', '/api/topic-configs/t'],
+  ['PUT', '/api/topic-schemas/t'],
+  ['POST', '/api/topics/t/purge'],
+  ['POST', '/api/topics/t/consumer-groups'],
+  ['POST', '/api/topics/t/replay'],
+  ['PUT', '/api/admin/delete-reaper/schedule'],
+  ['POST', '/api/auth/login'],
+  ['POST', '/api/users'],
+  ['GET', '/api/stats'],
+  ['DELETE', '/api/topic-configs/t'],
+  ['POST', '/api/no-such-route'],
+];
+
+const JSON_BODY = '{"topic":"zipped","payload":"x"}';
+const COMPRESS: Record<string, (b: Buffer) => Buffer> = { gzip: gzipSync, deflate: deflateSync, br: brotliCompressSync };
+
+/** Bodies that do not decompress under their Content-Encoding: plain bytes, nothing, a cut-off stream. */
+const UNDECOMPRESSABLE: Array<[string, string, Buffer]> = Object.entries(COMPRESS).flatMap(([encoding, compress]): Array<[string, string, Buffer]> => [
+  [encoding, 'plain bytes', Buffer.from(JSON_BODY)],
+  [encoding, 'an empty body', Buffer.alloc(0)],
+  [encoding, 'a truncated stream', compress(Buffer.from(JSON_BODY.repeat(50))).subarray(0, 12)],
+  [encoding.toUpperCase(), 'plain bytes', Buffer.from(JSON_BODY)],
+]);
+
+let batchBombBytes: Buffer | undefined;
+const batchBomb = () => (batchBombBytes ??= gzipSync(Buffer.alloc(64 * 1024 * 1024 + 1, 0x20)));
+
+describe('errors raised while reading a body keep their 4xx status (the error table)', () => {
+  const log = createLogger('silent');
+  it.each([
+    [{ type: 'entity.parse.failed', status: 400 }, 400, 'malformed JSON body'],
+    [{ type: 'entity.too.large', status: 413 }, 413, 'request body too large'],
+    [{ type: 'encoding.unsupported', status: 415 }, 415, 'unsupported Content-Encoding; send the body as identity, gzip, deflate or br'],
+    [{ type: 'charset.unsupported', status: 415 }, 415, 'unsupported charset; send UTF-8 JSON'],
+    [{ type: 'request.aborted', status: 400 }, 400, 'request aborted'],
+    [{ type: 'request.size.invalid', status: 400 }, 400, 'request body size does not match Content-Length'],
+    [Object.assign(new Error('incorrect header check'), { code: 'Z_DATA_ERROR', errno: -3, status: 400 }), 400, 'request body could not be decompressed; check Content-Encoding'],
+    [Object.assign(new Error('unexpected end of file'), { code: 'Z_BUF_ERROR', errno: -5, statusCode: 400 }), 400, 'request body could not be decompressed; check Content-Encoding'],
+    [Object.assign(new Error('Decompression failed'), { code: 'ERR__ERROR_FORMAT_PADDING_2', status: 400 }), 400, 'request body could not be decompressed; check Content-Encoding'],
+    [{ type: 'some.future.type', status: 413 }, 413, 'request body too large'],
+    [{ type: 'some.future.type', status: 415 }, 415, 'unsupported media type'],
+    [{ status: 400, message: 'secret detail' }, 400, 'invalid request body'],
+    [{ statusCode: 431 }, 431, 'request header fields too large'],
+  ])('%j -> %i', (err, status, message) => {
+    expect(errorResponse(err, log)).toEqual({ status, message });
+  });
+
+  it('a 5xx status (a server-side stream fault) stays a 500', () => {
+    expect(errorResponse({ type: 'stream.encoding.set', status: 500 }, log)).toEqual({ status: 500, message: 'internal error' });
+  });
+});
+
+describeEachEngine('compressed and oddly encoded bodies', (engine) => {
+  let server: LoggedServer;
+  beforeAll(async () => {
+    server = await startLoggedServer(engine, { queue: { max_payload_bytes: 1024 } });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const send = (method: string, path: string, headers: Record<string, string>, body: Buffer) =>
+    rawRequest(server.port, { method, path, headers: { 'content-type': 'application/json', 'content-length': String(body.length), ...headers }, body });
+
+  function expectError(res: RawResponse, status: number, message?: string) {
+    expect(res.status, `${res.status} ${res.text}`).toBe(status);
+    expect(errorShapeProblem(res)).toBeUndefined();
+    if (message) expect(JSON.parse(res.text).error).toBe(message);
+  }
+
+  for (const [method, path] of ROUTES) {
+    it.each(UNDECOMPRESSABLE)(`${method} ${path}: Content-Encoding %s with %s is 400`, async (encoding, _what, body) => {
+      expectError(await send(method, path, { 'content-encoding': encoding }, body), 400, 'request body could not be decompressed; check Content-Encoding');
+    });
+
+    it(`${method} ${path}: an unsupported Content-Encoding is 415, a decompression bomb 413`, async () => {
+      for (const encoding of ['compress', 'x-gzip', 'gzip, br', 'garbage', 'zstd-nope']) {
+        expectError(await send(method, path, { 'content-encoding': encoding }, Buffer.from(JSON_BODY)), 415);
+      }
+      // Spaces compress a thousandfold: over the single-body limit (6 x 1024 + 64 KiB), or the batch limit (64 MiB).
+      const bomb = path === '/api/messages/batch' ? batchBomb() : gzipSync(Buffer.alloc(200 * 1024, 0x20));
+      expectError(await send(method, path, { 'content-encoding': 'gzip' }, bomb), 413, 'request body too large');
+    });
+  }
+
+  it('the hot routes answer exactly as express does (with ?via=express the fast path is skipped)', async () => {
+    const hot = ROUTES.slice(0, 3);
+    const cases: Array<[Record<string, string>, Buffer]> = [
+      ...UNDECOMPRESSABLE.map(([encoding, , body]): [Record<string, string>, Buffer] => [{ 'content-encoding': encoding }, body]),
+      [{ 'content-encoding': 'garbage' }, Buffer.from(JSON_BODY)],
+      [{ 'content-encoding': 'gzip' }, gzipSync(Buffer.alloc(200 * 1024, 0x20))],
+      [{ 'content-encoding': 'identity' }, Buffer.from('{"topic":')],
+    ];
+    for (const [method, path] of hot) {
+      for (const [headers, body] of cases) {
+        const fast = await send(method, path, headers, body);
+        const viaExpress = await send(method, `${path}?via=express`, headers, body);
+        expect([fast.status, fast.text], JSON.stringify(headers)).toEqual([viaExpress.status, viaExpress.text]);
+        expect(fast.status).toBeGreaterThanOrEqual(400);
+        expect(fast.status).toBeLessThan(500);
+      }
+    }
+  });
+
+  it('a well-compressed body is read, under every supported encoding, on fast-path and express routes', async () => {
+    for (const [encoding, compress] of Object.entries(COMPRESS)) {
+      const res = await send('POST', '/api/messages', { 'content-encoding': encoding }, compress(Buffer.from(JSON_BODY)));
+      expect(res.status, res.text).toBe(201);
+      const purge = await send('POST', '/api/topics/zipped/purge', { 'content-encoding': encoding }, compress(Buffer.from('{"statuses":["pending"]}')));
+      expect(JSON.parse(purge.text)).toEqual({ deleted: 1 });
+    }
+  });
+
+  it('what node:http answers by itself is a JSON error too', async () => {
+    const cases: Array<[string, string, number]> = [
+      ['an unknown method', 'FOO /api/messages HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+      ['Content-Length and Transfer-Encoding together', 'POST /api/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}', 400],
+      ['two different Content-Lengths', 'POST /api/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}', 400],
+      ['a broken chunk', 'POST /api/messages HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n', 400],
+      ['a body shorter than its Content-Length', 'POST /api/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n{}', 400],
+      ['a body longer than its Content-Length', 'POST /api/messages/dequeue HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n{"topic":"t"}', 400],
+      ['a control character in a header', 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Bad: a\x01b\r\n\r\n', 400],
+      ['headers over 16 KiB', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+      ['HTTP/1.1 without Host', 'GET /healthz HTTP/1.1\r\n\r\n', 400],
+      ['CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 405],
+      ['an Expect other than 100-continue', 'POST /api/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: teapot\r\n\r\n{}', 417],
+    ];
+    for (const [what, bytes, status] of cases) {
+      const res = await rawSocket(server.port, bytes, { halfClose: what === 'a body shorter than its Content-Length' });
+      expect(res.status, `${what}: ${res.status} ${res.failure ?? ''} ${res.text}`).toBe(status);
+      expect(errorShapeProblem(res), what).toBeUndefined();
+    }
+    // HTTP/1.0 needs no Host.
+    expect((await rawSocket(server.port, 'GET /healthz HTTP/1.0\r\n\r\n')).status).toBe(200);
+  });
+
+  it('none of it logged a warning, an error or a stack trace', () => {
+    expect(alarmingLogLines(server.logs)).toEqual([]);
+  });
+});
+
+describeEachEngine('garbage after a complete request on the same connection', (engine) => {
+  let server: LoggedServer;
+  beforeAll(async () => {
+    server = await startLoggedServer(engine);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('the request is answered with its own outcome first; the 400 for the garbage comes after it', async () => {
+    // The body is longer than its Content-Length: the request is `{"topic":"pipe","payload":"x"}`, the rest
+    // garbage. The enqueue takes effect, so its answer must be the 201, not the garbage's 400.
+    for (const path of ['/api/messages', '/api/messages?via=express']) {
+      const body = '{"topic":"pipe","payload":"x"}';
+      const res = await rawSocket(server.port, `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}GARBAGE\r\n\r\n`);
+      expect(res.status, res.text).toBe(201);
+    }
+    expect((await server.api.get('/api/messages?topic=pipe')).body.total).toBe(2);
+    const del = await rawSocket(server.port, 'DELETE /api/topics/pipe/messages/by-key/k HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\nNOT HTTP\r\n\r\n');
+    expect(del.status, del.text).toBe(200);
+  });
+});
