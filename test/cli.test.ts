@@ -1,51 +1,16 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { validateConfig } from '../src/config/load.js';
 import { configSchema } from '../src/config/schema.js';
+import { runCli, tempDirs } from './helpers/cli.js';
 
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-// Absolute, because the CLI runs in a temporary working directory where `tsx` would not resolve.
-const TSX = import.meta.resolve('tsx');
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-const dirs: string[] = [];
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'conveyor-cli-'));
-  dirs.push(dir);
-  return dir;
-}
-
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+const tempDir = tempDirs('conveyor-cli-');
 
 /** Runs the CLI to completion in an empty directory, with only the given CONVEYOR_* variables. */
-function conveyor(args: string[], env: Record<string, string> = {}, cwd = tempDir()): Promise<Run> {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CONVEYOR_'))) as Record<string, string>;
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', TSX, CLI, ...args], { env: { ...base, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const conveyor = (args: string[], env: Record<string, string> = {}, cwd = tempDir()) => runCli(args, env, cwd);
 
 /** Every key of the schema with its environment variable: what the help texts must be generated from. */
 const SCHEMA_KEYS = Object.entries(configSchema.shape).flatMap(([section, s]) =>

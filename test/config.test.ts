@@ -1,51 +1,16 @@
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { describeEachEngine } from './helpers/engines.js';
 import { startChildServer } from './helpers/server.js';
+import { runCli as runCliIn, tempDirs } from './helpers/cli.js';
 
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-// Absolute, because the CLI runs in a temporary working directory where `tsx` would not resolve.
-const TSX = import.meta.resolve('tsx');
-const dirs: string[] = [];
+const tempDir = tempDirs('conveyor-config-');
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'conveyor-config-'));
-  dirs.push(dir);
-  return dir;
-}
-
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI to completion with only the given CONVEYOR_* variables (none inherited from this process). */
-function runCli(args: string[], env: Record<string, string>, cwd = tempDir()): Promise<CliRun> {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CONVEYOR_'))) as Record<string, string>;
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', TSX, CLI, ...args], { env: { ...base, CONVEYOR_LOG_LEVEL: 'warn', ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+/** The CLI with warnings and errors only in its log, in a fresh directory unless told otherwise. */
+const runCli = (args: string[], env: Record<string, string>, cwd = tempDir()) => runCliIn(args, { CONVEYOR_LOG_LEVEL: 'warn', ...env }, cwd);
 
 const lines = (text: string) => text.split('\n').filter((l) => l.trim() !== '');
-
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
 
 describe('invalid configuration refuses to start with one line naming the key', () => {
   const sqliteUrl = () => `sqlite:${join(tempDir(), 'c.db')}`;

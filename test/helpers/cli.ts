@@ -1,0 +1,46 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
+
+const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
+// Absolute, because the CLI runs in a temporary working directory where `tsx` would not resolve.
+const TSX = import.meta.resolve('tsx');
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Temporary directories for one test file, removed after it. */
+export function tempDirs(prefix: string): () => string {
+  const dirs: string[] = [];
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+  return () => {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    dirs.push(dir);
+    return dir;
+  };
+}
+
+/** Runs the CLI to completion in `cwd` with only the given CONVEYOR_* variables (none inherited from this process). */
+export function runCli(args: string[], env: Record<string, string>, cwd: string): Promise<CliRun> {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CONVEYOR_'))) as Record<string, string>;
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', TSX, CLI, ...args], { env: { ...base, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
