@@ -1,14 +1,42 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The messaging suites that run again, MySQL variant only, against one node of a three-node Galera cluster
+ * (test/helpers/galera-global-setup.ts). `npm test` sets TEST_GALERA=1; a run of single files does not.
+ */
+const galeraSuites = [
+  'enqueue',
+  'dequeue',
+  'ack',
+  'nack-dead-letter',
+  'visibility-expiry',
+  'requeue',
+  'consumer-groups',
+  'dedup-keys',
+  'ttl',
+  'max-depth',
+  'replay-message-log',
+  'message-order',
+  'throughput-limit',
+  'topic-configs',
+  'concurrency',
+];
+
+const shared = { pool: 'forks', testTimeout: 60_000, hookTimeout: 60_000 } as const;
+
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // Each file starts its own servers and databases; two cores run two files at a time.
-    pool: 'forks',
+    ...shared,
     maxWorkers: 2,
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
     globalSetup: ['test/helpers/global-setup.ts'],
     reporters: ['default', './test/helpers/summary-reporter.ts'],
+    projects: [
+      { extends: true, test: { name: 'default' } },
+      ...(process.env.TEST_GALERA === '1'
+        ? [{ test: { ...shared, name: 'galera', include: galeraSuites.map((name) => `test/${name}.test.ts`), globalSetup: ['test/helpers/galera-global-setup.ts'] } }]
+        : []),
+    ],
   },
 });

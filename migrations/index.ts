@@ -4,6 +4,8 @@ import * as usersGrants from './20261122040000_users_grants.js';
 import * as consumerGroupsArchive from './20261122050000_consumer_groups_archive.js';
 import * as engineParity from './20261122060000_engine_parity.js';
 import * as queueIndex from './20261122070000_queue_index.js';
+import * as auditLog from './20261123010000_audit_log.js';
+import * as leases from './20261123020000_leases.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -17,6 +19,8 @@ const migrations: Record<string, Migration> = {
   '20261122050000_consumer_groups_archive': consumerGroupsArchive,
   '20261122060000_engine_parity': engineParity,
   '20261122070000_queue_index': queueIndex,
+  '20261123010000_audit_log': auditLog,
+  '20261123020000_leases': leases,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -4,6 +4,7 @@ import type { Logger } from './log/logger.js';
 import type { MetricsRegistry } from './metrics/registry.js';
 import { ReaperMetrics } from './metrics/reaper-metrics.js';
 import { ArchiveService } from './queue/archive.js';
+import { AuditLog } from './queue/audit.js';
 import type { Catalog } from './queue/catalog.js';
 import { ConsumerGroupService } from './queue/consumer-groups.js';
 import type { MessageService } from './queue/messages.js';
@@ -12,12 +13,13 @@ import { DeleteSchedule } from './reapers/delete-schedule.js';
 import { Reapers } from './reapers/reapers.js';
 import { ReaperScheduler } from './reapers/scheduler.js';
 
-/** Consumer groups, the archive log and replay, and the reapers: what the HTTP (and gRPC) layers call. */
+/** Consumer groups, the archive log and replay, the reapers and the audit log: what the HTTP (and gRPC) layers call. */
 export interface Maintenance {
   consumerGroups: ConsumerGroupService;
   archive: ArchiveService;
   reapers: Reapers;
   deleteSchedule: DeleteSchedule;
+  audit: AuditLog;
   /** Stops the in-process reapers, waiting for a run in progress. */
   stop(): Promise<void>;
 }
@@ -36,7 +38,7 @@ export interface MaintenanceDeps {
 /** Builds the services and, unless reapers.mode is external, starts the in-process reapers. */
 export async function startMaintenance(deps: MaintenanceDeps): Promise<Maintenance> {
   const { config, db, logger, catalog, metrics, now } = deps;
-  const reapers = new Reapers({ db, metrics, runs: new ReaperMetrics(metrics.meter), now });
+  const reapers = new Reapers({ db, metrics, runs: new ReaperMetrics(metrics.meter), now, auditRetentionDays: config.audit.retention_days });
   let scheduler: ReaperScheduler | undefined;
   const deleteSchedule = new DeleteSchedule(db, config.queue.delete_reaper_schedule, async () => scheduler?.refresh());
   if (config.reapers.mode === 'in-process') {
@@ -56,6 +58,7 @@ export async function startMaintenance(deps: MaintenanceDeps): Promise<Maintenan
     archive: new ArchiveService({ db, catalog, messages: deps.messages, metrics, now }),
     reapers,
     deleteSchedule,
+    audit: new AuditLog({ db, logger, now }),
     stop: async () => scheduler?.stop(),
   };
 }

@@ -8,6 +8,10 @@ import { startGrpcServer } from './grpc/server.js';
 import { createApp, singleBodyLimit } from './http/app.js';
 import { withFastPath } from './http/fast-path.js';
 import { createHttpServer } from './http/node-server.js';
+import { applyHttpLimits, httpLimitsOf } from './http/limits.js';
+import { withCors } from './http/cors.js';
+import { withSecurityHeaders } from './http/security-headers.js';
+import { parseAllowedOrigins } from './config/origins.js';
 import type { HttpContext } from './http/context.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { MetricsRegistry } from './metrics/registry.js';
@@ -20,6 +24,10 @@ import { startMaintenance } from './maintenance.js';
 import { RedisPeerRelay } from './pubsub/redis-peer-relay.js';
 import { createDb, describeDb, migrate } from './store/db.js';
 import { engineOf } from './store/dialect.js';
+import { checkClusterSchema } from './store/galera-checks.js';
+import { observeRetries } from './store/retry.js';
+import { DbRetryMetrics } from './metrics/db-retry-metrics.js';
+import { CertificateFiles, httpTls, tlsPaths } from './tls/certificate-files.js';
 import { VERSION } from './version.js';
 
 export interface ServerOptions {
@@ -72,16 +80,23 @@ async function stopHttp(server: Server, deadlineMs: number): Promise<void> {
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.log.level);
   const now = options.now ?? Date.now;
-  const db = createDb({ url: config.db.url, poolSize: config.db.pool_size, logger });
+  // First, so a missing or mismatched certificate stops the start before the database is touched.
+  const paths = tlsPaths(config);
+  const tls = paths ? CertificateFiles.load(paths, logger) : undefined;
+  tls?.watch(config.server.tls_reload_interval);
+  const db = createDb({ url: config.db.url, poolSize: config.db.pool_size, logger, lockWaitTimeoutSeconds: config.db.lock_wait_timeout });
   try {
     const applied = await migrate(db);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
+    // Galera: refuse a schema the cluster would not replicate; log the cluster's size and state.
+    await checkClusterSchema(db, logger);
   } catch (err) {
     await db.destroy();
     throw err;
   }
 
   const metrics = new MetricsRegistry();
+  observeRetries(db, new DbRetryMetrics(metrics.meter));
   const catalog = new Catalog(db, config.queue.config_refresh_interval, logger);
   await catalog.start();
   const signals = new TopicSignals();
@@ -104,20 +119,28 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 
   const ctx: HttpContext = { config, logger, db, metrics, messages, topics, auth: authRuntime.auth, users: authRuntime.users, maintenance };
   const app = createApp(ctx);
-  const httpServer = createHttpServer(withFastPath(ctx, app, singleBodyLimit(config)));
+  const httpServer = createHttpServer(withCors(parseAllowedOrigins(config.server.cors_allowed_origins), withFastPath(ctx, app, singleBodyLimit(config))), tls && httpTls(tls));
+  applyHttpLimits(httpServer, httpLimitsOf(config.server), logger);
   trackConnections(httpServer);
   const httpPort = await listen(httpServer, config.server.http_port, config.server.host);
-  const grpcServer = await startGrpcServer({ config, logger, db, metrics, messages, guard: authorizerGuard(authRuntime.auth, messages), peers: peerRelay });
+  const grpcServer = await startGrpcServer({ config, logger, db, metrics, messages, guard: authorizerGuard(authRuntime.auth, messages), peers: peerRelay, tls });
   const grpcPort = grpcServer.port;
 
   let metricsServer: Server | undefined;
   let metricsPort: number | undefined;
   if (config.metrics.port > 0) {
-    // Extension: unauthenticated metrics for in-cluster scraping, on a port the Service need not expose.
-    metricsServer = createServer((req, res) => {
-      if (req.url?.split('?')[0] === '/metrics') return metrics.handle(req, res);
-      res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: 'not found' }));
-    });
+    // Extension: unauthenticated metrics for in-cluster scraping, on a port the Service need not expose. It
+    // stays plaintext with TLS on, and answers the probes too: the kubelet has no client certificate for a
+    // port that demands one (mutual TLS).
+    metricsServer = createServer(
+      withSecurityHeaders((req, res) => {
+        const path = req.url?.split('?')[0];
+        if (path === '/metrics') return metrics.handle(req, res);
+        if (path === '/healthz' || path === '/readyz') return app(req, res);
+        res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: 'not found' }));
+      }),
+    );
+    applyHttpLimits(metricsServer, httpLimitsOf(config.server), logger);
     metricsPort = await listen(metricsServer, config.metrics.port, config.server.host);
   }
   // Everything an operator checks first, in one line: which build, which database (never its credentials), which
@@ -132,6 +155,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       grpcPort,
       metricsPort: metricsPort ?? null,
       auth: config.auth.enabled,
+      tls: tls ? (tls.mutual ? 'mutual' : 'on') : 'off',
       reapers: config.reapers.mode,
     },
     'conveyor listening',
@@ -142,6 +166,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     (closing ??= (async () => {
       const deadlineMs = config.server.shutdown_timeout * 1000;
       await Promise.all([stopHttp(httpServer, deadlineMs), grpcServer.close(deadlineMs), metricsServer ? stopHttp(metricsServer, 1000) : undefined]);
+      tls?.stop();
       await maintenance.stop();
       await messages.drain();
       await peerRelay?.close();

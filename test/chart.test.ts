@@ -14,6 +14,7 @@ import { loadConfig, validateConfig } from '../src/config/load.js';
 import { configSchema, type Config } from '../src/config/schema.js';
 import { CHART, ROOT, helm, helmTemplate, parseManifests, validateObject, type K8sObject } from './helpers/helm.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+import { TestPki } from './helpers/certs.js';
 import { engineByName } from './helpers/engines.js';
 
 const NAMESPACE = 'conveyor';
@@ -43,6 +44,22 @@ const VALUE_SETS: Record<string, { args: string[]; values: any }> = {
     values: { controller: { watchNamespaces: ['team-a'] } },
   },
   production: { args: ['-f', PRODUCTION_VALUES], values: productionValues },
+  'tls via cert-manager, mutual': {
+    args: [
+      '--set', 'tls.enabled=true', '--set', 'tls.clientCA=true',
+      '--set', 'tls.certManager.issuerRef.name=internal-ca', '--set', 'tls.certManager.issuerRef.kind=ClusterIssuer',
+      '--set', 'tls.certManager.extraDnsNames={conveyor.example.com}', '--set', 'tls.certManager.duration=2160h',
+      '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'networkPolicy.enabled=true',
+    ],
+    values: { tls: { enabled: true, clientCA: true } },
+  },
+  'tls via existingSecret': {
+    args: [
+      '--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor',
+      '--set', 'tls.enabled=true', '--set', 'tls.existingSecret=conveyor-serving-cert',
+    ],
+    values: { tls: { enabled: true, existingSecret: 'conveyor-serving-cert' } },
+  },
 };
 
 const rendered: Record<string, K8sObject[]> = {};
@@ -298,6 +315,14 @@ describe.each(Object.keys(VALUE_SETS))('rendered with %s values', (set) => {
         expect(config.server.grpc_port).toBe(ports.grpc);
         expect(config.server.host).toBe('0.0.0.0');
         expect(config.metrics.port).toBe(ports.metrics ?? 0);
+        expect(Boolean(config.server.tls_cert_file), where).toBe(Boolean(VALUE_SETS[set].values.tls?.enabled));
+        for (const file of [config.server.tls_cert_file, config.server.tls_key_file, config.server.tls_client_ca_file].filter(Boolean)) {
+          // On a read-only Secret volume mounted whole (a subPath mount would never see a renewal).
+          const mount = (w.container.volumeMounts ?? []).find((m: any) => file.startsWith(`${m.mountPath}/`));
+          expect(mount, `${where}: ${file} is on no mounted volume`).toMatchObject({ readOnly: true });
+          expect(mount.subPath, where).toBeUndefined();
+          expect(w.podSpec.volumes.find((v: any) => v.name === mount.name)?.secret?.secretName, `${where}: ${file} is not on a Secret volume`).toBeDefined();
+        }
         if (config.auth.enabled) {
           expect(Buffer.byteLength(config.auth.jwt_secret)).toBeGreaterThanOrEqual(32);
           expect(config.auth.username).not.toBe('');
@@ -361,9 +386,13 @@ describe.each(Object.keys(VALUE_SETS))('rendered with %s values', (set) => {
       const where = `${obj.kind}/${obj.metadata.name} ${container.name}`;
       const portNames = (container.ports ?? []).map((p: any) => p.name);
       if (container.args[0] === 'serve') {
-        expect(container.livenessProbe?.httpGet, where).toEqual({ path: '/healthz', port: 'http' });
-        expect(container.readinessProbe?.httpGet, where).toEqual({ path: '/readyz', port: 'http' });
-        expect(container.startupProbe?.httpGet, where).toEqual({ path: '/healthz', port: 'http' });
+        // TLS: HTTPS on the API port; mutual TLS: the plaintext metrics port (the kubelet has no client certificate).
+        const tls = VALUE_SETS[set].values.tls;
+        const target = !tls?.enabled ? { port: 'http' } : tls.clientCA ? { port: 'metrics' } : { port: 'http', scheme: 'HTTPS' };
+        expect(container.livenessProbe?.httpGet, where).toEqual({ path: '/healthz', ...target });
+        expect(container.readinessProbe?.httpGet, where).toEqual({ path: '/readyz', ...target });
+        expect(container.startupProbe?.httpGet, where).toEqual({ path: '/healthz', ...target });
+        expect(portNames, where).toContain(target.port);
         // The start-up probe allows migrations at start-up a while before liveness takes over.
         expect(container.startupProbe.periodSeconds * container.startupProbe.failureThreshold).toBeGreaterThanOrEqual(120);
         expect(portNames).toEqual(expect.arrayContaining(['http', 'grpc']));
@@ -673,6 +702,96 @@ describe('external database with chart-made secrets', () => {
 
 // ---------------------------------------------------------------------------------------------------------------
 
+describe('TLS (tls.*)', () => {
+  const certManager = 'tls via cert-manager, mutual';
+  const existing = 'tls via existingSecret';
+  const api = (set: string) => conveyorContainers(set).find((w) => w.container.args[0] === 'serve')!;
+  const envOf = (container: any) => Object.fromEntries((container.env ?? []).filter((e: any) => e.value !== undefined).map((e: any) => [e.name, e.value]));
+
+  it('cert-manager: a Certificate from the issuer for the Service names (and the headless Service), stored in <fullname>-tls', () => {
+    const certificate = named(certManager, 'Certificate', 'conveyor');
+    expect(certificate.apiVersion).toBe('cert-manager.io/v1');
+    expect(validateObject(certificate)).toEqual([]);
+    expect(certificate.spec.issuerRef).toEqual({ name: 'internal-ca', kind: 'ClusterIssuer', group: 'cert-manager.io' });
+    expect(certificate.spec.secretName).toBe('conveyor-tls');
+    expect(certificate.spec.dnsNames).toEqual([
+      'conveyor', 'conveyor.conveyor', 'conveyor.conveyor.svc', 'conveyor.conveyor.svc.cluster.local',
+      'conveyor-headless', 'conveyor-headless.conveyor', 'conveyor-headless.conveyor.svc', 'conveyor-headless.conveyor.svc.cluster.local',
+      'conveyor.example.com',
+    ]);
+    // Every name a client in the cluster uses for the Services is covered.
+    for (const svc of ofKind(certManager, 'Service').filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'server')) {
+      expect(certificate.spec.dnsNames).toContain(`${svc.metadata.name}.${NAMESPACE}.svc`);
+    }
+    expect(certificate.spec.usages).toEqual(expect.arrayContaining(['server auth', 'client auth']));
+    expect(certificate.spec.duration).toBe('2160h');
+    expect(certificate.spec.privateKey).toMatchObject({ algorithm: 'ECDSA', rotationPolicy: 'Always' });
+    // No Certificate when the Secret exists already, none without TLS.
+    expect(ofKind(existing, 'Certificate')).toEqual([]);
+    expect(ofKind('default', 'Certificate')).toEqual([]);
+    expect(all(existing).some((o) => o.kind === 'Secret' && o.metadata.name === 'conveyor-serving-cert')).toBe(false);
+  });
+
+  it('the API container mounts the Secret read-only and gets CONVEYOR_SERVER_TLS_*; no other container does', () => {
+    for (const [set, secretName] of [[certManager, 'conveyor-tls'], [existing, 'conveyor-serving-cert']]) {
+      const w = api(set);
+      expect(w.podSpec.volumes.find((v: any) => v.name === 'tls')).toEqual({ name: 'tls', secret: { secretName, defaultMode: 0o440 } });
+      expect(w.container.volumeMounts.find((m: any) => m.name === 'tls')).toEqual({ name: 'tls', mountPath: '/etc/conveyor-tls', readOnly: true });
+      const env = envOf(w.container);
+      expect(env.CONVEYOR_SERVER_TLS_CERT_FILE).toBe('/etc/conveyor-tls/tls.crt');
+      expect(env.CONVEYOR_SERVER_TLS_KEY_FILE).toBe('/etc/conveyor-tls/tls.key');
+      expect(env.CONVEYOR_SERVER_TLS_CLIENT_CA_FILE).toBe(set === certManager ? '/etc/conveyor-tls/ca.crt' : undefined);
+      const { config } = containerConfig(set, w);
+      expect([config.server.tls_cert_file, config.server.tls_key_file]).toEqual(['/etc/conveyor-tls/tls.crt', '/etc/conveyor-tls/tls.key']);
+      for (const other of conveyorContainers(set).filter((c) => c.container.args[0] !== 'serve')) {
+        expect(Object.keys(envOf(other.container)).filter((k) => k.startsWith('CONVEYOR_SERVER_TLS')), other.container.name).toEqual([]);
+        expect((other.container.volumeMounts ?? []).some((m: any) => m.name === 'tls'), other.container.name).toBe(false);
+      }
+    }
+    expect(api('default').podSpec.volumes.some((v: any) => v.name === 'tls')).toBe(false);
+    expect(Object.keys(envOf(api('default').container)).filter((k) => k.startsWith('CONVEYOR_SERVER_TLS'))).toEqual([]);
+  });
+
+  it('probes: HTTPS on the API port with TLS; the plaintext metrics port with mutual TLS', () => {
+    const tlsOnly = api(existing).container;
+    for (const probe of [tlsOnly.startupProbe, tlsOnly.livenessProbe, tlsOnly.readinessProbe]) expect(probe.httpGet).toMatchObject({ port: 'http', scheme: 'HTTPS' });
+    const mutual = api(certManager).container;
+    for (const probe of [mutual.startupProbe, mutual.livenessProbe, mutual.readinessProbe]) {
+      expect(probe.httpGet.port).toBe('metrics');
+      expect(probe.httpGet.scheme).toBeUndefined();
+    }
+    expect(api('default').container.readinessProbe.httpGet.scheme).toBeUndefined();
+  });
+
+  it('Service appProtocol https; the ServiceMonitor scrapes the plaintext metrics port; the helm test pod speaks HTTPS with the CA (and the certificate under mutual TLS)', () => {
+    expect(named(existing, 'Service', 'conveyor').spec.ports.map((p: any) => [p.name, p.appProtocol])).toEqual([['http', 'https'], ['grpc', 'grpc'], ['metrics', 'http']]);
+    const monitor = named(certManager, 'ServiceMonitor', 'conveyor');
+    expect(monitor.spec.endpoints.map((e: any) => [e.port, e.scheme])).toEqual([['metrics', undefined]]);
+    const pod = named(certManager, 'Pod', 'conveyor-test');
+    const env = envOf(pod.spec.containers[0]);
+    expect(env).toMatchObject({ CONVEYOR_URL: 'https://conveyor.conveyor.svc:8080', TLS_CA_FILE: '/etc/conveyor-tls/ca.crt', TLS_CERT_FILE: '/etc/conveyor-tls/tls.crt', TLS_KEY_FILE: '/etc/conveyor-tls/tls.key' });
+    expect(pod.spec.volumes.find((v: any) => v.name === 'tls').secret).toEqual({ secretName: 'conveyor-tls', defaultMode: 0o440 });
+    // Without mutual TLS the pod gets the CA only, never the release's key.
+    const plainPod = named(existing, 'Pod', 'conveyor-test');
+    expect(envOf(plainPod.spec.containers[0]).TLS_CERT_FILE).toBeUndefined();
+    expect(plainPod.spec.volumes.find((v: any) => v.name === 'tls').secret).toEqual({ secretName: 'conveyor-serving-cert', defaultMode: 0o440, items: [{ key: 'ca.crt', path: 'ca.crt' }], optional: true });
+  });
+
+  it('refuses TLS without a certificate source, with two, and mutual TLS without the metrics port', async () => {
+    const failing = async (args: string[]) => {
+      const result = await helm(['template', 'conveyor', CHART, ...args]);
+      expect(result.code, result.stdout).not.toBe(0);
+      return result.stderr;
+    };
+    expect(await failing(['--set', 'tls.enabled=true'])).toMatch(/tls\.enabled needs a certificate: tls\.certManager\.issuerRef\.name .* or tls\.existingSecret/);
+    expect(await failing(['--set', 'tls.enabled=true', '--set', 'tls.existingSecret=x', '--set', 'tls.certManager.issuerRef.name=y'])).toMatch(/not both/);
+    expect(await failing(['--set', 'tls.enabled=true', '--set', 'tls.existingSecret=x', '--set', 'tls.clientCA=true', '--set', 'metrics.port=0'])).toMatch(/tls\.clientCA .* needs metrics\.port > 0/);
+    expect(await failing(['--set', 'tls.clientCA=true'])).toMatch(/tls\.clientCA needs tls\.enabled=true/);
+    expect(await failing(['--set', 'tls.certManager.privateKey.algorithm=DSA'])).toMatch(/\/tls\/certManager\/privateKey\/algorithm/);
+    expect(await failing(['--set', 'config.server.tls_cert_file=/x'])).toMatch(/additional properties 'tls_cert_file' not allowed/);
+  });
+});
+
 describe('values.schema.json and impossible combinations', () => {
   const failing = async (args: string[]) => {
     const result = await helm(['template', 'conveyor', CHART, ...args]);
@@ -712,6 +831,9 @@ describe('values.schema.json and impossible combinations', () => {
       'server.http_port', 'server.grpc_port', 'server.host', 'db.url', 'queue.delete_reaper_schedule', 'reapers.mode',
       'auth.enabled', 'auth.jwt_secret', 'auth.username', 'auth.password', 'redis.url', 'metrics.port',
       'controller.namespaces', 'controller.namespace', 'controller.lease_name', 'controller.delete_reaper_cronjob', 'controller.port', 'controller.host',
+      'server.tls_cert_file', 'server.tls_key_file', 'server.tls_client_ca_file',
+      // The chart hands every secret over from its Secrets itself (secretKeyRef), so their *_file twins are its own too.
+      'auth.jwt_secret_file', 'auth.password_file', 'db.url_file', 'redis.url_file',
     ];
     const serviceKeys = Object.entries(configSchema.shape).flatMap(([section, schema]) =>
       Object.keys((schema as unknown as { def: { innerType: { shape: object } } }).def.innerType.shape).map((key) => `${section}.${key}`),
@@ -792,7 +914,7 @@ describe('the helm test pod', () => {
   });
 
   /** Runs the pod's inline script with node, as the container would, against a real server on this machine. */
-  async function runTestPod(set: string, url: string, secrets: Record<string, string>) {
+  async function runTestPod(set: string, url: string, secrets: Record<string, string>, files: Record<string, string> = {}) {
     const pod = named(set, 'Pod', 'conveyor-test');
     expect(pod.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'test', 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' });
     const container = pod.spec.containers[0];
@@ -808,10 +930,15 @@ describe('the helm test pod', () => {
         env[e.name] = secrets[e.name];
       }
     }
-    expect(env.CONVEYOR_URL).toBe(`http://conveyor.${NAMESPACE}.svc:8080`);
+    expect(env.CONVEYOR_URL).toBe(`${VALUE_SETS[set].values.tls?.enabled ? 'https' : 'http'}://conveyor.${NAMESPACE}.svc:8080`);
+    // Files the pod reads from its mounts (TLS_*_FILE), replaced by local ones.
+    for (const name of Object.keys(files)) {
+      const mount = container.volumeMounts.find((m: any) => env[name]?.startsWith(`${m.mountPath}/`));
+      expect(mount, `${name}=${env[name]} is on no mounted volume`).toBeDefined();
+    }
     const { execFile } = await import('node:child_process');
     return new Promise<{ code: number; out: string }>((resolvePromise) => {
-      execFile(process.execPath, [...container.command.slice(1), ...container.args], { env: { PATH: process.env.PATH, ...env, CONVEYOR_URL: url }, timeout: 30_000 }, (err, stdout, stderr) =>
+      execFile(process.execPath, [...container.command.slice(1), ...container.args], { env: { PATH: process.env.PATH, ...env, ...files, CONVEYOR_URL: url }, timeout: 30_000 }, (err, stdout, stderr) =>
         resolvePromise({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
       );
     });
@@ -832,6 +959,34 @@ describe('the helm test pod', () => {
     await server.close();
     server = undefined;
   }, 60_000);
+
+  it('with mutual TLS: passes over HTTPS presenting the release certificate, and fails without it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'conveyor-chart-tls-'));
+    try {
+      const pki = new TestPki(dir);
+      // The release's certificate serves and, under mutual TLS, is the test pod's client certificate (server and client auth).
+      const release = pki.issue('conveyor.conveyor.svc', 'server');
+      const client = pki.issue('client', 'client');
+      server = await startTestServer(engineByName.sqlite, {
+        overrides: {
+          server: { tls_cert_file: release.certPath, tls_key_file: release.keyPath, tls_client_ca_file: pki.ca.certPath },
+          auth: { enabled: true, jwt_secret: 'helm-test-secret-of-at-least-32-bytes!!', username: 'admin', password: 'helm-test-admin-pw' },
+        },
+      });
+      // The server demands a client certificate: the round trip passing shows the pod presented one, over HTTPS
+      // with the server's certificate checked against the CA file.
+      const ok = await runTestPod('tls via cert-manager, mutual', `https://127.0.0.1:${server.server.httpPort}`, { ADMIN_PASSWORD: 'helm-test-admin-pw' }, {
+        TLS_CA_FILE: pki.ca.certPath, TLS_CERT_FILE: client.certPath, TLS_KEY_FILE: client.keyPath,
+      });
+      expect(ok.out).toMatch(/ok {3}GET https:.*\/readyz -> 200/);
+      expect(ok.out).toMatch(/ok {3}the acked message is gone/);
+      expect(ok.code, ok.out).toBe(0);
+    } finally {
+      await server?.close();
+      server = undefined;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
 
   it('passes against a server with auth off', async () => {
     server = await startTestServer(engineByName.sqlite);

@@ -46,7 +46,7 @@ describe('help', () => {
       name: 'migrate',
       command: ['migrate'],
       synopsis: 'usage: conveyor migrate [--config FILE]',
-      reads: ['CONVEYOR_DB_URL', 'CONVEYOR_LOG_LEVEL', 'CONVEYOR_CONFIG'],
+      reads: ['CONVEYOR_DB_URL', 'CONVEYOR_DB_URL_FILE', 'CONVEYOR_LOG_LEVEL', 'CONVEYOR_CONFIG'],
       notReads: [...envOf(['server', 'queue', 'controller', 'auth']), 'CONVEYOR_DB_POOL_SIZE'],
       says: [/\{"applied": \[\.\.\.\]\}/],
     },
@@ -54,7 +54,7 @@ describe('help', () => {
       name: 'reap',
       command: ['reap'],
       synopsis: 'usage: conveyor reap <expiry|delete|archive> [--config FILE]',
-      reads: ['CONVEYOR_DB_URL', 'CONVEYOR_LOG_LEVEL'],
+      reads: ['CONVEYOR_DB_URL', 'CONVEYOR_DB_URL_FILE', 'CONVEYOR_LOG_LEVEL'],
       notReads: [...envOf(['server', 'queue', 'controller'])],
       says: [/^\s+expiry\s/m, /^\s+delete\s/m, /^\s+archive\s/m],
     },
@@ -191,7 +191,7 @@ describe('conveyor config check', () => {
       expect(run.code, run.stderr).toBe(0);
       for (const secret of Object.values(secrets)) expect(run.stdout).not.toContain(secret);
       const printed = format === 'json' ? JSON.parse(run.stdout) : parseYaml(run.stdout);
-      expect(printed.auth).toEqual({ enabled: true, jwt_secret: '<redacted>', username: 'admin', password: '<redacted>' });
+      expect(printed.auth).toEqual({ enabled: true, jwt_secret: '<redacted>', jwt_secret_file: '', username: 'admin', password: '<redacted>', password_file: '' });
       expect(printed.db.url).toBe('mysql://conveyor:***@db.example:3306/queue');
       expect(printed.redis.url).toBe('redis://:***@redis.example:6379/0');
     }

@@ -1,6 +1,10 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { ConfigError, loadConfig } from '../src/config/load.js';
+import { describeDb } from '../src/store/db.js';
 import { describeEachEngine } from './helpers/engines.js';
 import { startChildServer } from './helpers/server.js';
 import { runCli as runCliIn, tempDirs } from './helpers/cli.js';
@@ -156,4 +160,147 @@ describe('configuration discovery', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('unknown command "frobnicate"');
   });
+});
+
+describe('secrets from files (*_file keys)', () => {
+  const SETTINGS = [
+    { key: 'auth.jwt_secret', fileKey: 'auth.jwt_secret_file', env: 'CONVEYOR_AUTH_JWT_SECRET_FILE', value: 'jwt-from-file-0123456789-0123456789-abcdef' },
+    { key: 'auth.password', fileKey: 'auth.password_file', env: 'CONVEYOR_AUTH_PASSWORD_FILE', value: 'password-from-file-42' },
+    { key: 'db.url', fileKey: 'db.url_file', env: 'CONVEYOR_DB_URL_FILE', value: 'mysql://app:db-pass-from-file@db.example:3306/queue' },
+    { key: 'redis.url', fileKey: 'redis.url_file', env: 'CONVEYOR_REDIS_URL_FILE', value: 'redis://:redis-pass-from-file@redis.example:6379/0' },
+  ];
+  const valueOf = (config: unknown, key: string) => {
+    const [section, name] = key.split('.');
+    return (config as Record<string, Record<string, unknown>>)[section][name];
+  };
+  const secretFile = (content: string) => {
+    const path = join(tempDir(), 'secret');
+    writeFileSync(path, content);
+    return path;
+  };
+
+  it.each(SETTINGS)('$fileKey is read from YAML and from $env, with one trailing newline taken off', ({ key, fileKey, env, value }) => {
+    const [section, name] = fileKey.split('.');
+    const cases: Array<[content: string, expected: string]> = [
+      [`${value}\n`, value],
+      [`${value}\r\n`, value],
+      [value, value],
+      // Only one: a value that ends in a newline of its own keeps it.
+      [`${value}\n\n`, `${value}\n`],
+    ];
+    for (const [content, expected] of cases) {
+      const path = secretFile(content);
+      const yaml = join(tempDir(), 'conveyor.yaml');
+      writeFileSync(yaml, `${section}:\n  ${name}: "${path}"\n`);
+      const fromYaml = loadConfig({ configPath: yaml, env: {} });
+      expect(valueOf(fromYaml, key)).toBe(expected);
+      expect(valueOf(fromYaml, fileKey)).toBe(path);
+      const fromEnv = loadConfig({ env: { [env]: path } });
+      expect(valueOf(fromEnv, key)).toBe(expected);
+    }
+  });
+
+  it('refuses a value and its file both set, and a file it cannot read, naming the key and path but never the content', () => {
+    for (const { key, fileKey, env, value } of SETTINGS) {
+      const path = secretFile(`${value}\n`);
+      const valueEnv = `CONVEYOR_${key.replace('.', '_').toUpperCase()}`;
+      const both = () => loadConfig({ env: { [valueEnv]: value, [env]: path } });
+      expect(both).toThrow(ConfigError);
+      expect(both).toThrow(`invalid configuration: ${key} and ${fileKey} are both set; set one of them`);
+      for (const missing of [join(tempDir(), 'absent'), tempDir()]) {
+        let message = '';
+        try {
+          loadConfig({ env: { [env]: missing } });
+        } catch (err) {
+          expect(err).toBeInstanceOf(ConfigError);
+          message = (err as Error).message;
+        }
+        expect(message).toMatch(new RegExp(`^invalid configuration: ${fileKey.replace('.', '\\.')}: cannot read ${missing} \\((ENOENT|EISDIR)\\)$`));
+      }
+    }
+    // A database URL without a scheme is refused without quoting it: what follows may be a password.
+    expect(() => describeDb('app:no-scheme-secret@db:3306/q')).toThrow(/^db\.url: unsupported scheme "app"; use/);
+    expect(() => describeDb('no-scheme-secret')).toThrow(/^db\.url: no scheme; use/);
+  });
+
+  it('conveyor serve runs with every secret from a file; config check shows the paths and redacts the values', async () => {
+    const dir = tempDir();
+    const write = (name: string, content: string) => {
+      const path = join(dir, name);
+      writeFileSync(path, content);
+      return path;
+    };
+    const jwt = 'served-jwt-secret-0123456789-0123456789';
+    const password = 'served-admin-password-7';
+    const redisPassword = 'served-redis-password-9';
+    const dbUrl = `sqlite:${join(dir, 'served.db')}`;
+    const files = {
+      CONVEYOR_AUTH_JWT_SECRET_FILE: write('jwt', `${jwt}\n`),
+      CONVEYOR_AUTH_PASSWORD_FILE: write('password', `${password}\r\n`),
+      CONVEYOR_DB_URL_FILE: write('db-url', `${dbUrl}\n`),
+      // The test Redis has no password: the clients fail to authenticate and keep retrying, with this in their URL.
+      CONVEYOR_REDIS_URL_FILE: write('redis-url', `redis://default:${redisPassword}@127.0.0.1:6379\n`),
+    };
+    const env = { CONVEYOR_AUTH_ENABLED: 'true', CONVEYOR_AUTH_USERNAME: 'admin', ...files };
+
+    const yaml = write('conveyor.yaml', `auth:\n  enabled: true\n  jwt_secret_file: "${files.CONVEYOR_AUTH_JWT_SECRET_FILE}"\n  password_file: "${files.CONVEYOR_AUTH_PASSWORD_FILE}"\ndb:\n  url_file: "${files.CONVEYOR_DB_URL_FILE}"\nredis:\n  url_file: "${files.CONVEYOR_REDIS_URL_FILE}"\n`);
+    const [check, checkFromEnv] = await Promise.all([runCli(['config', 'check', '--format', 'json', '--config', yaml], {}), runCli(['config', 'check'], env)]);
+    for (const run of [check, checkFromEnv]) {
+      expect(run.code, run.stderr).toBe(0);
+      for (const secret of [jwt, password, redisPassword]) expect(run.stdout + run.stderr).not.toContain(secret);
+    }
+    const printed = JSON.parse(check.stdout);
+    // A value read from a file is shown as its path alone, so the output is itself a valid configuration.
+    expect(printed.auth).toMatchObject({ jwt_secret: '', jwt_secret_file: files.CONVEYOR_AUTH_JWT_SECRET_FILE, password: '', password_file: files.CONVEYOR_AUTH_PASSWORD_FILE });
+    expect(printed.db).toMatchObject({ url: '', url_file: files.CONVEYOR_DB_URL_FILE });
+    expect(printed.redis).toMatchObject({ url: '', url_file: files.CONVEYOR_REDIS_URL_FILE });
+    expect(checkFromEnv.stdout).toContain(`jwt_secret_file: ${files.CONVEYOR_AUTH_JWT_SECRET_FILE}`);
+    const again = await runCli(['config', 'check', '--config', write('printed.yaml', checkFromEnv.stdout)], {});
+    expect(again.code, again.stderr).toBe(0);
+    expect(parseYaml(again.stdout)).toEqual(parseYaml(checkFromEnv.stdout));
+
+    const server = await startChildServer(env);
+    try {
+      // The password as the file holds it, less its newline; the token signed with the secret from its file.
+      expect((await server.api.post('/api/auth/login', { username: 'admin', password: `${password}\r\n` })).status).toBe(401);
+      const login = await server.api.post('/api/auth/login', { username: 'admin', password });
+      expect(login.status, login.text).toBe(200);
+      expect((await server.api.withToken(login.body.token).get('/api/stats')).status).toBe(200);
+      await expect(jwtVerify(login.body.token, new TextEncoder().encode(jwt))).resolves.toBeDefined();
+      expect(server.output()).toContain(`"dbLocation":"${dbUrl.slice('sqlite:'.length)}"`);
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+    for (const secret of [jwt, password, redisPassword]) expect(server.output()).not.toContain(secret);
+  }, 120_000);
+
+  it('refuses to start, with one line and never the secret: a short JWT secret, a value and its file, a missing file', async () => {
+    const dir = tempDir();
+    const short = 'short-jwt-secret-in-file';
+    const shortFile = join(dir, 'short');
+    writeFileSync(shortFile, `${short}\n`);
+    const dbUrl = `sqlite:${join(dir, 'never.db')}`;
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ CONVEYOR_AUTH_ENABLED: 'true', CONVEYOR_AUTH_JWT_SECRET_FILE: shortFile }, `conveyor: invalid configuration: auth.jwt_secret (read from ${shortFile}): must be at least 32 bytes when auth.enabled is true`],
+      [{ CONVEYOR_AUTH_ENABLED: 'true', CONVEYOR_AUTH_JWT_SECRET: short }, 'conveyor: invalid configuration: auth.jwt_secret: must be at least 32 bytes when auth.enabled is true'],
+      [{ CONVEYOR_AUTH_PASSWORD: short, CONVEYOR_AUTH_PASSWORD_FILE: shortFile }, 'conveyor: invalid configuration: auth.password and auth.password_file are both set; set one of them'],
+      [{ CONVEYOR_DB_URL_FILE: join(dir, 'absent') }, `conveyor: invalid configuration: db.url_file: cannot read ${join(dir, 'absent')} (ENOENT)`],
+      [{ CONVEYOR_DB_URL: `app:${short}@db:3306/q` }, 'conveyor: db.url: unsupported scheme "app"; use sqlite:<path> or mysql://user:pass@host:3306/db'],
+    ];
+    const runs = await Promise.all(
+      cases.map(([env]) => {
+        const db = 'CONVEYOR_DB_URL' in env || 'CONVEYOR_DB_URL_FILE' in env ? {} : { CONVEYOR_DB_URL: dbUrl };
+        return Promise.all([runCli(['serve'], { ...db, CONVEYOR_SERVER_HTTP_PORT: '0', CONVEYOR_SERVER_GRPC_PORT: '0', ...env }), runCli(['config', 'check'], { ...db, ...env })]);
+      }),
+    );
+    runs.forEach(([serve, check], i) => {
+      const expected = cases[i][1];
+      for (const run of [serve, check]) {
+        expect(run.code, run.stderr).toBe(2);
+        expect(lines(run.stderr)).toEqual([expected]);
+        expect(run.stdout + run.stderr).not.toContain(short);
+      }
+      expect(serve.stdout).not.toContain('conveyor listening');
+    });
+  }, 120_000);
 });

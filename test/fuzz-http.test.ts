@@ -64,6 +64,7 @@ const ROUTES: Array<[string, string[]]> = [
   ['/api/users/:id/grants', ['GET', 'POST']],
   ['/api/users/:id/grants/:grantId', ['DELETE']],
   ['/api/users/:id/consumer-group-grants', ['POST']],
+  ['/api/audit-log', ['GET']],
   ['/api/topics/:topic', []],
   ['/api/nope', []],
   ['/', []],
@@ -278,7 +279,7 @@ const caseArb: fc.Arbitrary<Case> = fc
     const params = names.length === 0 ? fc.constant({}) : fc.record(Object.fromEntries(names.map((n) => [n, paramArbs[n]])));
     const fieldNames = BODY_FIELDS[`POST ${template}`] ?? BODY_FIELDS[`PUT ${template}`] ?? [];
     const queries = fc.array(
-      fc.tuple(fc.constantFrom('topic', 'limit', 'offset', 'before', 'via', 'x', 'topic[a]', 'limit[]'), fc.constantFrom('fz-a', 'fz-fan', '1', '0', '-1', '200', '201', 'x', '%ZZ', '2026-11-22T10:00:00Z', '', '1e3', '9'.repeat(30))),
+      fc.tuple(fc.constantFrom('topic', 'limit', 'offset', 'before', 'actor', 'via', 'x', 'topic[a]', 'limit[]'), fc.constantFrom('fz-a', 'fz-fan', '1', '0', '-1', '200', '201', 'x', '%ZZ', '2026-11-22T10:00:00Z', '', '1e3', '9'.repeat(30))),
       { maxLength: 4 },
     );
     return fc.record({

@@ -54,7 +54,7 @@ describeEachEngine('conveyor reap', (engine) => {
 
     const archive = await conveyor(['reap', 'archive'], { CONVEYOR_DB_URL: dbUrl });
     expect(archive.code, archive.stderr).toBe(0);
-    expect(JSON.parse(archive.stdout)).toEqual({ reaper: 'archive', deleted: 0 });
+    expect(JSON.parse(archive.stdout)).toEqual({ reaper: 'archive', deleted: 0, audit_deleted: 0 });
   });
 
   it('exits non-zero with one clear message when the database cannot be reached', async () => {

@@ -2,7 +2,7 @@ import { afterEach, expect, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
 import { describeEachEngine, type Engine, type TestDatabase } from './helpers/engines.js';
 import type { Api } from './helpers/http.js';
-import { withNamedLock } from '../src/store/reaper-lock.js';
+import { withLease } from '../src/store/leases.js';
 import { manualClock, startTestServer, type ConfigOverrides, type TestClock, type TestServer } from './helpers/server.js';
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
@@ -62,9 +62,9 @@ describeEachEngine('reapers', (engine: Engine) => {
     expect(await statuses(api, 'short')).toEqual(['processing']);
     expect(held).toBeDefined();
 
-    expect((await api.post('/api/admin/archive-reaper/run')).body).toEqual({ deleted: 0 });
+    expect((await api.post('/api/admin/archive-reaper/run')).body).toEqual({ deleted: 0, audit_deleted: 0 });
     clock.advance(3600_000);
-    expect((await api.post('/api/admin/archive-reaper/run')).body).toEqual({ deleted: 1 });
+    expect((await api.post('/api/admin/archive-reaper/run')).body).toEqual({ deleted: 1, audit_deleted: 0 });
     expect((await api.get('/api/topics/logged/message-log')).body.total).toBe(0);
 
     const metrics = (await api.get('/metrics')).text;
@@ -101,7 +101,7 @@ describeEachEngine('reapers', (engine: Engine) => {
     let entered!: () => void;
     const holding = new Promise<void>((resolve) => (entered = resolve));
     // The first instance's database handle stands in for a run in progress there.
-    const held = withNamedLock(first.db, 'reaper:delete', 0, async () => {
+    const held = withLease(first.db, 'reaper:delete', {}, async () => {
       entered();
       await released;
     });

@@ -13,7 +13,8 @@ export const configCheckHelp: CommandHelp = {
   description: `Reads the configuration exactly as conveyor serve does (the file, then CONVEYOR_* variables over it),
 validates it and prints the effective configuration with every default filled in (durations as 25s, 5m,
 24h), itself a valid conveyor.yaml. auth.jwt_secret and auth.password are shown as "<redacted>" when set, and the password inside
-db.url and redis.url as "***". CONVEYOR_* variables that are not configuration keys are named on stderr.
+db.url and redis.url as "***", also when read from a *_file key (which shows the file's path; the files are
+read, so a missing one is an error here too). CONVEYOR_* variables that are not configuration keys are named on stderr.
 It connects to nothing.`,
   options: [CONFIG_OPTION, { flag: '--format yaml|json', description: 'output format', default: 'yaml' }, HELP_OPTION],
   config: configKeys().map((k) => k.key),
@@ -56,6 +57,9 @@ export function effectiveConfig(config: Config): Record<string, Record<string, u
   const out: Record<string, Record<string, unknown>> = {};
   for (const key of configKeys()) {
     let value = tree[key.section][key.name];
+    // A value read from its `<key>_file` is shown as that path alone: the output stays a valid conveyor.yaml
+    // (a value and its file both set is refused) and the secret never leaves the file.
+    if (typeof tree[key.section][`${key.name}_file`] === 'string' && tree[key.section][`${key.name}_file`] !== '') value = '';
     if (key.duration && typeof value === 'number') value = durationText(value);
     (out[key.section] ??= {})[key.name] = redact(key, value);
   }

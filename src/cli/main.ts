@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/load.js';
+import { safeError } from '../log/redact.js';
 import { VERSION } from '../version.js';
 import { ConfigCheckUsageError, configCheck, configCheckHelp } from './config-check.js';
 import { controller, controllerHelp } from './controller.js';
@@ -141,6 +142,7 @@ export function reportFailure(err: unknown): number {
     process.stderr.write(`conveyor: ${err.message}\n\n${err.usage.trimEnd()}\n`);
     return 2;
   }
-  process.stderr.write(`conveyor: ${(err as Error)?.message ?? String(err)}\n`);
+  // Not ours: a driver's message can quote SQL values, a URL its password (see safeError).
+  process.stderr.write(`conveyor: ${safeError(err, false).message.split('\n')[0]}\n`);
   return 1;
 }

@@ -8,10 +8,10 @@ export const migrateHelp: CommandHelp = {
   synopsis: 'conveyor migrate [--config FILE]',
   summary: 'apply pending database migrations and exit',
   description: `Applies the pending database migrations and prints {"applied": [...]} on stdout (an empty list when
-there was nothing to do). Safe to run from many pods at once: on MySQL a named lock serialises them.
+there was nothing to do). Safe to run from many pods at once: a lease row (the leases table) serialises them.
 conveyor serve migrates at start-up too; this command is for init containers and upgrades.`,
   options: [CONFIG_OPTION, HELP_OPTION],
-  config: ['db.url', 'log.level'],
+  config: ['db.url', 'db.url_file', 'log.level'],
   exitCodes: '0 when the database is up to date; 2 for an invalid configuration; 1 when a migration fails or the database cannot be reached.',
 };
 

@@ -1,4 +1,4 @@
-import { loadConfig } from '../config/load.js';
+import { ConfigError, loadConfig } from '../config/load.js';
 import { routeConsoleToLogger } from '../log/console.js';
 import { createLogger } from '../log/logger.js';
 import { CONFIG_OPTION, HELP_OPTION, type CommandHelp } from './help.js';
@@ -11,14 +11,21 @@ export const serveHelp: CommandHelp = {
   description: `Applies pending database migrations, then serves the HTTP API, gRPC and (with metrics.port) a separate
 /metrics listener until SIGTERM or SIGINT, when it finishes in-flight requests and exits 0. Logs are JSON
 lines on stdout; the line "conveyor listening" names the version, the database, the ports, whether
-authentication is on and the reaper mode.`,
+authentication is on, whether TLS is ("tls": "off", "on" or "mutual") and the reaper mode.`,
   options: [CONFIG_OPTION, HELP_OPTION],
-  config: ['server.*', 'db.*', 'queue.*', 'reapers.*', 'auth.*', 'redis.*', 'metrics.*', 'log.*'],
+  config: ['server.*', 'db.*', 'queue.*', 'reapers.*', 'auth.*', 'redis.*', 'metrics.*', 'log.*', 'audit.*'],
   exitCodes: '0 after a graceful shutdown; 2 for an invalid configuration; 1 when it cannot start (database unreachable, port taken).',
 };
 
 export async function serve(configPath: string | undefined): Promise<void> {
   const config = loadConfig({ configPath });
+  // A db.url it cannot open is a configuration error, said as `config check` says it (and never with the URL).
+  const { describeDb } = await import('../store/db.js');
+  try {
+    describeDb(config.db.url);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
   const logger = createLogger(config.log.level);
   routeConsoleToLogger(logger);
   // Loaded only here, so `--help`, `version` and `config check` do not pay for the whole service.

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { configSchema, type Config } from './schema.js';
+import { readSecretFiles, withoutSecrets } from './secret-files.js';
 
 export class ConfigError extends Error {}
 
@@ -68,11 +69,24 @@ export function validateConfig(tree: unknown): Config {
   if (!result.success) {
     const issue = result.error.issues[0];
     const key = issue.path.join('.') || '(root)';
-    throw new ConfigError(`invalid configuration: ${key}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration: ${key}: ${withoutSecrets(issue.message, tree)}`);
   }
   const config = result.data;
+  const fromFiles = readSecretFiles(config, tree, (message) => new ConfigError(message));
   if (config.auth.enabled && Buffer.byteLength(config.auth.jwt_secret) < 32) {
-    throw new ConfigError('invalid configuration: auth.jwt_secret: must be at least 32 bytes when auth.enabled is true');
+    const source = fromFiles.has('auth.jwt_secret') ? ` (read from ${config.auth.jwt_secret_file})` : '';
+    throw new ConfigError(`invalid configuration: auth.jwt_secret${source}: must be at least 32 bytes when auth.enabled is true`);
+  }
+  // The request timeout counts from the first byte of the headers, so a longer headers timeout could never fire.
+  if (config.server.http_headers_timeout > config.server.http_request_timeout) {
+    throw new ConfigError('invalid configuration: server.http_headers_timeout: must not exceed server.http_request_timeout');
+  }
+  const { tls_cert_file: cert, tls_key_file: key, tls_client_ca_file: clientCa } = config.server;
+  if (Boolean(cert) !== Boolean(key)) {
+    throw new ConfigError('invalid configuration: server.tls_cert_file and server.tls_key_file: set both (TLS) or neither (plaintext)');
+  }
+  if (clientCa && !cert) {
+    throw new ConfigError('invalid configuration: server.tls_client_ca_file: mutual TLS needs server.tls_cert_file and server.tls_key_file too');
   }
   return config;
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseDurationSeconds } from './duration.js';
+import { parseAllowedOrigins } from './origins.js';
 
 const duration = (fallback: string) =>
   z
@@ -13,6 +14,9 @@ const duration = (fallback: string) =>
       }
       return seconds;
     });
+
+/** A duration that may not be 0: a timeout of 0 would mean no limit at all. */
+const positiveDuration = (fallback: string) => duration(fallback).refine((seconds) => seconds > 0, { error: 'expected a duration above 0' });
 
 const PORT_ERROR = 'expected a port number from 0 to 65535';
 const port = z.coerce.number({ error: PORT_ERROR }).int({ error: PORT_ERROR }).min(0, { error: PORT_ERROR }).max(65535, { error: PORT_ERROR });
@@ -30,15 +34,52 @@ export const configSchema = z.strictObject({
       grpc_port: port.default(50051).describe('gRPC port (0 = any free port)'),
       host: z.string().default('0.0.0.0').describe('listen address of HTTP, gRPC and the metrics port'),
       trust_proxy: bool.default(false).describe('believe X-Forwarded-For for the client IP (login rate limit); only behind a proxy that sets it'),
-      grpc_tls_cert: z.string().default('').describe('PEM certificate file; with server.grpc_tls_key, gRPC speaks TLS only'),
-      grpc_tls_key: z.string().default('').describe('PEM private key file of server.grpc_tls_cert'),
+      tls_cert_file: z.string().default('').describe('PEM certificate (chain) file; with server.tls_key_file, the HTTP and gRPC ports speak TLS only'),
+      tls_key_file: z.string().default('').describe('PEM private key file of server.tls_cert_file'),
+      tls_client_ca_file: z.string().default('').describe('PEM CA bundle; when set, clients must present a certificate signed by it (mutual TLS)'),
+      tls_reload_interval: duration('5s').describe('how often the TLS files are re-read for a rotated certificate; 0 = only at start-up'),
       shutdown_timeout: duration('25s').describe('how long SIGTERM waits for in-flight requests'),
+      // Limits of the listeners (docs/security.md, Limits). In-cluster clients send a request's headers in one
+      // packet and its body at LAN speed: 10 s for headers only ever ends a stalled or hostile client, and 60 s
+      // receives the largest body (64 MiB) at ~1 MB/s. 65 s keep-alive outlives the 60 s idle timeout of common
+      // load balancers, so they never reuse a connection this side just closed.
+      http_headers_timeout: positiveDuration('10s').describe('a request whose headers have not all arrived after this gets 408 and its connection is closed'),
+      http_request_timeout: positiveDuration('60s').describe('a request not received whole (headers and body) after this gets 408; at least server.http_headers_timeout'),
+      http_keep_alive_timeout: positiveDuration('65s').describe('an idle keep-alive HTTP connection is closed after this'),
+      // Far above what a cluster's clients keep open (pods x pool size), far below a container's file descriptors.
+      http_max_connections: z.coerce.number().int().min(1).default(4096).describe('open HTTP connections per instance; one more gets 503 with Retry-After and is closed'),
+      http_max_header_bytes: z.coerce.number().int().min(1024).max(1_048_576).default(16_384).describe("request line and headers larger than this get 431 (node's default 16 KiB)"),
+      // As large as the largest request (a 64 MiB batch body): only a BatchDequeue of many large messages comes near.
+      grpc_max_send_message_bytes: z.coerce.number().int().min(1024).default(67_108_864).describe('a gRPC reply larger than this fails with RESOURCE_EXHAUSTED (its messages return after their visibility timeout)'),
+      // 256: a client channel multiplexes far fewer calls at once (the benchmark runs 64); clients queue calls
+      // beyond it rather than fail. 128 Subscribe streams: dozens of consumer processes can share one user on an
+      // instance, and with auth off (counted per connection) a connection full of streams keeps room for its Acks.
+      grpc_max_concurrent_streams: z.coerce.number().int().min(1).default(256).describe('concurrent calls (HTTP/2 streams) per gRPC connection; clients wait for a free one'),
+      subscribe_streams_per_user: z.coerce.number().int().min(1).default(128).describe('open Subscribe streams per user (auth off: per connection) on each instance; one more fails with RESOURCE_EXHAUSTED'),
+      // A client that vanished without closing its connection (crash, partition) holds its Subscribe streams and
+      // their slots of subscribe_streams_per_user until a ping goes unanswered: 30 s + 20 s.
+      grpc_keepalive_time: positiveDuration('30s').describe('the server pings each gRPC connection this often'),
+      grpc_keepalive_timeout: positiveDuration('20s').describe('a gRPC connection whose ping is not answered within this is closed'),
+      grpc_max_connection_idle: duration('5m').describe('a gRPC connection without calls for this long is closed (clients reconnect when needed); 0 = never'),
+      cors_allowed_origins: z
+        .string()
+        .default('')
+        .superRefine((value, ctx) => {
+          try {
+            parseAllowedOrigins(value);
+          } catch (err) {
+            ctx.addIssue({ code: 'custom', message: (err as Error).message });
+          }
+        })
+        .describe('comma-separated browser origins (https://ui.example.com) allowed to call the HTTP API cross-origin; "" = CORS off'),
     })
     .prefault({}),
   db: z
     .strictObject({
       url: z.string().default('sqlite:./data/conveyor.db').meta({ description: 'sqlite:<path> or mysql://user:pass@host:3306/db', sensitive: 'url-password' }),
+      url_file: z.string().default('').describe('file holding db.url (a mounted Secret); not together with db.url'),
       pool_size: z.coerce.number().int().min(1).max(200).default(16).describe('MySQL connections per process (1 to 200; SQLite always uses one)'),
+      lock_wait_timeout: duration('0').describe('MySQL/MariaDB: how long a statement waits for a row lock (innodb_lock_wait_timeout of the pool, whole seconds) before it is retried; 0 = the server\'s setting'),
     })
     .prefault({}),
   queue: z
@@ -62,18 +103,21 @@ export const configSchema = z.strictObject({
     .strictObject({
       enabled: bool.default(false).describe('require bearer tokens (JWT)'),
       jwt_secret: z.string().default('').meta({ description: 'HS256 secret, at least 32 bytes when auth is enabled', sensitive: 'secret' }),
+      jwt_secret_file: z.string().default('').describe('file holding auth.jwt_secret (a mounted Secret); not together with auth.jwt_secret'),
       username: z.string().default('').describe('bootstrap admin, created at start-up when no user of that name exists'),
       password: z.string().default('').meta({ description: "the bootstrap admin's password (a warning below 12 characters)", sensitive: 'secret' }),
+      password_file: z.string().default('').describe('file holding auth.password (a mounted Secret); not together with auth.password'),
     })
     .prefault({}),
   // key_prefix (extension): namespaces every key this service writes, so instances of several deployments can share one Redis.
   redis: z
     .strictObject({
       url: z.string().default('').meta({ description: 'Redis for the shared login rate limit and cross-instance Subscribe wake-ups and acks; "" = none', sensitive: 'url-password' }),
+      url_file: z.string().default('').describe('file holding redis.url (a mounted Secret); not together with redis.url'),
       key_prefix: z.string().default('conveyor:').describe('prefix of every Redis key and channel'),
     })
     .prefault({}),
-  metrics: z.strictObject({ port: port.default(0).describe('> 0: an unauthenticated /metrics listener on that port') }).prefault({}),
+  metrics: z.strictObject({ port: port.default(0).describe('> 0: an unauthenticated, plaintext listener on that port for /metrics, /healthz and /readyz (even with TLS on)') }).prefault({}),
   // `conveyor controller` only: the Kubernetes operator (leader election timings default to client-go's).
   controller: z
     .strictObject({
@@ -93,6 +137,11 @@ export const configSchema = z.strictObject({
     .prefault({}),
   log: z
     .strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('fatal, error, warn, info, debug, trace or silent') })
+    .prefault({}),
+  audit: z
+    .strictObject({
+      retention_days: z.coerce.number().int().min(0).default(90).describe('the archive reaper removes audit records older than this many days; 0 = keep forever'),
+    })
     .prefault({}),
 });
 

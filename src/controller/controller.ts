@@ -145,7 +145,7 @@ export async function startController(config: Config, options: ControllerOptions
       else queue.forget(key);
     } catch (err) {
       metrics.reconciled(kind, 'error', (performance.now() - started) / 1000);
-      logger.warn({ resource: `${kind} ${objKey}`, err: { message: (err as Error).message } }, 'reconcile interrupted; retrying');
+      logger.warn({ resource: `${kind} ${objKey}`, err }, 'reconcile interrupted; retrying');
       queue.addRateLimited(key);
     }
   };

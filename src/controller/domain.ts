@@ -3,6 +3,7 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
 import { RepeatedFailure } from '../log/repeated.js';
 import type { MetricsRegistry } from '../metrics/registry.js';
+import { AuditLog } from '../queue/audit.js';
 import { Catalog } from '../queue/catalog.js';
 import { ConsumerGroupService } from '../queue/consumer-groups.js';
 import { TopicService } from '../queue/topics.js';
@@ -30,6 +31,7 @@ async function openDomain(config: Config, logger: Logger, metrics: MetricsRegist
       topics: new TopicService({ db, catalog, metrics }),
       consumerGroups: new ConsumerGroupService({ db, catalog, signals: new TopicSignals() }),
       deleteSchedule: new DeleteSchedule(db, config.queue.delete_reaper_schedule),
+      audit: new AuditLog({ db, logger }),
       close: async () => {
         catalog.stop();
         await db.destroy();

@@ -1,4 +1,5 @@
 import type { Logger } from '../log/logger.js';
+import { managerActor } from '../queue/audit.js';
 import { DomainError } from '../queue/errors.js';
 import { encodeManager, type ManagedBy } from '../queue/managed-by.js';
 import { isConnectionError } from '../store/dialect.js';
@@ -75,6 +76,10 @@ export class Reconciler {
       // This resource is the oldest for the row: a previous manager is gone (or younger), so release it first.
       if (current && encodeManager(current) !== encodeManager(manager)) await this.kind.release(domain, target, current, 'Retain');
       const applied = await this.kind.apply(domain, obj, target, manager);
+      // Only writes are recorded: a resync that finds the row as the spec says changes nothing.
+      if (applied.changed) {
+        await domain.audit.record({ actor: managerActor(manager), action: this.kind.audit.apply, topic: target.topic, target: target.topic, ok: true, details: applied.details });
+      }
       await this.report(obj, { status: 'True', reason: 'Applied', message: applied.message }, applied.status, applied.changed);
       return { result: 'success', retry: false, ready: true };
     } catch (err) {
@@ -99,6 +104,14 @@ export class Reconciler {
         if (current && encodeManager(current) === encodeManager(manager)) {
           const policy = deletionPolicy(obj);
           await this.kind.release(domain, target, manager, policy);
+          await domain.audit.record({
+            actor: managerActor(manager),
+            action: policy === 'Delete' ? this.kind.audit.delete : this.kind.audit.release,
+            topic: target.topic,
+            target: target.topic,
+            ok: true,
+            details: target.group ? { consumer_group: target.group } : {},
+          });
           await this.deps.events.record(obj, 'Normal', policy === 'Delete' ? 'Deleted' : 'Released', `${target.describe}: ${policy === 'Delete' ? 'removed' : 'kept and released to the HTTP API'} (deletionPolicy ${policy})`);
         }
       } catch (err) {

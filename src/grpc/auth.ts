@@ -1,5 +1,5 @@
 import type { Metadata } from '@grpc/grpc-js';
-import type { Authorizer } from '../auth/authorizer.js';
+import type { Authorizer, Principal } from '../auth/authorizer.js';
 import type { MessageService } from '../queue/messages.js';
 
 /** What a call wants to do, for the same grant checks as HTTP (contract §8). */
@@ -11,9 +11,10 @@ export type Access =
 
 /**
  * Throws DomainError('unauthenticated' | 'forbidden') to refuse a call; runs before the call's work. Every
- * call needs a valid token, also one whose list of accesses is empty (an empty batch).
+ * call needs a valid token, also one whose list of accesses is empty (an empty batch). Resolves to the
+ * caller (null with auth off), whose Subscribe streams are counted.
  */
-export type CallGuard = (metadata: Metadata, accesses: Access[]) => Promise<void>;
+export type CallGuard = (metadata: Metadata, accesses: Access[]) => Promise<Principal | null>;
 
 function authorizationHeader(metadata: Metadata): string | undefined {
   const value = metadata.get('authorization')[0];
@@ -27,7 +28,7 @@ function authorizationHeader(metadata: Metadata): string | undefined {
  */
 export function authorizerGuard(auth: Authorizer, messages: MessageService): CallGuard {
   return async (metadata, accesses) => {
-    if (!auth.enabled) return;
+    if (!auth.enabled) return null;
     const principal = await auth.authenticate(authorizationHeader(metadata));
     for (const access of accesses) {
       switch (access.action) {
@@ -41,5 +42,6 @@ export function authorizerGuard(auth: Authorizer, messages: MessageService): Cal
           for (const topic of await messages.topicsOf(access.ids)) auth.requireConsume(principal, topic, access.group);
       }
     }
+    return principal;
   };
 }

@@ -1,6 +1,7 @@
 import { status as Status, type ServiceError, Metadata } from '@grpc/grpc-js';
 import { DomainError, type DomainErrorCode } from '../queue/errors.js';
 import { isConnectionError } from '../store/dialect.js';
+import { DATABASE_BUSY_MESSAGE, isDatabaseBusy } from '../store/retry.js';
 
 /** The one table from domain errors to gRPC status codes (contract §9). */
 const CODE_OF: Record<DomainErrorCode, Status> = {
@@ -25,11 +26,15 @@ export function grpcError(code: Status, details: string): GrpcError {
 }
 
 /**
- * A domain error keeps its safe message; a lost database is UNAVAILABLE; anything else is INTERNAL with a
+ * A domain error keeps its safe message; a busy or lost database is UNAVAILABLE; anything else is INTERNAL with a
  * fixed text, because driver messages can carry SQL and schema names. `log` receives what was hidden.
  */
 export function toGrpcError(err: unknown, log: (err: unknown, what: string) => void): GrpcError {
   if (err instanceof DomainError) return grpcError(CODE_OF[err.code], err.message);
+  if (isDatabaseBusy(err)) {
+    log(err, 'database busy');
+    return grpcError(Status.UNAVAILABLE, DATABASE_BUSY_MESSAGE);
+  }
   if (isConnectionError(err)) {
     log(err, 'database unavailable');
     return grpcError(Status.UNAVAILABLE, 'database unavailable');

@@ -1,5 +1,6 @@
 import { status as Status, type Metadata, type ServerUnaryCall, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { Histogram, UpDownCounter } from '@opentelemetry/api';
+import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../log/logger.js';
 import type { MessageService } from '../queue/messages.js';
 import type { SubscriptionHub } from '../queue/subscriptions.js';
@@ -20,6 +21,7 @@ import {
   type NackRequest,
   type SubscribeRequest,
 } from './messages.js';
+import { StreamQuota } from './stream-quota.js';
 import { DeliveryTracker, SubscribeStream, type SettledRelay } from './subscribe.js';
 
 export interface QueueServiceDeps {
@@ -29,6 +31,8 @@ export interface QueueServiceDeps {
   /** Other instances, when Redis connects them: Acks there free slots of streams here and vice versa. */
   peers?: SettledRelay;
   defaultVisibilitySeconds: number;
+  /** server.subscribe_streams_per_user: open Subscribe streams per principal (auth off: per connection). */
+  subscribeStreamsPerUser: number;
   duration: Histogram;
   streams: UpDownCounter;
 }
@@ -41,10 +45,12 @@ export class QueueServiceHandlers {
   /** One claim per topic, group and visibility timeout for all of this instance's streams. */
   private readonly hub: SubscriptionHub;
   private readonly active = new Set<SubscribeStream>();
+  private readonly subscribeQuota: StreamQuota;
 
   constructor(private readonly deps: QueueServiceDeps) {
     this.deliveries = new DeliveryTracker(deps.peers);
     this.hub = deps.messages.subscriptions;
+    this.subscribeQuota = new StreamQuota(deps.subscribeStreamsPerUser);
   }
 
   implementation(): UntypedServiceImplementation {
@@ -119,10 +125,19 @@ export class QueueServiceHandlers {
     let code: Status = Status.OK;
     call.once('error', (err: GrpcError) => (code = err.code));
     call.once('cancelled', () => (code = Status.CANCELLED));
+    let principal: Principal | null;
     try {
-      await this.authorize(call.metadata, { action: 'consume', topic: request.topic, group });
+      principal = await this.authorize(call.metadata, { action: 'consume', topic: request.topic, group });
     } catch (err) {
       const error = this.toError(err);
+      this.record('Subscribe', error.code, started);
+      return void call.emit('error', error);
+    }
+    // Without auth there is no user to count for, so the connection (its address and port) is the owner.
+    const release = this.subscribeQuota.take(principal ? `user:${principal.userId}` : `connection:${call.getPeer()}`);
+    if (!release) {
+      const owner = principal ? 'this user has' : 'this connection has';
+      const error = grpcError(Status.RESOURCE_EXHAUSTED, `${owner} ${this.subscribeQuota.max} open Subscribe streams, the most allowed (server.subscribe_streams_per_user); close one first`);
       this.record('Subscribe', error.code, started);
       return void call.emit('error', error);
     }
@@ -136,12 +151,13 @@ export class QueueServiceHandlers {
     try {
       await stream.run();
     } finally {
+      release();
       this.active.delete(stream);
       this.record('Subscribe', code, started);
     }
   }
 
-  private authorize(metadata: Metadata, access: Access | Access[]): Promise<void> {
+  private authorize(metadata: Metadata, access: Access | Access[]): Promise<Principal | null> {
     return this.deps.guard(metadata, Array.isArray(access) ? access : [access]);
   }
 

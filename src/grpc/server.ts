@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
@@ -8,15 +7,15 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
 import type { MetricsRegistry } from '../metrics/registry.js';
 import type { MessageService } from '../queue/messages.js';
+import type { CertificateFiles } from '../tls/certificate-files.js';
+import { grpcServerCredentials } from '../tls/grpc-credentials.js';
 import type { CallGuard } from './auth.js';
 import { DatabaseHealth } from './health.js';
+import { grpcLimitOptions } from './limits.js';
 import { withTolerantDecoders } from './malformed.js';
 import { LOADER_OPTIONS, loadQueuePackage, queueProtoPath, requestTypeNames } from './proto.js';
 import { QueueServiceHandlers } from './queue-service.js';
 import type { SettledRelay } from './subscribe.js';
-
-/** EnqueueBatch carries up to 1,000 payloads; the same ceiling as the HTTP batch body. */
-const MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
 
 export interface GrpcDeps {
   config: Config;
@@ -26,18 +25,13 @@ export interface GrpcDeps {
   messages: MessageService;
   guard: CallGuard;
   peers?: SettledRelay;
+  /** server.tls_* files; absent: plaintext. */
+  tls?: CertificateFiles;
 }
 
 export interface RunningGrpcServer {
   port: number;
   close(deadlineMs: number): Promise<void>;
-}
-
-function credentials(config: Config): grpc.ServerCredentials {
-  const { grpc_tls_cert: cert, grpc_tls_key: key } = config.server;
-  if (!cert && !key) return grpc.ServerCredentials.createInsecure();
-  if (!cert || !key) throw new Error('server.grpc_tls_cert and server.grpc_tls_key must be set together');
-  return grpc.ServerCredentials.createSsl(null, [{ cert_chain: readFileSync(cert), private_key: readFileSync(key) }], false);
 }
 
 function bind(server: grpc.Server, address: string, creds: grpc.ServerCredentials): Promise<number> {
@@ -47,16 +41,17 @@ function bind(server: grpc.Server, address: string, creds: grpc.ServerCredential
 /** QueueService, grpc.health.v1.Health and server reflection on server.grpc_port. */
 export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer> {
   const { config, metrics } = deps;
-  const creds = credentials(config);
+  const creds = grpcServerCredentials(deps.tls);
   // Channelz is not served here (only health and reflection), and its per-call bookkeeping was the largest
   // allocation of every call: GC pauses in the Subscribe tail (docs/benchmark.md, fourth round).
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_RECEIVE_BYTES, 'grpc.enable_channelz': 0 });
+  const server = new grpc.Server({ ...grpcLimitOptions(config), 'grpc.enable_channelz': 0 });
   const handlers = new QueueServiceHandlers({
     logger: deps.logger,
     messages: deps.messages,
     guard: deps.guard,
     peers: deps.peers,
     defaultVisibilitySeconds: config.queue.visibility_timeout,
+    subscribeStreamsPerUser: config.server.subscribe_streams_per_user,
     duration: metrics.histogram('conveyor_grpc_request_duration_seconds', 'gRPC call duration by method and status code (streams: their lifetime)'),
     streams: metrics.meter.createUpDownCounter('conveyor_subscribe_streams', { description: 'Open Subscribe streams by topic' }),
   });

@@ -1,8 +1,11 @@
 import express, { type Express, type RequestHandler } from 'express';
+import { AUDITED_ROUTES } from './audited-routes.js';
 import type { HttpContext } from './context.js';
 import { errorHandler, notFoundHandler } from './errors.js';
+import { auditTrail } from './middleware/audit.js';
 import { authenticate } from './middleware/auth.js';
 import { requestContext } from './middleware/request-context.js';
+import { auditLogRoutes } from './routes/audit-log.js';
 import { authRoutes } from './routes/auth.js';
 import { consumerGroupRoutes } from './routes/consumer-groups.js';
 import { messageRoutes } from './routes/messages.js';
@@ -15,7 +18,7 @@ import { userRoutes } from './routes/users.js';
 import { assertObjectBody } from './validation.js';
 
 /** Bodies of up to 1,000 messages (EnqueueBatch) may be large; everything else stays near one payload. */
-const BATCH_BODY_LIMIT = 64 * 1024 * 1024;
+export const BATCH_BODY_LIMIT = 64 * 1024 * 1024;
 
 /** What JSON escaping can make of one payload byte on the wire: a control character becomes `\u0001`. */
 export const JSON_ESCAPE_FACTOR = 6;
@@ -65,6 +68,8 @@ export function createApp(ctx: HttpContext): Express {
   app.use(requestContext(ctx.logger, ctx.metrics));
   // Before body parsing, so anonymous callers cost no parsing; every route sees req.principal.
   app.use(authenticate(ctx));
+  // Administrative changes are recorded whatever refuses them later (grants, bodies, managed rows).
+  app.use(auditTrail(ctx, AUDITED_ROUTES));
   // JSON whatever the Content-Type says: `curl -d` sends form encoding by default, and nothing here takes forms.
   // Not strict: `null`, `"x"` or `5` parse, so objectBodies can say what is wrong with them (not an object)
   // instead of body-parser calling valid JSON malformed.
@@ -83,6 +88,7 @@ export function createApp(ctx: HttpContext): Express {
   app.use(replayRoutes(ctx));
   app.use(reaperRoutes(ctx));
   app.use(userRoutes(ctx));
+  app.use(auditLogRoutes(ctx));
   app.use(notFoundHandler);
   app.use(errorHandler());
   return app;

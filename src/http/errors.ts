@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { DomainError, type DomainErrorCode } from '../queue/errors.js';
 import { isConnectionError } from '../store/dialect.js';
+import { DATABASE_BUSY_MESSAGE, isDatabaseBusy } from '../store/retry.js';
 import type { Logger } from '../log/logger.js';
 
 /** The one table from domain errors to HTTP status codes. */
@@ -70,6 +71,11 @@ export function errorResponse(err: unknown, log: Logger): { status: number; mess
   if (err instanceof URIError) return { status: 400, message: 'malformed percent-encoding in the URL path' };
   const read = typeof err === 'object' && err !== null ? bodyReadError(err) : undefined;
   if (read) return { status: read[0], message: read[1] };
+  // Conflicts, lock waits or a Galera node not ready that outlasted the store's retries: the client may retry.
+  if (isDatabaseBusy(err)) {
+    log.warn({ err }, 'database busy');
+    return { status: 503, message: DATABASE_BUSY_MESSAGE, retryAfter: '1' };
+  }
   if (isConnectionError(err)) {
     log.error({ err }, 'database unavailable');
     return { status: 503, message: 'database unavailable' };

@@ -1,22 +1,46 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { redactText, safeError } from './redact.js';
 
 export type { Logger };
 
 /**
- * What an error becomes in a log line: its type, message, code and stack, nothing else. pino's default
- * serializer copies every enumerable property, and driver errors carry some that must never be logged
- * (connection options, SQL with bound values, `sqlMessage` quoting a duplicate key).
+ * What an error becomes in a log line: see safeError (type, a message that cannot quote values, code, errno,
+ * SQL state, the statement's shape, stack frames). pino's default serializer copies every enumerable property,
+ * and driver errors carry some that must never be logged (connection options, SQL with bound values,
+ * `sqlMessage` quoting a duplicate key). A string is kept with URL passwords masked.
  */
-export function serializeError(err: unknown): Record<string, unknown> | unknown {
-  if (!(err instanceof Error)) return err;
-  const e = err as Error & { code?: unknown; errno?: unknown; sqlState?: unknown; cause?: unknown };
-  const out: Record<string, unknown> = { type: e.name || e.constructor?.name || 'Error', message: e.message };
-  if (typeof e.code === 'string' || typeof e.code === 'number') out.code = e.code;
-  if (typeof e.errno === 'number') out.errno = e.errno;
-  if (typeof e.sqlState === 'string') out.sqlState = e.sqlState;
-  if (e.stack) out.stack = e.stack;
-  if (e.cause instanceof Error) out.cause = serializeError(e.cause);
-  return out;
+export function serializeError(err: unknown): unknown {
+  if (typeof err === 'string') return redactText(err);
+  if (typeof err !== 'object' || err === null) return err;
+  return safeError(err);
+}
+
+/**
+ * Every line's fields, before serializers: an Error under any key becomes a safe one (not only under `err`),
+ * and a string field loses the password of any URL in it.
+ */
+function safeFields(object: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | undefined;
+  for (const key of Object.keys(object)) {
+    const value = object[key];
+    const safe = value instanceof Error ? safeError(value) : typeof value === 'string' ? redactText(value) : value;
+    if (safe !== value) (out ??= { ...object })[key] = safe;
+  }
+  return out ?? object;
+}
+
+/**
+ * The message text too (a library's console output routed here, a knex warning), and the one pino would take
+ * from an error's own message when a line has none: `logger.error(err)` or `logger.error({ err })`.
+ */
+function safeArguments(this: Logger, args: unknown[], method: (...args: unknown[]) => void): void {
+  const [first] = args;
+  if (first instanceof Error) args = [{ err: first }, ...args.slice(1)];
+  const fields = args[0];
+  const err = typeof fields === 'object' && fields !== null ? (fields as { err?: unknown }).err : undefined;
+  if (typeof err === 'object' && err !== null && typeof args[1] !== 'string') args.splice(1, 0, safeError(err, false).message);
+  for (let i = 0; i < args.length; i++) if (typeof args[i] === 'string') args[i] = redactText(args[i] as string);
+  method.apply(this, args);
 }
 
 /**
@@ -28,8 +52,9 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     level,
     base: { service: 'conveyor' },
     timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label: string) => ({ level: label }) },
+    formatters: { level: (label: string) => ({ level: label }), log: safeFields },
     serializers: { err: serializeError },
+    hooks: { logMethod: safeArguments },
   };
   return destination ? pino(options, destination) : pino(options);
 }

@@ -1,4 +1,5 @@
 import type { Logger } from './logger.js';
+import { safeError, SAFE, type SafeError } from './redact.js';
 
 /** How often a failure that keeps happening is logged again, with a count. */
 export const REPEAT_INTERVAL_MS = 30_000;
@@ -14,18 +15,22 @@ function defaultInterval(): number {
   return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : REPEAT_INTERVAL_MS;
 }
 
-export interface ErrorSummary {
-  message: string;
-  code?: string;
-}
+export type ErrorSummary = Omit<SafeError, 'type' | 'stack' | 'cause'>;
 
-/** The first line of an error's message and its code: no stack, no properties a driver may have attached. */
+/**
+ * The first line of an error's safe message (safeError: never a value a database error may quote), its code,
+ * errno, SQL state and statement shape: no stack, no properties a driver may have attached.
+ */
 export function summarizeError(err: unknown): ErrorSummary {
-  const e = err as { message?: unknown; code?: unknown; name?: unknown } | null | undefined;
-  const raw = typeof e?.message === 'string' ? e.message : typeof err === 'string' ? err : String(err);
-  const message = raw.split('\n')[0].trim() || (typeof e?.name === 'string' ? e.name : 'error');
-  const code = typeof e?.code === 'string' || typeof e?.code === 'number' ? String(e.code) : undefined;
-  return code === undefined ? { message } : { message, code };
+  const { message, code, errno, sqlState, statement } = safeError(err, false);
+  const e = err as { name?: unknown } | null | undefined;
+  const summary: ErrorSummary = { [SAFE]: true, message: message.split('\n')[0].trim() || (typeof e?.name === 'string' ? e.name : 'error') };
+  if (code !== undefined) summary.code = String(code);
+  // A driver's error number (MySQL's 1062); not Node's negative system ones, which the code already names.
+  if (errno !== undefined && errno > 0) summary.errno = errno;
+  if (sqlState !== undefined) summary.sqlState = sqlState;
+  if (statement !== undefined) summary.statement = statement;
+  return summary;
 }
 
 export interface RepeatedFailureOptions {
@@ -79,9 +84,10 @@ export class RepeatedFailure {
       this.sinceReport = 0;
       this.startedAt = now;
       this.reportedAt = now;
-      const stack = this.options.withStack?.(err) ? (err as { stack?: unknown }).stack : undefined;
+      // The stack's first line repeats the message: safeError rebuilds it from the safe one.
+      const stack = this.options.withStack?.(err) ? safeError(err).stack : undefined;
       const { consequence, what } = this.options;
-      this.logger[level]({ ...this.options.fields, err: typeof stack === 'string' ? { ...summary, stack } : summary }, consequence ? `${what} failed; ${consequence}` : `${what} failed`);
+      this.logger[level]({ ...this.options.fields, err: stack ? { ...summary, stack } : summary }, consequence ? `${what} failed; ${consequence}` : `${what} failed`);
       return;
     }
     this.failures += 1;

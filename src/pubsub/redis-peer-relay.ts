@@ -98,7 +98,7 @@ export class RedisPeerRelay implements SignalRelay {
     this.pendingSettled.clear();
     if (!this.publisher.isReady) return;
     this.publisher.publish(this.channel, JSON.stringify(message)).catch((err: Error) => {
-      this.logger.debug({ err: err.message }, 'redis publish failed');
+      this.logger.debug({ err }, 'redis publish failed');
     });
   }
 }

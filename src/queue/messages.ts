@@ -6,6 +6,7 @@ import { claimMessages } from '../store/messages/claim.js';
 import { BatchRejected, insertMessages, newMessageRow, type InsertOutcome, type NewMessage } from '../store/messages/insert.js';
 import { ackMessages, nackMessage, releaseExpired, requeueDeadLetter, type AttemptResult } from '../store/messages/settle.js';
 import { archiveMessages } from '../store/message-log.js';
+import { catchUpWithCluster } from '../store/cluster-catch-up.js';
 import { FanOut } from './fan-out.js';
 import { boundedLastError, decideAttempt } from './attempts.js';
 import { validatePayload } from './avro.js';
@@ -159,22 +160,32 @@ export class MessageService {
   async ack(id: unknown, consumerGroup?: string): Promise<void> {
     const messageId = normaliseMessageId(id);
     if (!messageId) throw messageNotFound();
+    if (!(await this.orAfterCatchUp(() => this.ackOne(messageId, consumerGroup), (found) => !found))) throw messageNotFound();
+  }
+
+  private async ackOne(messageId: string, consumerGroup?: string): Promise<boolean> {
     const routes = await this.fanOut.settleRoutes([messageId], consumerGroup);
-    if (routes.group.length > 0) {
-      if ((await this.ackGroup(routes.group, consumerGroup!)).size === 0) throw messageNotFound();
-      return;
-    }
-    if (routes.plain.length === 0 || !(await this.acks.submit(messageId))) throw messageNotFound();
+    if (routes.group.length > 0) return (await this.ackGroup(routes.group, consumerGroup!)).size > 0;
+    return routes.plain.length > 0 && (await this.acks.submit(messageId));
+  }
+
+  /**
+   * A settle that found nothing may have reached another Galera node than the claim it settles, one that had
+   * not applied that claim yet (src/store/cluster-catch-up.ts): once the node has caught up, it looks again.
+   * Plain servers and SQLite see every commit at once and answer the first result.
+   */
+  private async orAfterCatchUp<T>(run: () => Promise<T>, missed: (result: T) => boolean): Promise<T> {
+    const result = await run();
+    if (!missed(result) || !(await catchUpWithCluster(this.deps.db))) return result;
+    return run();
   }
 
   async ackBatch(ids: unknown[], consumerGroup?: string): Promise<{ acked: string[]; notFound: string[] }> {
     if (ids.length > MAX_DEQUEUE_COUNT) throw invalid(`ids must hold at most ${MAX_DEQUEUE_COUNT} ids`);
     const valid = [...new Set(ids.map(normaliseMessageId).filter((id): id is string => id !== null))];
-    const routes = await this.fanOut.settleRoutes(valid, consumerGroup);
-    // Through the ack group commit: concurrent batch acks share delete transactions, as single acks do.
-    const settled = await Promise.all(routes.plain.map((id) => this.acks.submit(id)));
-    const found = new Set(routes.plain.filter((_, i) => settled[i]));
-    if (routes.group.length > 0) for (const id of await this.ackGroup(routes.group, consumerGroup!)) found.add(id);
+    const found = await this.ackSome(valid, consumerGroup);
+    const missing = valid.filter((id) => !found.has(id));
+    if (missing.length > 0 && (await catchUpWithCluster(this.deps.db))) for (const id of await this.ackSome(missing, consumerGroup)) found.add(id);
     const acked: string[] = [];
     const notFound: string[] = [];
     for (const id of ids) {
@@ -184,15 +195,26 @@ export class MessageService {
     return { acked, notFound };
   }
 
+  private async ackSome(ids: string[], consumerGroup?: string): Promise<Set<string>> {
+    const routes = await this.fanOut.settleRoutes(ids, consumerGroup);
+    // Through the ack group commit: concurrent batch acks share delete transactions, as single acks do.
+    const settled = await Promise.all(routes.plain.map((id) => this.acks.submit(id)));
+    const found = new Set(routes.plain.filter((_, i) => settled[i]));
+    if (routes.group.length > 0) for (const id of await this.ackGroup(routes.group, consumerGroup!)) found.add(id);
+    return found;
+  }
+
   async nack(id: unknown, reason = '', consumerGroup?: string): Promise<void> {
     const messageId = normaliseMessageId(id);
     if (!messageId) throw messageNotFound();
     const error = boundedLastError(reason);
-    const routes = await this.fanOut.settleRoutes([messageId], consumerGroup);
     const decide = (row: Parameters<typeof decideAttempt>[1]) => decideAttempt(this.policy(), row);
-    let result: AttemptResult | null = null;
-    if (routes.group.length > 0) result = await this.fanOut.nack(messageId, consumerGroup!, error, decide, this.now());
-    else if (routes.plain.length > 0) result = await nackMessage(this.deps.db, messageId, error, decide, this.now());
+    const attempt = async (): Promise<AttemptResult | null> => {
+      const routes = await this.fanOut.settleRoutes([messageId], consumerGroup);
+      if (routes.group.length > 0) return this.fanOut.nack(messageId, consumerGroup!, error, decide, this.now());
+      return routes.plain.length > 0 ? nackMessage(this.deps.db, messageId, error, decide, this.now()) : null;
+    };
+    const result = await this.orAfterCatchUp(attempt, (r) => !r);
     if (!result) throw messageNotFound();
     this.deps.metrics.nacked(result.topic, result.outcome === 'superseded' ? 'retry' : result.outcome);
     this.afterAttempt(result);
@@ -201,7 +223,7 @@ export class MessageService {
   /** The topic a message lives in (null for an unknown or malformed id): per-topic grants of ack, nack and requeue. */
   async topicOf(id: unknown): Promise<string | null> {
     const messageId = normaliseMessageId(id);
-    return messageId ? findMessageTopic(this.deps.db, messageId) : null;
+    return messageId ? this.orAfterCatchUp(() => findMessageTopic(this.deps.db, messageId), (topic) => topic === null) : null;
   }
 
   async topicsOf(ids: unknown[]): Promise<string[]> {
@@ -214,8 +236,11 @@ export class MessageService {
     if (!messageId) throw notDeadLetter();
     const now = this.now();
     const target = { maxRetries: (topic: string) => this.maxRetriesOf(topic), expiresAt: (topic: string) => this.expiresAtOf(topic, now) };
-    const fannedOut = await this.fanOut.requeue(messageId, target);
-    const result = fannedOut === undefined ? await requeueDeadLetter(this.deps.db, messageId, target) : fannedOut;
+    const attempt = async () => {
+      const fannedOut = await this.fanOut.requeue(messageId, target);
+      return fannedOut === undefined ? requeueDeadLetter(this.deps.db, messageId, target) : fannedOut;
+    };
+    const result = await this.orAfterCatchUp(attempt, (r) => !r);
     if (!result) throw notDeadLetter();
     this.deps.metrics.message(result.outcome === 'pending' ? 'requeued' : 'superseded', result.topic);
     if (result.outcome === 'pending') this.deps.signals.signal(result.topic);
@@ -367,7 +392,8 @@ export class MessageService {
     };
     const acked = await ackMessages(this.deps.db, ids, this.deps.catalog.hasReplayableTopics() ? archive : undefined);
     const perTopic = new Map<string, number>();
-    for (const a of acked) perTopic.set(a.topic, (perTopic.get(a.topic) ?? 0) + 1);
+    // Topic "": acked by an attempt whose answer was lost, topic unknown (src/store/messages/settle.ts); not counted.
+    for (const a of acked) if (a.topic) perTopic.set(a.topic, (perTopic.get(a.topic) ?? 0) + 1);
     for (const [topic, n] of perTopic) this.deps.metrics.message('acked', topic, n);
     return acked;
   }
@@ -376,7 +402,7 @@ export class MessageService {
   private async ackGroup(ids: string[], group: string): Promise<Set<string>> {
     const { acked } = await this.fanOut.ack(ids, group, this.now());
     const perTopic = new Map<string, number>();
-    for (const a of acked) perTopic.set(a.topic, (perTopic.get(a.topic) ?? 0) + 1);
+    for (const a of acked) if (a.topic) perTopic.set(a.topic, (perTopic.get(a.topic) ?? 0) + 1);
     for (const [topic, n] of perTopic) this.deps.metrics.message('acked', topic, n);
     return new Set(acked.map((a) => a.id));
   }

@@ -16,7 +16,7 @@ import type { QueueMetrics } from './metrics-port.js';
 import { assertNotDeadLetterTopic, assertTopicName } from './topic-names.js';
 
 export const PURGEABLE_STATUSES = ['pending', 'processing', 'expired', 'failed'] as const;
-const DEFAULT_PURGE_STATUSES = ['pending', 'processing', 'expired'];
+export const DEFAULT_PURGE_STATUSES = ['pending', 'processing', 'expired'];
 
 export interface TopicServiceDeps {
   db: Knex;
@@ -71,17 +71,17 @@ export class TopicService {
   /**
    * The controller's write: the same validation and write as PUT, marking the row as managed by `manager`
    * (adopting a row nobody manages). Reads the database, not the cache, so a row changed by hand is put back;
-   * writes nothing when the row already matches.
+   * writes nothing when the row already matches. `previous`: the row before (for the audit record).
    */
-  async applyConfig(topicName: unknown, input: TopicConfigInput, manager: ManagedBy): Promise<{ row: TopicConfigRow; changed: boolean }> {
+  async applyConfig(topicName: unknown, input: TopicConfigInput, manager: ManagedBy): Promise<{ row: TopicConfigRow; changed: boolean; previous: TopicConfigRow | null }> {
     const topic = assertNotDeadLetterTopic(assertTopicName(topicName));
     const values = validateConfigValues(input);
     const owner = encodeManager(manager);
     const current = await getTopicConfig(this.deps.db, topic);
-    if (current?.managed_by === owner && sameConfigValues(current, values)) return { row: current, changed: false };
+    if (current?.managed_by === owner && sameConfigValues(current, values)) return { row: current, changed: false, previous: current };
     const row = await putTopicConfig(this.deps.db, topic, values, this.now(), owner, (existing) => assertManagedByOrFree(existing, owner, configWhat(topic)));
     await this.deps.catalog.changed();
-    return { row, changed: true };
+    return { row, changed: true, previous: current };
   }
 
   /** Who manages a topic's configuration (read from the database: the controller's view must be current). */

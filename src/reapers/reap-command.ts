@@ -2,12 +2,10 @@ import type { Config } from '../config/schema.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { noopQueueMetrics } from '../queue/metrics-port.js';
 import { createDb, ping } from '../store/db.js';
-import { REAPER_KINDS, Reapers, type ReaperKind } from './reapers.js';
+import { REAPER_KINDS, Reapers, reapReport, type ReapResult, type ReaperKind } from './reapers.js';
 
 /** How long a one-shot run waits for a run on another instance (an API pod, another CronJob) to finish. */
 const WAIT_FOR_OTHER_RUN_MS = 60_000;
-
-const RESULT_KEY: Record<ReaperKind, string> = { expiry: 'expired', delete: 'deleted', archive: 'deleted' };
 
 export class ReapCommandError extends Error {}
 
@@ -20,13 +18,14 @@ export function parseReaperKind(value: string | undefined): ReaperKind {
 
 /**
  * `conveyor reap expiry|delete|archive`: one run (for Kubernetes CronJobs), one JSON line on stdout such as
- * {"reaper":"expiry","expired":3}. Failures throw with one readable sentence; the CLI exits non-zero.
+ * {"reaper":"expiry","expired":3} or {"reaper":"archive","deleted":0,"audit_deleted":2}. Failures throw with
+ * one readable sentence; the CLI exits non-zero.
  */
 export async function reapOnce(config: Config, kind: ReaperKind, logger: Logger = createLogger('error')): Promise<string> {
   let db: ReturnType<typeof createDb>;
   try {
     // A failed connection is this command's own one-line report; the CLI passes a logger at error level or above.
-    db = createDb({ url: config.db.url, poolSize: 2, logger });
+    db = createDb({ url: config.db.url, poolSize: 2, logger, lockWaitTimeoutSeconds: config.db.lock_wait_timeout });
   } catch (err) {
     throw new ReapCommandError(`reap ${kind}: cannot open the database: ${(err as Error).message}`);
   }
@@ -36,16 +35,17 @@ export async function reapOnce(config: Config, kind: ReaperKind, logger: Logger 
     } catch (err) {
       throw new ReapCommandError(`reap ${kind}: cannot reach the database: ${(err as Error).message}`);
     }
-    if (!(await db.schema.hasTable('deliveries'))) {
+    // The leases table came last: a run needs it for its lease (src/store/leases.ts).
+    if (!(await db.schema.hasTable('leases'))) {
       throw new ReapCommandError(`reap ${kind}: the database has no (or an older) conveyor schema; run \`conveyor migrate\` first`);
     }
-    let count: number;
+    let result: ReapResult;
     try {
-      count = await new Reapers({ db, metrics: noopQueueMetrics }).run(kind, WAIT_FOR_OTHER_RUN_MS);
+      result = await new Reapers({ db, metrics: noopQueueMetrics, auditRetentionDays: config.audit.retention_days }).run(kind, WAIT_FOR_OTHER_RUN_MS);
     } catch (err) {
       throw new ReapCommandError(`reap ${kind} failed: ${(err as Error).message}`);
     }
-    return JSON.stringify({ reaper: kind, [RESULT_KEY[kind]]: count });
+    return JSON.stringify({ reaper: kind, ...reapReport(kind, result) });
   } finally {
     await db.destroy();
   }

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import { DomainError } from '../queue/errors.js';
 import type { QueueMetrics } from '../queue/metrics-port.js';
-import { LockBusy, withNamedLock } from '../store/reaper-lock.js';
-import { deleteExpiredMessages, expireDeliveries, expireMessages, trimLog, type TopicCounts } from '../store/reaping.js';
+import { LeaseBusy, withLease } from '../store/leases.js';
+import { deleteExpiredMessages, expireDeliveries, expireMessages, trimAudit, trimLog, type TopicCounts } from '../store/reaping.js';
 import { listTopicConfigs } from '../store/topic-configs.js';
 
 export const REAPER_KINDS = ['expiry', 'delete', 'archive'] as const;
@@ -16,19 +16,35 @@ export interface ReaperRunSink {
 
 export const noopReaperRunSink: ReaperRunSink = { ran: () => {} };
 
+/** What one run did: messages expired or deleted, archive entries trimmed; the archive run also trims the audit log. */
+export interface ReapResult {
+  count: number;
+  auditDeleted?: number;
+}
+
+/** A run's answer as the HTTP API and `conveyor reap` give it: `{expired}`, `{deleted}` or `{deleted, audit_deleted}`. */
+export function reapReport(kind: ReaperKind, result: ReapResult): Record<string, number> {
+  if (kind === 'expiry') return { expired: result.count };
+  if (kind === 'delete') return { deleted: result.count };
+  return { deleted: result.count, audit_deleted: result.auditDeleted ?? 0 };
+}
+
 export interface ReapersDeps {
   db: Knex;
   metrics: QueueMetrics;
   runs?: ReaperRunSink;
   now?: () => number;
+  /** audit.retention_days: the archive run removes audit records older than this; 0 (or absent) keeps them. */
+  auditRetentionDays?: number;
 }
 
 const sum = (counts: TopicCounts) => [...counts.values()].reduce((a, b) => a + b, 0);
 
 /**
- * The three maintenance jobs of the spec. Each run holds a cross-instance lock (GET_LOCK on MySQL, a lease
- * row on SQLite), so two instances, or an instance and `conveyor reap`, never run one reaper at once; the
- * work itself goes in bounded batches of short transactions. Topic settings are read from the database,
+ * The three maintenance jobs of the spec. Each run holds a lease row (src/store/leases.ts: `reaper:<kind>`,
+ * renewed while it runs, the same on both engines and on every node of a Galera cluster), so two instances,
+ * or an instance and `conveyor reap`, never run one reaper at once; a run whose lease was lost stops before
+ * its next batch. The work itself goes in bounded batches of short transactions. Topic settings are read from the database,
  * not a cache, so a one-shot `conveyor reap` needs nothing else.
  */
 export class Reapers {
@@ -41,16 +57,16 @@ export class Reapers {
   }
 
   /**
-   * Runs one reaper and returns its count. `waitMs`: how long to wait for a run on another instance to
+   * Runs one reaper and returns what it did. `waitMs`: how long to wait for a run on another instance to
    * finish (manual runs wait, then usually find nothing left; scheduled runs pass 0 and skip).
    */
-  async run(kind: ReaperKind, waitMs: number): Promise<number> {
+  async run(kind: ReaperKind, waitMs: number): Promise<ReapResult> {
     try {
-      const count = await withNamedLock(this.deps.db, `reaper:${kind}`, waitMs, () => this.work(kind));
+      const result = await withLease(this.deps.db, `reaper:${kind}`, { waitMs }, (lease) => this.work(kind, lease.signal));
       this.runs.ran(kind, 'success', Date.now());
-      return count;
+      return result;
     } catch (err) {
-      if (err instanceof LockBusy) {
+      if (err instanceof LeaseBusy) {
         this.runs.ran(kind, 'skipped', Date.now());
         throw new DomainError('unavailable', `another run of the ${kind} reaper is still in progress; try again later`);
       }
@@ -59,38 +75,44 @@ export class Reapers {
     }
   }
 
-  private work(kind: ReaperKind): Promise<number> {
-    if (kind === 'expiry') return this.expire();
-    if (kind === 'delete') return this.deleteExpired();
-    return this.trimArchive();
+  private async work(kind: ReaperKind, signal: AbortSignal): Promise<ReapResult> {
+    if (kind === 'expiry') return { count: await this.expire(signal) };
+    if (kind === 'delete') return { count: await this.deleteExpired(signal) };
+    return { count: await this.trimArchive(signal), auditDeleted: await this.trimAudit(signal) };
   }
 
   /** Pending messages past their TTL, then per-group deliveries of messages some group already started. */
-  private async expire(): Promise<number> {
+  private async expire(signal: AbortSignal): Promise<number> {
     const now = this.now();
     const replayable = new Set((await listTopicConfigs(this.deps.db)).filter((c) => c.replayable).map((c) => c.topic));
-    const messages = await expireMessages(this.deps.db, now);
-    const deliveries = await expireDeliveries(this.deps.db, now, (topic) => replayable.has(topic));
+    const messages = await expireMessages(this.deps.db, now, signal);
+    const deliveries = await expireDeliveries(this.deps.db, now, (topic) => replayable.has(topic), signal);
     this.count('expired', messages);
     this.count('expired', deliveries);
     return sum(messages) + sum(deliveries);
   }
 
-  private async deleteExpired(): Promise<number> {
-    const deleted = await deleteExpiredMessages(this.deps.db);
+  private async deleteExpired(signal: AbortSignal): Promise<number> {
+    const deleted = await deleteExpiredMessages(this.deps.db, signal);
     this.count('deleted', deleted);
     return sum(deleted);
   }
 
   /** Each replayable topic with a window keeps only entries created inside it. */
-  private async trimArchive(): Promise<number> {
+  private async trimArchive(signal: AbortSignal): Promise<number> {
     const now = this.now();
     let deleted = 0;
     for (const config of await listTopicConfigs(this.deps.db)) {
       if (!config.replayable || config.replay_window_seconds == null) continue;
-      deleted += await trimLog(this.deps.db, config.topic, now - config.replay_window_seconds * 1000);
+      deleted += await trimLog(this.deps.db, config.topic, now - config.replay_window_seconds * 1000, signal);
     }
     return deleted;
+  }
+
+  /** Audit records past audit.retention_days (docs/security.md, "Audit log"). */
+  private trimAudit(signal: AbortSignal): Promise<number> {
+    const days = this.deps.auditRetentionDays ?? 0;
+    return days > 0 ? trimAudit(this.deps.db, this.now() - days * 86_400_000, signal) : Promise.resolve(0);
   }
 
   private count(event: 'expired' | 'deleted', counts: TopicCounts): void {

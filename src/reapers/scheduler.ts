@@ -98,9 +98,9 @@ export class ReaperScheduler {
 
   private async runOnce(kind: ReaperKind): Promise<void> {
     try {
-      const count = await this.options.reapers.run(kind, 0);
+      const { count, auditDeleted } = await this.options.reapers.run(kind, 0);
       this.failuresOf(kind).ok();
-      this.options.logger.debug({ reaper: kind, count }, 'reaper run');
+      this.options.logger.debug({ reaper: kind, count, auditDeleted }, 'reaper run');
     } catch (err) {
       // Another instance is running it right now: that run does the work (and the database answered).
       if (err instanceof DomainError && err.code === 'unavailable') return this.failuresOf(kind).ok();

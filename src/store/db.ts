@@ -2,15 +2,24 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { migrationSource } from '../../migrations/index.js';
+import { createLeasesTable } from '../../migrations/20261123020000_leases.js';
 import { createLogger, type Logger } from '../log/logger.js';
+import { statementShape } from '../log/redact.js';
 import { RepeatedFailure, type ErrorSummary } from '../log/repeated.js';
 import { engineOf } from './dialect.js';
+import { LeaseBusy, withLease } from './leases.js';
+import { withDbRetry } from './retry.js';
 
 export type Db = Knex;
 
 export interface DbOptions {
   url: string;
   poolSize?: number;
+  /**
+   * MySQL/MariaDB: innodb_lock_wait_timeout of the pool's sessions in seconds (db.lock_wait_timeout); 0 or
+   * absent keeps the server's (50 s by default). A wait that times out is retried (src/store/retry.ts).
+   */
+  lockWaitTimeoutSeconds?: number;
   /** Where knex's own warnings and connection failures go (as JSON lines); default: info on stdout. */
   logger?: Logger;
   /**
@@ -27,8 +36,11 @@ export interface DbDescription {
   location: string;
 }
 
+/** Names the scheme only: whatever follows it may be credentials (`user:secret@host` has no scheme at all). */
 function unsupportedScheme(url: string): Error {
-  return new Error(`db.url: unsupported scheme in "${url.split('://')[0]}"; use sqlite:<path> or mysql://user:pass@host:3306/db`);
+  const scheme = /^[a-z][a-z0-9+.-]{0,19}(?=:)/i.exec(url)?.[0];
+  const what = scheme ? `unsupported scheme "${scheme}"` : 'no scheme';
+  return new Error(`db.url: ${what}; use sqlite:<path> or mysql://user:pass@host:3306/db`);
 }
 
 /** Throws the same error createDb would for a db.url it cannot open. */
@@ -61,7 +73,7 @@ function errorOfText(text: string): ErrorSummary {
  * "Acquire connection error: <stack>" on every failed query while the database is away. Here every knex
  * message becomes a JSON line of the service's logger: connection failures go to one RepeatedFailure (one
  * line, then a count every 30 s, then "recovered" when a new connection opens), anything else is logged once
- * per call without stack lines. Debug output carries SQL text only, never bound values.
+ * per call without stack lines. Query tracing carries a statement's shape only, never its text or values.
  */
 function knexLog(logger: Logger, connection: RepeatedFailure): Knex.Config['log'] {
   const firstLine = (message: unknown) => String(message).split('\n')[0];
@@ -78,10 +90,15 @@ function knexLog(logger: Logger, connection: RepeatedFailure): Knex.Config['log'
     deprecate(message: unknown) {
       logger.warn({ source: 'knex', deprecation: true }, firstLine(message));
     },
+    // With log.level trace (knex's `debug`), one line per query: its shape and how many values it binds,
+    // never the SQL text (a raw statement may inline a literal) or a value.
     debug(message: unknown) {
-      if (!logger.isLevelEnabled('debug')) return;
-      const sql = typeof message === 'string' ? message : (message as { sql?: unknown } | null)?.sql;
-      logger.debug({ source: 'knex', sql: typeof sql === 'string' ? sql : undefined }, 'knex');
+      if (!logger.isLevelEnabled('trace')) return;
+      for (const query of Array.isArray(message) ? message : [message]) {
+        const sql = typeof query === 'string' ? query : (query as { sql?: unknown } | null)?.sql;
+        const bindings = (query as { bindings?: unknown } | null)?.bindings;
+        logger.trace({ source: 'knex', statement: typeof sql === 'string' ? statementShape(sql) : undefined, bindings: Array.isArray(bindings) ? bindings.length : 0 }, 'query');
+      }
     },
   };
 }
@@ -105,13 +122,13 @@ function sqliteFilename(url: string): string {
 }
 
 /** Shared by both engines: logging through pino, and error messages with SQL text but never bound values. */
-function commonConfig(logger: Logger, connection: RepeatedFailure): Pick<Knex.Config, 'log' | 'compileSqlOnError'> {
+function commonConfig(logger: Logger, connection: RepeatedFailure): Pick<Knex.Config, 'log' | 'compileSqlOnError' | 'debug'> {
   // knex prefixes a failed query's error message with the query; by default with the values interpolated
   // (payloads, keys), which would then reach the logs of whoever logs the error.
-  return { log: knexLog(logger, connection), compileSqlOnError: false };
+  return { log: knexLog(logger, connection), compileSqlOnError: false, debug: logger.isLevelEnabled('trace') };
 }
 
-function createSqlite(url: string, common: Pick<Knex.Config, 'log' | 'compileSqlOnError'>): Knex {
+function createSqlite(url: string, common: Pick<Knex.Config, 'log' | 'compileSqlOnError' | 'debug'>): Knex {
   const filename = sqliteFilename(url);
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
   const db = knexFactory({
@@ -145,7 +162,9 @@ function createSqlite(url: string, common: Pick<Knex.Config, 'log' | 'compileSql
   return db;
 }
 
-function createMysql(url: string, poolSize: number, common: Pick<Knex.Config, 'log' | 'compileSqlOnError'>): Knex {
+function createMysql(url: string, poolSize: number, common: Pick<Knex.Config, 'log' | 'compileSqlOnError' | 'debug'>, lockWaitTimeoutSeconds = 0): Knex {
+  const session = ['SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED'];
+  if (lockWaitTimeoutSeconds > 0) session.push(`SET SESSION innodb_lock_wait_timeout = ${Math.max(1, Math.ceil(lockWaitTimeoutSeconds))}`);
   const parsed = new URL(url);
   return knexFactory({
     ...common,
@@ -165,18 +184,22 @@ function createMysql(url: string, poolSize: number, common: Pick<Knex.Config, 'l
       max: poolSize,
       // Claims use SKIP LOCKED; under REPEATABLE READ two thirds of concurrent claims deadlocked (measured).
       afterCreate(conn: { query(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
-        conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', (err) => done(err, conn));
+        const next = (i: number): void => {
+          if (i === session.length) return done(null, conn);
+          conn.query(session[i], (err) => (err ? done(err, conn) : next(i + 1)));
+        };
+        next(0);
       },
     },
     acquireConnectionTimeout: 10_000,
   });
 }
 
-export function createDb({ url, poolSize = 16, logger = createLogger('info'), connectionFailures }: DbOptions): Knex {
+export function createDb({ url, poolSize = 16, logger = createLogger('info'), connectionFailures, lockWaitTimeoutSeconds }: DbOptions): Knex {
   const { kind } = describeDb(url);
   const connection = connectionFailures ?? new RepeatedFailure(logger, { what: 'database connection', fields: { db: kind } });
   const common = commonConfig(logger, connection);
-  return trackConnections(kind === 'sqlite' ? createSqlite(url, common) : createMysql(url, poolSize, common), connection);
+  return trackConnections(kind === 'sqlite' ? createSqlite(url, common) : createMysql(url, poolSize, common, lockWaitTimeoutSeconds), connection);
 }
 
 const MIGRATION_LOCK_WAIT_MS = 60_000;
@@ -192,31 +215,35 @@ function isConcurrentMigration(err: unknown): boolean {
 }
 
 /**
- * MySQL: one named lock per database around the whole migration. knex's own lock is not enough when pods
- * start together on an empty database: both insert a row into knex_migrations_lock (no unique key), after
- * which every `UPDATE ... WHERE is_locked = 0` touches two rows and knex reports "already locked" forever.
- * GET_LOCK is per server, so the name carries a hash of the database name (test databases share a server).
- * The lock lives on its own connection, outside the pool, so a pool of one still has a connection to migrate.
+ * One lease row (`migrations` in the leases table, src/store/leases.ts) around the whole migration, on both
+ * engines. knex's own lock is not enough when pods start together on an empty database: both insert a row
+ * into knex_migrations_lock (no unique key besides its auto-increment id), after which every
+ * `UPDATE ... WHERE is_locked = 0` touches two rows and knex reports "already locked" forever. MySQL's
+ * GET_LOCK served here before, but it is local to one node of a Galera cluster, so pods on two nodes both
+ * migrated at once.
+ * The leases table has to exist before the lease can be taken, and it is itself created by a migration: it is
+ * created first with CREATE TABLE IF NOT EXISTS (pods racing here all succeed), and its migration only
+ * records it. MySQL: the lease is taken on its own connection, outside the pool, so a pool of one still has a
+ * connection to migrate and the renewals never queue behind a long ALTER. A migration cannot stop half-way,
+ * so a lease lost meanwhile (renewals failing for 30 s) does not interrupt it; knex's own lock still guards.
  */
-async function withMysqlMigrationLock<T>(db: Knex, run: () => Promise<T>): Promise<T> {
-  const lockDb = knexFactory({ ...db.client.config, pool: { min: 1, max: 1 } });
+async function withMigrationLease<T>(db: Knex, run: () => Promise<T>): Promise<T> {
+  await withDbRetry(db, () => createLeasesTable(db));
+  const mysql = engineOf(db) === 'mysql';
+  const leaseDb = mysql ? knexFactory({ ...db.client.config, pool: { min: 1, max: 1 } }) : db;
   try {
-    const lockName = "CONCAT('conveyor_migrate:', SHA1(DATABASE()))";
-    const [rows] = await lockDb.raw(`SELECT GET_LOCK(${lockName}, ?) AS got`, [MIGRATION_LOCK_WAIT_MS / 1000]);
-    if (Number((rows as Array<{ got: unknown }>)[0]?.got) !== 1) throw new Error('timed out waiting for another process to finish database migrations');
-    try {
-      return await run();
-    } finally {
-      await lockDb.raw(`SELECT RELEASE_LOCK(${lockName})`);
-    }
+    return await withLease(leaseDb, 'migrations', { waitMs: MIGRATION_LOCK_WAIT_MS }, () => run());
+  } catch (err) {
+    if (err instanceof LeaseBusy) throw new Error('timed out waiting for another process to finish database migrations (the "migrations" row of the leases table)');
+    throw err;
   } finally {
-    await lockDb.destroy();
+    if (mysql) await leaseDb.destroy();
   }
 }
 
-/** Applies pending migrations under knex's migration lock, so many pods can start at once. */
+/** Applies pending migrations under the migrations lease and knex's migration lock, so many pods can start at once. */
 export async function migrate(db: Knex): Promise<string[]> {
-  return engineOf(db) === 'mysql' ? withMysqlMigrationLock(db, () => migrateLatest(db)) : migrateLatest(db);
+  return withMigrationLease(db, () => migrateLatest(db));
 }
 
 async function migrateLatest(db: Knex): Promise<string[]> {

@@ -26,10 +26,32 @@ export function canDeleteReturning(db: Knex): Promise<boolean> {
   return answer;
 }
 
-/** MySQL/MariaDB error numbers and SQLite codes that mean "another transaction won; run it again". */
-export function isRetryableConflict(err: unknown): boolean {
-  const e = err as { errno?: number; code?: string };
-  return e?.errno === 1213 || e?.errno === 1205 || e?.code === 'SQLITE_BUSY';
+/**
+ * Why a statement or transaction failed in a way that running it again can cure:
+ * - `deadlock`: InnoDB picked it as a deadlock victim, or Galera aborted it in certification (both 1213);
+ * - `lock_wait`: a row lock wait timed out (1205), or SQLite stayed busy past busy_timeout;
+ * - `wsrep_not_ready`: a Galera node outside the primary component refuses queries (1047);
+ * - `connection_lost`: the connection died under a statement. Unlike the others this one may have committed
+ *   (the COMMIT or an autocommit statement reached the server, its answer did not): see src/store/retry.ts.
+ */
+export type ConflictKind = 'deadlock' | 'lock_wait' | 'wsrep_not_ready' | 'connection_lost';
+
+/** Errors of connecting in the first place: the database is away, not a query that a retry would rescue. */
+const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ER_CON_COUNT_ERROR', 'ER_ACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'HANDSHAKE_NO_SSL_SUPPORT']);
+/** mysql2 codes and client/server error numbers of a connection that broke under a statement. */
+const LOST_CODES = new Set(['PROTOCOL_CONNECTION_LOST', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CONNECTION_KILLED', 'ER_SERVER_SHUTDOWN']);
+// 2006 server gone away, 2013 lost connection during query (client numbers); 1053 server shutdown, 1927 connection killed.
+const LOST_ERRNOS = new Set([2006, 2013, 1053, 1927]);
+
+export function conflictKind(err: unknown): ConflictKind | undefined {
+  const e = err as { errno?: number; code?: string; fatal?: boolean; message?: unknown } | null;
+  if (!e || typeof e !== 'object') return undefined;
+  if (e.errno === 1213) return 'deadlock';
+  if (e.errno === 1205 || e.code === 'SQLITE_BUSY') return 'lock_wait';
+  if (e.errno === 1047 || (typeof e.message === 'string' && e.message.includes('WSREP has not yet prepared node'))) return 'wsrep_not_ready';
+  if (CONNECT_FAILURES.has(e.code ?? '')) return undefined;
+  if (LOST_CODES.has(e.code ?? '') || LOST_ERRNOS.has(e.errno ?? 0) || e.fatal === true) return 'connection_lost';
+  return undefined;
 }
 
 export function isUniqueViolation(err: unknown): boolean {

@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import { isUniqueViolation } from './dialect.js';
+import { retryTransaction, withDbRetry } from './retry.js';
 
 export interface GrantRow {
   id: string;
@@ -24,12 +26,31 @@ export async function listGrants(db: Knex, userId: string): Promise<GrantRow[]> 
   return (await db('grants').where({ user_id: userId }).select('*').orderBy(['created_at', 'id'])).map(normalise);
 }
 
-/** Throws the engine's unique violation for a duplicate (user, action, pattern, group); the caller maps it. */
+/**
+ * Throws the engine's unique violation for a duplicate (user, action, pattern, group); the caller maps it.
+ * Retried; a re-run after a lost answer that collides with a row of this very id (made before the insert) stored it.
+ */
 export async function insertGrant(db: Knex, row: GrantRow): Promise<void> {
-  await db('grants').insert({ ...row });
+  await withDbRetry(db, async (attempt) => {
+    try {
+      await db('grants').insert({ ...row });
+    } catch (err) {
+      if (attempt.uncertain && isUniqueViolation(err) && (await db('grants').where({ id: row.id }).first('id'))) return;
+      throw err;
+    }
+  });
 }
 
-/** Scoped to the user, so a grant id of another user deletes nothing (spec: 404). */
+/**
+ * Scoped to the user, so a grant id of another user deletes nothing (spec: 404). The row is read first in
+ * the same transaction, so a re-run after a lost commit answer knows the grant existed and answers "deleted".
+ */
 export async function deleteGrant(db: Knex, userId: string, grantId: string): Promise<boolean> {
-  return (await db('grants').where({ id: grantId, user_id: userId }).delete()) > 0;
+  let existed = false;
+  return retryTransaction(db, async (trx, attempt) => {
+    const found = (await trx('grants').where({ id: grantId, user_id: userId }).first('id')) !== undefined;
+    if (!found) return attempt.uncertain && existed;
+    existed = true;
+    return (await trx('grants').where({ id: grantId, user_id: userId }).delete()) > 0;
+  });
 }

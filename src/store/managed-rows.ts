@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { retryTransaction } from './retry.js';
 import { engineOf } from './dialect.js';
 import { bumpCatalogRevision } from './settings.js';
 
@@ -18,13 +19,20 @@ export async function lockedManager(trx: Knex.Transaction, table: ManagedTable, 
   return row ? String(row.managed_by ?? '') : undefined;
 }
 
-/** Hands a row to another manager ("" releases it), only from `from` when given; false when nothing changed. */
+/**
+ * Hands a row to another manager ("" releases it), only from `from` when given; false when nothing changed.
+ * Retried whole; a re-run after a lost commit answer that finds the row already handed over (so `from` no
+ * longer matches) answers what the lost attempt did.
+ */
 export async function setManager(db: Knex, table: ManagedTable, where: Record<string, string>, managedBy: string, from?: string): Promise<boolean> {
-  return db.transaction(async (trx) => {
+  let changedEarlier = false;
+  return retryTransaction(db, async (trx, attempt) => {
     const updated = await trx(table)
       .where(from === undefined ? where : { ...where, managed_by: from })
       .update({ managed_by: managedBy });
     if (updated > 0) await bumpCatalogRevision(trx);
+    else if (attempt.uncertain && changedEarlier && (await lockedManager(trx, table, where)) === managedBy) return true;
+    changedEarlier = updated > 0;
     return updated > 0;
   });
 }

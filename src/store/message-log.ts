@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { withDbRetry } from './retry.js';
 
 export interface LogEntryRow {
   id: string;
@@ -51,24 +52,39 @@ export async function listLog(db: Knex, topic: string, limit: number, offset: nu
   return { items: rows.map(normalise), total: Number(count?.n ?? 0) };
 }
 
+/**
+ * One batch of deletes by id, retried. When an attempt lost the answer to its (autocommit) DELETE, the ids
+ * that are no longer there are counted as deleted: they were there a moment ago, and a re-run deletes none.
+ */
+function deleteLogIds(db: Knex, ids: string[]): Promise<number> {
+  return withDbRetry(db, async (attempt) => {
+    const deleted = await db('message_log').whereIn('id', ids).delete();
+    return attempt.uncertain ? ids.length : deleted;
+  });
+}
+
 /** Deletes a topic's entries acknowledged before `before`, 1,000 at a time so no delete holds long locks. */
 export async function deleteLogBefore(db: Knex, topic: string, before: number, batchSize = 1000): Promise<number> {
   let deleted = 0;
   for (;;) {
     const ids = await db('message_log').where({ topic }).andWhere('acked_at', '<', before).orderBy('acked_at').limit(batchSize).pluck('id');
     if (ids.length === 0) return deleted;
-    deleted += await db('message_log').whereIn('id', ids).delete();
+    deleted += await deleteLogIds(db, ids);
     if (ids.length < batchSize) return deleted;
   }
 }
 
-/** Archive reaper: entries created before the window start can never be replayed again (contract §5). */
-export async function trimLogCreatedBefore(db: Knex, topic: string, before: number, batchSize = 1000): Promise<number> {
+/**
+ * Archive reaper: entries created before the window start can never be replayed again (contract §5).
+ * `signal`: the reaper's lease was lost; stop before the next batch.
+ */
+export async function trimLogCreatedBefore(db: Knex, topic: string, before: number, batchSize = 1000, signal?: AbortSignal): Promise<number> {
   let deleted = 0;
   for (;;) {
+    signal?.throwIfAborted();
     const ids = await db('message_log').where({ topic }).andWhere('created_at', '<', before).orderBy('created_at').limit(batchSize).pluck('id');
     if (ids.length === 0) return deleted;
-    deleted += await db('message_log').whereIn('id', ids).delete();
+    deleted += await deleteLogIds(db, ids);
     if (ids.length < batchSize) return deleted;
   }
 }

@@ -1,9 +1,17 @@
 import type { Knex } from 'knex';
+import { deleteAuditRowsBefore } from './audit-log.js';
 import { lockMessages, settleMessages } from './deliveries/complete.js';
 import { trimLogCreatedBefore } from './message-log.js';
-import { withConflictRetry } from './retry.js';
+import { retryTransaction } from './retry.js';
 
 const BATCH = 1000;
+
+/**
+ * Every batch is one transaction under the store's retry policy; a re-run of a batch whose commit answer was
+ * lost finds its rows already changed and changes nothing (each statement re-checks status and deadline),
+ * and the batch is counted once either way (from the rows it selected). `signal`: aborted when the run's
+ * lease was lost (src/store/leases.ts); the run stops before its next batch rather than race a new holder.
+ */
 
 /** Rows affected per topic, for the per-topic counters. */
 export type TopicCounts = Map<string, number>;
@@ -17,18 +25,17 @@ function countTopics(counts: TopicCounts, rows: Array<{ topic: string }>): void 
  * for pending rows (migrations/20261122070000_queue_index.ts), so index messages_reap finds exactly them.
  * A fan-out message that no group has started takes all its deliveries with it.
  */
-export async function expireMessages(db: Knex, now: number): Promise<TopicCounts> {
+export async function expireMessages(db: Knex, now: number, signal?: AbortSignal): Promise<TopicCounts> {
   const expired: TopicCounts = new Map();
   for (;;) {
+    signal?.throwIfAborted();
     const rows = await db('messages').select('id', 'topic').where('reap_at', '>', 0).andWhere('reap_at', '<=', now).limit(BATCH);
     if (rows.length === 0) return expired;
     const ids = rows.map((r: { id: string }) => String(r.id));
-    await withConflictRetry(() =>
-      db.transaction(async (trx) => {
-        await trx('messages').whereIn('id', ids).where({ status: 'pending' }).andWhere('expires_at', '<=', now).update({ status: 'expired' });
-        await trx('deliveries').whereIn('message_id', ids).where({ status: 'pending' }).update({ status: 'expired' });
-      }),
-    );
+    await retryTransaction(db, async (trx) => {
+      await trx('messages').whereIn('id', ids).where({ status: 'pending' }).andWhere('expires_at', '<=', now).update({ status: 'expired' });
+      await trx('deliveries').whereIn('message_id', ids).where({ status: 'pending' }).update({ status: 'expired' });
+    });
     countTopics(expired, rows);
     if (rows.length < BATCH) return expired;
   }
@@ -38,43 +45,46 @@ export async function expireMessages(db: Knex, now: number): Promise<TopicCounts
  * Per-group TTL: pending deliveries of messages some group already started (index deliveries_expiry). A
  * message that no group still works on afterwards becomes expired (or leaves, when the others are done).
  */
-export async function expireDeliveries(db: Knex, now: number, replayable: (topic: string) => boolean): Promise<TopicCounts> {
+export async function expireDeliveries(db: Knex, now: number, replayable: (topic: string) => boolean, signal?: AbortSignal): Promise<TopicCounts> {
   const expired: TopicCounts = new Map();
   for (;;) {
+    signal?.throwIfAborted();
     const rows = await db('deliveries').select('message_id', 'consumer_group', 'topic').where({ status: 'pending' }).andWhere('expires_at', '<=', now).limit(BATCH);
     if (rows.length === 0) return expired;
     const ids = [...new Set(rows.map((r: { message_id: string }) => String(r.message_id)))];
-    await withConflictRetry(() =>
-      db.transaction(async (trx) => {
-        const locked = await lockMessages(trx, ids);
-        await trx('deliveries').whereIn('message_id', ids).where({ status: 'pending' }).andWhere('expires_at', '<=', now).update({ status: 'expired' });
-        await settleMessages(trx, locked, replayable, now);
-      }),
-    );
+    await retryTransaction(db, async (trx) => {
+      const locked = await lockMessages(trx, ids);
+      await trx('deliveries').whereIn('message_id', ids).where({ status: 'pending' }).andWhere('expires_at', '<=', now).update({ status: 'expired' });
+      await settleMessages(trx, locked, replayable, now);
+    });
     countTopics(expired, rows);
     if (rows.length < BATCH) return expired;
   }
 }
 
 /** Deletes expired messages and their deliveries, 1,000 per short transaction (reap_at 0: index messages_reap). */
-export async function deleteExpiredMessages(db: Knex): Promise<TopicCounts> {
+export async function deleteExpiredMessages(db: Knex, signal?: AbortSignal): Promise<TopicCounts> {
   const deleted: TopicCounts = new Map();
   for (;;) {
+    signal?.throwIfAborted();
     const rows = await db('messages').select('id', 'topic').where({ reap_at: 0 }).limit(BATCH);
     if (rows.length === 0) return deleted;
     const ids = rows.map((r: { id: string }) => String(r.id));
-    await withConflictRetry(() =>
-      db.transaction(async (trx) => {
-        await trx('deliveries').whereIn('message_id', ids).delete();
-        await trx('messages').whereIn('id', ids).where({ status: 'expired' }).delete();
-      }),
-    );
+    await retryTransaction(db, async (trx) => {
+      await trx('deliveries').whereIn('message_id', ids).delete();
+      await trx('messages').whereIn('id', ids).where({ status: 'expired' }).delete();
+    });
     countTopics(deleted, rows);
     if (rows.length < BATCH) return deleted;
   }
 }
 
 /** Trims one topic's archive log to its replay window. */
-export function trimLog(db: Knex, topic: string, windowStart: number): Promise<number> {
-  return trimLogCreatedBefore(db, topic, windowStart);
+export function trimLog(db: Knex, topic: string, windowStart: number, signal?: AbortSignal): Promise<number> {
+  return trimLogCreatedBefore(db, topic, windowStart, 1000, signal);
+}
+
+/** Trims the audit log to its retention (audit.retention_days), oldest first, in batches. */
+export function trimAudit(db: Knex, before: number, signal?: AbortSignal): Promise<number> {
+  return deleteAuditRowsBefore(db, before, 1000, signal);
 }

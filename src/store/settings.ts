@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { withDbRetry } from './retry.js';
 
 /**
  * The catalog revision rises in the same transaction as every change to topic configurations, schemas or
@@ -18,6 +19,7 @@ export async function getSetting(db: Knex, name: string): Promise<string | null>
   return row ? String(row.value) : null;
 }
 
+/** An upsert of one value: retried, and a re-run after a lost answer writes the same value again. */
 export async function putSetting(db: Knex, name: string, value: string): Promise<void> {
-  await db('settings').insert({ name, value, revision: 0 }).onConflict('name').merge(['value']);
+  await withDbRetry(db, () => db('settings').insert({ name, value, revision: 0 }).onConflict('name').merge(['value']));
 }

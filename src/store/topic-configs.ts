@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { retryTransaction } from './retry.js';
 import { lockedManager, type ManagerGuard } from './managed-rows.js';
 import { bumpCatalogRevision } from './settings.js';
 
@@ -41,9 +42,13 @@ export async function getTopicConfig(db: Knex, topic: string): Promise<TopicConf
   return row ? normalise(row) : null;
 }
 
-/** Replaces every setting of a topic (absent = null = global default) and bumps the catalog revision. */
+/**
+ * Replaces every setting of a topic (absent = null = global default) and bumps the catalog revision.
+ * Retried whole; a re-run after a lost commit answer writes the same row again (the guard then sees this
+ * call's own manager, which it allows).
+ */
 export async function putTopicConfig(db: Knex, topic: string, values: TopicConfigValues, now: number, managedBy: string, guard: ManagerGuard): Promise<TopicConfigRow> {
-  await db.transaction(async (trx) => {
+  await retryTransaction(db, async (trx) => {
     guard(await lockedManager(trx, 'topic_configs', { topic }));
     await trx('topic_configs')
       .insert({ topic, ...values, managed_by: managedBy, created_at: now, updated_at: now })
@@ -56,12 +61,17 @@ export async function putTopicConfig(db: Knex, topic: string, values: TopicConfi
   return (await getTopicConfig(db, topic))!;
 }
 
+/** Retried whole; a re-run after a lost commit answer that finds the row gone answers what the lost attempt did. */
 export async function deleteTopicConfig(db: Knex, topic: string, guard: ManagerGuard): Promise<boolean> {
-  return db.transaction(async (trx) => {
-    guard(await lockedManager(trx, 'topic_configs', { topic }));
+  let deletedEarlier = false;
+  return retryTransaction(db, async (trx, attempt) => {
+    const manager = await lockedManager(trx, 'topic_configs', { topic });
+    if (manager === undefined && attempt.uncertain && deletedEarlier) return true;
+    guard(manager);
     const deleted = await trx('topic_configs').where({ topic }).delete();
     await trx('topic_buckets').where({ topic }).delete();
     if (deleted > 0) await bumpCatalogRevision(trx);
+    deletedEarlier = deleted > 0;
     return deleted > 0;
   });
 }

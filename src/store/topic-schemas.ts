@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { retryTransaction } from './retry.js';
 import { engineOf } from './dialect.js';
 import { lockedManager, type ManagerGuard } from './managed-rows.js';
 import { bumpCatalogRevision } from './settings.js';
@@ -30,25 +31,41 @@ export async function getTopicSchema(db: Knex, topic: string): Promise<TopicSche
   return row ? normalise(row) : null;
 }
 
-/** Stores a schema; each PUT raises the version by one (the row lock serialises concurrent PUTs). */
+/**
+ * Stores a schema; each PUT raises the version by one (the row lock serialises concurrent PUTs). Retried
+ * whole. A re-run after a lost commit answer that finds exactly the row the lost attempt wrote (its version,
+ * schema and time) answers it rather than raising the version a second time for one PUT.
+ */
 export async function putTopicSchema(db: Knex, topic: string, schemaJson: string, now: number, managedBy: string, guard: ManagerGuard): Promise<TopicSchemaRow> {
-  return db.transaction(async (trx) => {
+  let written: TopicSchemaRow | undefined;
+  return retryTransaction(db, async (trx, attempt) => {
     const query = trx('topic_schemas').where({ topic });
-    const current = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first('version', 'managed_by');
+    const current = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first('version', 'managed_by', 'schema_json', 'updated_at');
+    if (attempt.uncertain && written && current && isRow(current, written)) return written;
     guard(current ? String(current.managed_by ?? '') : undefined);
     const row = { topic, schema_json: schemaJson, version: current ? Number(current.version) + 1 : 1, managed_by: managedBy, updated_at: now };
     if (current) await trx('topic_schemas').where({ topic }).update(row);
     else await trx('topic_schemas').insert(row);
     await bumpCatalogRevision(trx);
+    written = row;
     return row;
   });
 }
 
+function isRow(current: Record<string, unknown>, row: TopicSchemaRow): boolean {
+  return Number(current.version) === row.version && String(current.schema_json) === row.schema_json && Number(current.updated_at) === row.updated_at;
+}
+
+/** Retried whole; a re-run after a lost commit answer that finds the row gone answers what the lost attempt did. */
 export async function deleteTopicSchema(db: Knex, topic: string, guard: ManagerGuard): Promise<boolean> {
-  return db.transaction(async (trx) => {
-    guard(await lockedManager(trx, 'topic_schemas', { topic }));
+  let deletedEarlier = false;
+  return retryTransaction(db, async (trx, attempt) => {
+    const manager = await lockedManager(trx, 'topic_schemas', { topic });
+    if (manager === undefined && attempt.uncertain && deletedEarlier) return true;
+    guard(manager);
     const deleted = await trx('topic_schemas').where({ topic }).delete();
     if (deleted > 0) await bumpCatalogRevision(trx);
+    deletedEarlier = deleted > 0;
     return deleted > 0;
   });
 }

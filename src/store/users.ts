@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import { withConflictRetry } from './retry.js';
+import { isUniqueViolation } from './dialect.js';
+import { retryTransaction, withDbRetry } from './retry.js';
 
 export interface UserRow {
   id: string;
@@ -35,9 +36,19 @@ export async function findUserByName(db: Knex, username: string): Promise<UserRo
   return row ? normalise(row) : null;
 }
 
-/** Throws the engine's unique violation when the username is taken; the caller maps it. */
+/**
+ * Throws the engine's unique violation when the username is taken; the caller maps it. Retried; the id is
+ * made before the insert, so a re-run after a lost answer that collides with a row of that very id stored it.
+ */
 export async function insertUser(db: Knex, row: UserRow): Promise<void> {
-  await db('users').insert({ ...row });
+  await withDbRetry(db, async (attempt) => {
+    try {
+      await db('users').insert({ ...row });
+    } catch (err) {
+      if (attempt.uncertain && isUniqueViolation(err) && (await db('users').where({ id: row.id }).first('id'))) return;
+      throw err;
+    }
+  });
 }
 
 export type UserChanges = Partial<Pick<UserRow, 'username' | 'password_hash' | 'is_admin'>>;
@@ -49,25 +60,31 @@ export type UserChanges = Partial<Pick<UserRow, 'username' | 'password_hash' | '
  */
 export async function updateUser(db: Knex, id: string, changes: UserChanges, now: number): Promise<'updated' | 'not_found' | 'last_admin'> {
   // Two admins demoting each other lock each other's rows in opposite order: InnoDB picks a victim, we retry it.
-  return withConflictRetry(() => db.transaction(async (trx) => {
+  // A re-run after a lost commit answer applies the same values again, which changes nothing.
+  return retryTransaction(db, async (trx) => {
     const current = await trx('users').where({ id }).forUpdate().first('is_admin');
     if (!current) return 'not_found';
     if (Boolean(current.is_admin) && changes.is_admin === false && (await otherAdmins(trx, id)) === 0) return 'last_admin';
     await trx('users').where({ id }).update({ ...changes, updated_at: now });
     return 'updated';
-  }));
+  });
 }
 
-/** Deletes the user and its grants unless it is the last admin; same locking as updateUser. */
+/**
+ * Deletes the user and its grants unless it is the last admin; same locking as updateUser. A re-run after a
+ * lost commit answer that finds the user gone answers "deleted", as the lost attempt did.
+ */
 export async function deleteUser(db: Knex, id: string): Promise<'deleted' | 'not_found' | 'last_admin'> {
-  return withConflictRetry(() => db.transaction(async (trx) => {
+  let deletedEarlier = false;
+  return retryTransaction(db, async (trx, attempt) => {
     const current = await trx('users').where({ id }).forUpdate().first('is_admin');
-    if (!current) return 'not_found';
+    if (!current) return attempt.uncertain && deletedEarlier ? 'deleted' : 'not_found';
     if (Boolean(current.is_admin) && (await otherAdmins(trx, id)) === 0) return 'last_admin';
     await trx('grants').where({ user_id: id }).delete();
     await trx('users').where({ id }).delete();
+    deletedEarlier = true;
     return 'deleted';
-  }));
+  });
 }
 
 async function otherAdmins(trx: Knex.Transaction, id: string): Promise<number> {

@@ -8,8 +8,8 @@
  * Rendered objects are checked three ways: kubernetes-models' schema validation (types, enums, required
  * fields), a strict walk over @kubernetes/client-node's model metadata that rejects field names Kubernetes does
  * not know (kubernetes-models accepts unknown fields; a typo like `readinesProbe` would pass it silently),
- * and, for the monitoring.coreos.com kinds (no @kubernetes-models/prometheus-operator is installed), a small
- * ajv schema of the fields the chart renders.
+ * and, for the monitoring.coreos.com kinds and cert-manager's Certificate (no @kubernetes-models/prometheus-operator
+ * nor @kubernetes-models/cert-manager is installed), a small ajv schema of the fields the chart renders.
  */
 import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
@@ -225,6 +225,54 @@ const monitoringSchemas: Record<string, object> = {
 };
 const monitoringValidators = Object.fromEntries(Object.entries(monitoringSchemas).map(([kind, schema]) => [kind, ajv.compile(schema)]));
 
+/** cert-manager.io/v1 Certificate: the fields of its CRD the chart renders (no @kubernetes-models/cert-manager is installed). */
+const certificateSchema = {
+  type: 'object',
+  required: ['apiVersion', 'kind', 'metadata', 'spec'],
+  properties: {
+    apiVersion: { const: 'cert-manager.io/v1' },
+    kind: { const: 'Certificate' },
+    metadata: metadataSchema,
+    spec: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['secretName', 'issuerRef'],
+      properties: {
+        secretName: { type: 'string', pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' },
+        commonName: { type: 'string', maxLength: 64 },
+        dnsNames: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', minLength: 1 } },
+        duration: { type: 'string', pattern: '^(\\d+(\\.\\d+)?(h|m|s))+$' },
+        renewBefore: { type: 'string', pattern: '^(\\d+(\\.\\d+)?(h|m|s))+$' },
+        usages: {
+          type: 'array',
+          items: {
+            enum: ['signing', 'digital signature', 'content commitment', 'key encipherment', 'key agreement', 'data encipherment', 'cert sign', 'crl sign',
+              'encipher only', 'decipher only', 'any', 'server auth', 'client auth', 'code signing', 'email protection', 's/mime', 'ipsec end system',
+              'ipsec tunnel', 'ipsec user', 'timestamping', 'ocsp signing', 'microsoft sgc', 'netscape sgc'],
+          },
+        },
+        privateKey: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            algorithm: { enum: ['RSA', 'ECDSA', 'Ed25519'] },
+            size: { type: 'integer' },
+            encoding: { enum: ['PKCS1', 'PKCS8'] },
+            rotationPolicy: { enum: ['Always', 'Never'] },
+          },
+        },
+        issuerRef: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['name'],
+          properties: { name: { type: 'string', minLength: 1 }, kind: { type: 'string' }, group: { type: 'string' } },
+        },
+      },
+    },
+  },
+};
+const certificateValidator = ajv.compile(certificateSchema);
+
 /** Problems of one object: schema errors and unknown fields; [] when it is valid. */
 export function validateObject(obj: K8sObject): string[] {
   const where = `${obj.kind}/${obj.metadata?.name}`;
@@ -232,6 +280,10 @@ export function validateObject(obj: K8sObject): string[] {
     const validate = monitoringValidators[obj.kind];
     if (!validate) return [`${where}: no schema for ${obj.kind}`];
     return validate(obj) ? [] : (validate.errors ?? []).map((e) => `${where}${e.instancePath}: ${e.message}`);
+  }
+  if (obj.apiVersion === 'cert-manager.io/v1') {
+    if (obj.kind !== 'Certificate') return [`${where}: no schema for ${obj.kind}`];
+    return certificateValidator(obj) ? [] : (certificateValidator.errors ?? []).map((e) => `${where}${e.instancePath}: ${e.message}`);
   }
   const Model = modelClass(obj);
   if (!Model) return [`${where}: kubernetes-models has no ${obj.apiVersion} ${obj.kind}`];

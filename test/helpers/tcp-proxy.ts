@@ -6,20 +6,51 @@ export interface TcpProxy {
   cut(): Promise<void>;
   /** Accepts connections again on the same port: the database "comes back". */
   restore(): Promise<void>;
+  /**
+   * Points the proxy at another upstream and cuts every open connection, as a Kubernetes Service does when
+   * the operator elects a new primary: clients reconnect through the same address and reach the new one.
+   */
+  switchTo(port: number, host?: string): void;
+  /** Cuts every open connection but keeps accepting new ones: connections "lost" mid-load, the database stays. */
+  dropConnections(): void;
+  /**
+   * The next `times` client packets containing `marker` (e.g. "COMMIT") reach the database, but their answer
+   * never comes back: the connection is cut as the answer arrives. The client cannot tell whether it committed.
+   */
+  loseAnswerAfter(marker: string, times: number): void;
+  /** Answers lost so far by loseAnswerAfter. */
+  readonly lostAnswers: number;
 }
 
 /** A TCP pass-through to host:port, so a test can take a real database away from a server mid-run. */
 export async function startTcpProxy(host: string, port: number): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
+  let target = { host, port };
+  let lose = { marker: Buffer.alloc(0), left: 0 };
+  let lostAnswers = 0;
   const listen = async (listenPort: number): Promise<Server> => {
     const server = createServer((client) => {
-      const upstream = connect(port, host);
+      const upstream = connect(target.port, target.host);
       for (const s of [client, upstream]) {
         sockets.add(s);
         s.on('close', () => sockets.delete(s));
         s.on('error', () => s.destroy());
       }
-      client.pipe(upstream).pipe(client);
+      client.pipe(upstream);
+      let doomed = false;
+      client.on('data', (chunk: Buffer) => {
+        if (lose.left > 0 && chunk.includes(lose.marker)) {
+          lose.left--;
+          doomed = true;
+        }
+      });
+      upstream.on('data', (chunk: Buffer) => {
+        if (!doomed) return void client.write(chunk);
+        lostAnswers++;
+        client.destroy();
+        upstream.destroy();
+      });
+      upstream.on('end', () => client.end());
     });
     await new Promise<void>((resolve) => server.listen(listenPort, '127.0.0.1', resolve));
     return server;
@@ -37,6 +68,19 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
     },
     restore: async () => {
       server = await listen(proxyPort);
+    },
+    switchTo: (newPort, newHost = target.host) => {
+      target = { host: newHost, port: newPort };
+      for (const s of sockets) s.destroy();
+    },
+    dropConnections: () => {
+      for (const s of sockets) s.destroy();
+    },
+    loseAnswerAfter: (marker, times) => {
+      lose = { marker: Buffer.from(marker), left: times };
+    },
+    get lostAnswers() {
+      return lostAnswers;
     },
   };
 }

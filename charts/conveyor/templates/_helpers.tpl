@@ -152,6 +152,29 @@ app.kubernetes.io/part-of: conveyor
 {{- if .Values.auth.existingSecret }}{{ .Values.auth.adminPasswordKey }}{{ else }}admin-password{{ end -}}
 {{- end -}}
 
+{{/* The Secret holding tls.crt, tls.key (and ca.crt): the existing one, or the one cert-manager writes. */}}
+{{- define "conveyor.tls.secretName" -}}
+{{- .Values.tls.existingSecret | default (include "conveyor.componentName" (dict "ctx" . "suffix" "tls")) -}}
+{{- end -}}
+
+{{/* Where the API container (and the helm test pod) mount it; beside /etc/conveyor, not inside that ConfigMap volume. */}}
+{{- define "conveyor.tls.mountPath" -}}/etc/conveyor-tls{{- end -}}
+
+{{/*
+How the kubelet probes the API: plaintext HTTP on the API port without TLS; HTTPS on it with TLS (the kubelet
+does not verify the certificate); with mutual TLS the kubelet has no client certificate to present, so the
+plaintext metrics port, which answers /healthz and /readyz too. As a dict: {"port": ..., "scheme": ...}.
+*/}}
+{{- define "conveyor.api.probeTarget" -}}
+{{- if not .Values.tls.enabled -}}
+{{- dict "port" "http" | toJson -}}
+{{- else if .Values.tls.clientCA -}}
+{{- dict "port" "metrics" | toJson -}}
+{{- else -}}
+{{- dict "port" "http" "scheme" "HTTPS" | toJson -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "conveyor.redis.enabled" -}}
 {{- if or .Values.redis.url .Values.redis.existingSecret }}true{{ end -}}
 {{- end -}}
@@ -247,6 +270,16 @@ the controller set from the stored schedule instead of resetting them to the val
       name: {{ include "conveyor.redis.secretName" . }}
       key: {{ include "conveyor.redis.secretKey" . }}
 {{- end }}
+{{- if .Values.tls.enabled }}
+- name: CONVEYOR_SERVER_TLS_CERT_FILE
+  value: {{ include "conveyor.tls.mountPath" . }}/tls.crt
+- name: CONVEYOR_SERVER_TLS_KEY_FILE
+  value: {{ include "conveyor.tls.mountPath" . }}/tls.key
+{{- if .Values.tls.clientCA }}
+- name: CONVEYOR_SERVER_TLS_CLIENT_CA_FILE
+  value: {{ include "conveyor.tls.mountPath" . }}/ca.crt
+{{- end }}
+{{- end }}
 {{- with .Values.api.extraEnv }}
 {{ toYaml . }}
 {{- end }}
@@ -287,6 +320,9 @@ the controller set from the stored schedule instead of resetting them to the val
 httpGet:
   path: {{ .path }}
   port: {{ .port }}
+  {{- with .scheme }}
+  scheme: {{ . }}
+  {{- end }}
 initialDelaySeconds: {{ .probe.initialDelaySeconds }}
 periodSeconds: {{ .probe.periodSeconds }}
 timeoutSeconds: {{ .probe.timeoutSeconds }}
@@ -355,6 +391,19 @@ checksum/secret-values: {{ list .Values.database.url .Values.database.existingSe
 {{- end -}}
 {{- if and $v.metrics.serviceMonitor.enabled (eq (int $v.metrics.port) 0) -}}
 {{- fail "metrics.serviceMonitor needs the metrics listener: metrics.port must be > 0" -}}
+{{- end -}}
+{{- if $v.tls.enabled -}}
+{{- if and $v.tls.existingSecret $v.tls.certManager.issuerRef.name -}}
+{{- fail "tls: set either tls.existingSecret or tls.certManager.issuerRef.name, not both" -}}
+{{- end -}}
+{{- if not (or $v.tls.existingSecret $v.tls.certManager.issuerRef.name) -}}
+{{- fail "tls.enabled needs a certificate: tls.certManager.issuerRef.name (a cert-manager Issuer or ClusterIssuer) or tls.existingSecret (a Secret with tls.crt and tls.key)" -}}
+{{- end -}}
+{{- if and $v.tls.clientCA (eq (int $v.metrics.port) 0) -}}
+{{- fail "tls.clientCA (mutual TLS) needs metrics.port > 0: the kubelet's probes carry no client certificate and use the plaintext metrics port" -}}
+{{- end -}}
+{{- else if $v.tls.clientCA -}}
+{{- fail "tls.clientCA needs tls.enabled=true" -}}
 {{- end -}}
 {{- if and $v.ingress.enabled (not $v.ingress.hosts) -}}
 {{- fail "ingress.enabled needs at least one entry in ingress.hosts" -}}

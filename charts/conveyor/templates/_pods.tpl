@@ -18,17 +18,18 @@
       containerPort: {{ .Values.metrics.port }}
       protocol: TCP
     {{- end }}
+  {{- $probe := include "conveyor.api.probeTarget" . | fromJson }}
   {{- if .Values.api.startupProbe.enabled }}
   startupProbe:
-    {{- include "conveyor.probe" (dict "probe" .Values.api.startupProbe "path" "/healthz" "port" "http") | nindent 4 }}
+    {{- include "conveyor.probe" (merge (dict "probe" .Values.api.startupProbe "path" "/healthz") $probe) | nindent 4 }}
   {{- end }}
   {{- if .Values.api.livenessProbe.enabled }}
   livenessProbe:
-    {{- include "conveyor.probe" (dict "probe" .Values.api.livenessProbe "path" "/healthz" "port" "http") | nindent 4 }}
+    {{- include "conveyor.probe" (merge (dict "probe" .Values.api.livenessProbe "path" "/healthz") $probe) | nindent 4 }}
   {{- end }}
   {{- if .Values.api.readinessProbe.enabled }}
   readinessProbe:
-    {{- include "conveyor.probe" (dict "probe" .Values.api.readinessProbe "path" "/readyz" "port" "http") | nindent 4 }}
+    {{- include "conveyor.probe" (merge (dict "probe" .Values.api.readinessProbe "path" "/readyz") $probe) | nindent 4 }}
   {{- end }}
   resources:
     {{- toYaml .Values.api.resources | nindent 4 }}
@@ -39,6 +40,11 @@
     {{- if .Values.database.embedded }}
     - name: data
       mountPath: /data
+    {{- end }}
+    {{- if .Values.tls.enabled }}
+    - name: tls
+      mountPath: {{ include "conveyor.tls.mountPath" . }}
+      readOnly: true
     {{- end }}
     {{- with .Values.api.extraVolumeMounts }}
     {{- toYaml . | nindent 4 }}
@@ -155,6 +161,14 @@ spec:
     {{- end }}
   volumes:
     {{- include "conveyor.volumes" . | nindent 4 }}
+    {{- if .Values.tls.enabled }}
+    # Mounted as a directory (no subPath), so the kubelet's updates of the Secret reach the running pod; the
+    # service re-reads the files (config.server.tls_reload_interval).
+    - name: tls
+      secret:
+        secretName: {{ include "conveyor.tls.secretName" . }}
+        defaultMode: 288 # 0440: read by the pod's group (fsGroup) only
+    {{- end }}
     {{- with .Values.api.extraVolumes }}
     {{- toYaml . | nindent 4 }}
     {{- end }}

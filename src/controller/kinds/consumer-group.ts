@@ -5,6 +5,7 @@ import type { KindHandler } from './kind.js';
 export const consumerGroupKind: KindHandler = {
   kind: 'ConsumerGroup',
   plural: 'consumergroups',
+  audit: { apply: 'consumer_group.register', delete: 'consumer_group.unregister', release: 'consumer_group.release' },
   target(obj) {
     const topic = assertNotDeadLetterTopic(assertTopicName(obj.spec?.topic));
     const group = assertConsumerGroupName(obj.spec?.group ?? obj.metadata.name, 'group');
@@ -20,7 +21,12 @@ export const consumerGroupKind: KindHandler = {
   },
   async apply(domain, _obj, target, manager) {
     const { changed } = await domain.consumerGroups.apply(target.topic, target.group, manager);
-    return { changed, message: `consumer group "${target.group}" registered on topic "${target.topic}"`, status: { topic: target.topic, group: target.group } };
+    return {
+      changed,
+      message: `consumer group "${target.group}" registered on topic "${target.topic}"`,
+      status: { topic: target.topic, group: target.group },
+      details: { consumer_group: target.group },
+    };
   },
   release: (domain, target, manager, policy) => domain.consumerGroups.release(target.topic, target.group, manager, policy),
 };

@@ -1,3 +1,4 @@
+import type { AuditAction, AuditLog } from '../../queue/audit.js';
 import type { ConsumerGroupService } from '../../queue/consumer-groups.js';
 import type { DeletionPolicy, ManagedBy } from '../../queue/managed-by.js';
 import type { TopicService } from '../../queue/topics.js';
@@ -7,6 +8,8 @@ import type { KubeObject } from '../kube.js';
 export interface ControllerDomain {
   topics: TopicService;
   consumerGroups: ConsumerGroupService;
+  /** Where the controller's writes are recorded, with the resource as the actor. */
+  audit: AuditLog;
 }
 
 export type KindName = 'TopicConfig' | 'TopicSchema' | 'ConsumerGroup';
@@ -25,12 +28,16 @@ export interface Applied {
   message: string;
   /** Fields of `status` besides conditions (e.g. the stored schema's version). */
   status: Record<string, unknown>;
+  /** The audit record's details of a write (changed settings, schema version, group). */
+  details?: Record<string, unknown>;
 }
 
 /** One kind: how to name its row, how to apply a spec to it and how to let go of it. */
 export interface KindHandler {
   kind: KindName;
   plural: string;
+  /** The audit actions of a write, of a removal (deletionPolicy Delete) and of a hand-over (Retain). */
+  audit: { apply: AuditAction; delete: AuditAction; release: AuditAction };
   /** Throws a DomainError (invalid_argument) when the spec names no valid row. */
   target(obj: KubeObject): Target;
   manager(domain: ControllerDomain, target: Target): Promise<ManagedBy | null>;

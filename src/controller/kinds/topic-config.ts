@@ -1,3 +1,4 @@
+import { configChanges } from '../../queue/audit.js';
 import type { TopicConfigInput } from '../../queue/topics.js';
 import { assertNotDeadLetterTopic, assertTopicName } from '../../queue/topic-names.js';
 import type { KindHandler } from './kind.js';
@@ -15,6 +16,7 @@ const FIELDS = {
 export const topicConfigKind: KindHandler = {
   kind: 'TopicConfig',
   plural: 'topicconfigs',
+  audit: { apply: 'topic_config.set', delete: 'topic_config.delete', release: 'topic_config.release' },
   target(obj) {
     const topic = assertNotDeadLetterTopic(assertTopicName(obj.spec?.topic ?? obj.metadata.name));
     return { key: topic, topic, describe: `topic "${topic}"` };
@@ -23,8 +25,8 @@ export const topicConfigKind: KindHandler = {
   async apply(domain, obj, target, manager) {
     const input: TopicConfigInput = {};
     for (const [specField, apiField] of Object.entries(FIELDS)) input[apiField] = obj.spec?.[specField];
-    const { changed } = await domain.topics.applyConfig(target.topic, input, manager);
-    return { changed, message: `topic configuration of "${target.topic}" applied`, status: { topic: target.topic } };
+    const { changed, row, previous } = await domain.topics.applyConfig(target.topic, input, manager);
+    return { changed, message: `topic configuration of "${target.topic}" applied`, status: { topic: target.topic }, details: { changed: configChanges(previous, row) } };
   },
   release: (domain, target, manager, policy) => domain.topics.releaseConfig(target.topic, manager, policy),
 };

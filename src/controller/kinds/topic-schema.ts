@@ -5,6 +5,7 @@ import type { KindHandler } from './kind.js';
 export const topicSchemaKind: KindHandler = {
   kind: 'TopicSchema',
   plural: 'topicschemas',
+  audit: { apply: 'topic_schema.set', delete: 'topic_schema.delete', release: 'topic_schema.release' },
   target(obj) {
     const topic = assertNotDeadLetterTopic(assertTopicName(obj.spec?.topic));
     return { key: topic, topic, describe: `topic "${topic}"` };
@@ -19,6 +20,7 @@ export const topicSchemaKind: KindHandler = {
       changed,
       message: `schema of "${target.topic}" stored as version ${row.version}`,
       status: { topic: target.topic, schemaVersion: row.version, fingerprint },
+      details: { version: row.version },
     };
   },
   release: (domain, target, manager, policy) => domain.topics.releaseSchema(target.topic, manager, policy),

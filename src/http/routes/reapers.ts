@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { HttpContext } from '../context.js';
 import { requireAdmin } from '../middleware/auth.js';
 import { route } from '../route-table.js';
+import { reapReport } from '../../reapers/reapers.js';
 import { parseBody, scheduleBody } from '../validation.js';
 
 /** Manual runs wait this long for a run on another instance to finish, then do what is left. */
@@ -12,13 +13,14 @@ export function reaperRoutes(ctx: HttpContext): Router {
   router.use('/api/admin', requireAdmin(ctx));
   const { reapers, deleteSchedule } = ctx.maintenance;
   route(router, '/api/admin/expiry-reaper/run', {
-    POST: async (_req, res) => void res.json({ expired: await reapers.run('expiry', MANUAL_RUN_WAIT_MS) }),
+    POST: async (_req, res) => void res.json(reapReport('expiry', await reapers.run('expiry', MANUAL_RUN_WAIT_MS))),
   });
   route(router, '/api/admin/delete-reaper/run', {
-    POST: async (_req, res) => void res.json({ deleted: await reapers.run('delete', MANUAL_RUN_WAIT_MS) }),
+    POST: async (_req, res) => void res.json(reapReport('delete', await reapers.run('delete', MANUAL_RUN_WAIT_MS))),
   });
   route(router, '/api/admin/archive-reaper/run', {
-    POST: async (_req, res) => void res.json({ deleted: await reapers.run('archive', MANUAL_RUN_WAIT_MS) }),
+    // Also trims the audit log to audit.retention_days: {deleted, audit_deleted}.
+    POST: async (_req, res) => void res.json(reapReport('archive', await reapers.run('archive', MANUAL_RUN_WAIT_MS))),
   });
   route(router, '/api/admin/delete-reaper/schedule', {
     GET: async (_req, res) => void res.json(await deleteSchedule.view()),

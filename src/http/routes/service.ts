@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { ping } from '../../store/db.js';
+import { checkDatabaseReady, NodeNotReady } from '../../store/galera-checks.js';
 import { VERSION } from '../../version.js';
 import type { HttpContext } from '../context.js';
 import { sendError } from '../errors.js';
@@ -10,15 +10,16 @@ const READINESS_TIMEOUT_MS = 2000;
 export function serviceRoutes(ctx: HttpContext): Router {
   const router = Router();
   route(router, '/healthz', { GET: (_req, res) => void res.json({ status: 'ok' }) });
-  // Extension: ready only while the database answers, so a pod that lost its database leaves the Service.
+  // Extension: ready only while the database answers, so a pod that lost its database leaves the Service; on a
+  // Galera cluster also only while its node is ready for application use (wsrep_ready, src/store/galera-checks.ts).
   route(router, '/readyz', {
     GET: async (_req, res) => {
       const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), READINESS_TIMEOUT_MS).unref());
       try {
-        await Promise.race([ping(ctx.db), timeout]);
+        await Promise.race([checkDatabaseReady(ctx.db), timeout]);
         res.json({ status: 'ok' });
-      } catch {
-        sendError(res, 503, 'database unavailable');
+      } catch (err) {
+        sendError(res, 503, err instanceof NodeNotReady ? err.message : 'database unavailable');
       }
     },
   });

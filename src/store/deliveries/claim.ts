@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { takeTokens } from '../buckets.js';
 import { engineOf } from '../dialect.js';
-import { withConflictRetry } from '../retry.js';
+import { retryTransaction } from '../retry.js';
 import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from '../messages/rows.js';
 
 export interface GroupClaimRequest {
@@ -67,12 +67,13 @@ async function claimForGroup(trx: Knex.Transaction, req: GroupClaimRequest, limi
   return rows.map(normaliseRow);
 }
 
-/** Claims up to `limit` of a group's pending deliveries for one visibility period, oldest first. */
+/**
+ * Claims up to `limit` of a group's pending deliveries for one visibility period, oldest first. Retried whole;
+ * a lost commit answer delays the deliveries it took until their visibility timeout (see claimMessages).
+ */
 export async function claimDeliveries(db: Knex, req: GroupClaimRequest): Promise<MessageRow[]> {
-  return withConflictRetry(() =>
-    db.transaction(async (trx) => {
-      if (!req.ratePerSecond) return claimForGroup(trx, req, req.limit);
-      return takeTokens(trx, req.topic, req.ratePerSecond, req.now, req.limit, (granted) => claimForGroup(trx, req, granted));
-    }),
-  );
+  return retryTransaction(db, async (trx) => {
+    if (!req.ratePerSecond) return claimForGroup(trx, req, req.limit);
+    return takeTokens(trx, req.topic, req.ratePerSecond, req.now, req.limit, (granted) => claimForGroup(trx, req, granted));
+  });
 }

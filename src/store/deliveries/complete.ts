@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
 import { archiveMessages } from '../message-log.js';
-import { withConflictRetry } from '../retry.js';
+import { retryTransaction } from '../retry.js';
 
 export const ACTIVE_DELIVERY = ['pending', 'processing'];
 
@@ -70,9 +70,15 @@ export async function completeSettled(db: Knex, topic: string, replayable: boole
       .pluck('id');
     if (ids.length === 0) return completed;
     after = ids[ids.length - 1];
-    const outcome = await withConflictRetry(() =>
-      db.transaction(async (trx) => settleMessages(trx, await lockMessages(trx, ids), () => replayable, now)),
-    );
+    // Retried whole; a re-run after a lost commit answer that finds these messages already finished counts
+    // what the lost attempt finished.
+    let earlier: SettleOutcome | undefined;
+    const outcome = await retryTransaction(db, async (trx, attempt) => {
+      const settled = await settleMessages(trx, await lockMessages(trx, ids), () => replayable, now);
+      if (attempt.uncertain && earlier && settled.completed.length + settled.expired.length === 0) return earlier;
+      earlier = settled;
+      return settled;
+    });
     completed += outcome.completed.length + outcome.expired.length;
   }
 }

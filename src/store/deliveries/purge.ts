@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { retryTransaction } from '../retry.js';
 import { purgeTopic } from '../messages/remove.js';
 import { completeSettled } from './complete.js';
 
@@ -12,7 +13,8 @@ export async function purgeFanOutTopic(db: Knex, topic: string, statuses: string
   for (;;) {
     const batch = await db('deliveries').select('message_id', 'consumer_group').where({ topic }).whereIn('status', statuses).limit(1000);
     if (batch.length === 0) break;
-    await db.transaction(async (trx) => {
+    // Retried whole; deleting what is already gone changes nothing, so a re-run is harmless.
+    await retryTransaction(db, async (trx) => {
       for (const group of new Set(batch.map((r: { consumer_group: string }) => r.consumer_group))) {
         const ids = batch.filter((r: { consumer_group: string }) => r.consumer_group === group).map((r: { message_id: string }) => r.message_id);
         await trx('deliveries').where({ consumer_group: group }).whereIn('message_id', ids).whereIn('status', statuses).delete();

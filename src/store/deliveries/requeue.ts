@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
-import { withConflictRetry } from '../retry.js';
+import { retryTransaction } from '../retry.js';
 import { requeueChanges, returnToPending, type RequeueTarget } from '../messages/settle.js';
 import { insertDeliveries } from './adopt.js';
 
@@ -29,6 +29,8 @@ function withoutGroup(metadata: string): string {
  * Requeue of a dead letter to a fan-out topic. `forAll`: every registered group gets it again, so the row is
  * fresh (`pending`, key rules apply); otherwise only the group that dead-lettered it: the row is `processing`
  * (already seen), so a keyed enqueue never overwrites what only that group will receive.
+ * Retried whole; after a lost commit answer a re-run that no longer finds the dead letter answers what the
+ * lost attempt did (deliveries are inserted ignoring duplicates either way).
  */
 export async function requeueToGroups(
   db: Knex,
@@ -37,26 +39,25 @@ export async function requeueToGroups(
   forAll: boolean,
   target: RequeueTarget,
 ): Promise<{ topic: string; outcome: 'pending' | 'superseded' } | null> {
-  return withConflictRetry(() =>
-    db.transaction(async (trx) => {
-      const query = trx('messages').select('id', 'original_topic', 'metadata', 'consumer_group').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq');
-      const row = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first();
-      if (!row) return null;
-      const topic = String(row.original_topic);
-      const changes = {
-        ...requeueChanges(topic, target),
-        consumer_group: '',
-        metadata: row.consumer_group ? withoutGroup(String(row.metadata)) : String(row.metadata),
-      };
-      if (forAll) {
-        if ((await returnToPending(trx, id, changes)) === 'superseded') return { topic, outcome: 'superseded' as const };
-      } else {
-        await trx('messages').where({ id }).update({ ...changes, status: 'processing' });
-      }
-      await insertDeliveries(trx, [{ id, topic, expiresAt: changes.expires_at }], () => groups);
-      return { topic, outcome: 'pending' as const };
-    }),
-  );
+  let earlier: { topic: string; outcome: 'pending' | 'superseded' } | undefined;
+  return retryTransaction(db, async (trx, attempt) => {
+    const query = trx('messages').select('id', 'original_topic', 'metadata', 'consumer_group').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq');
+    const row = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first();
+    if (!row) return attempt.uncertain && earlier ? earlier : null;
+    const topic = String(row.original_topic);
+    const changes = {
+      ...requeueChanges(topic, target),
+      consumer_group: '',
+      metadata: row.consumer_group ? withoutGroup(String(row.metadata)) : String(row.metadata),
+    };
+    if (forAll) {
+      if ((await returnToPending(trx, id, changes)) === 'superseded') return (earlier = { topic, outcome: 'superseded' as const });
+    } else {
+      await trx('messages').where({ id }).update({ ...changes, status: 'processing' });
+    }
+    await insertDeliveries(trx, [{ id, topic, expiresAt: changes.expires_at }], () => groups);
+    return (earlier = { topic, outcome: 'pending' as const });
+  });
 }
 
 export interface DeliveryCount {

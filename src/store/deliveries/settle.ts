@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import { v7 as uuidv7 } from 'uuid';
 import { engineOf } from '../dialect.js';
-import { withConflictRetry } from '../retry.js';
+import { retryTransaction, withDbRetry } from '../retry.js';
 import { normaliseRow, type MessageRow } from '../messages/rows.js';
-import { dlqTopicOf, type AttemptResult, type DecideAttempt } from '../messages/settle.js';
+import { appliedEarlier, dlqTopicOf, goneIds, type AttemptResult, type DecideAttempt, type Decided } from '../messages/settle.js';
 import { lockMessages, settleMessages, type SettleOutcome } from './complete.js';
 
 export interface GroupSettleContext {
@@ -76,18 +76,27 @@ async function applyGroupAttempt(trx: Knex.Transaction, row: MessageRow, group: 
   return { id: row.id, topic: row.topic, outcome };
 }
 
-/** A group's nack: locks the message row, then the group's processing delivery, and applies the decision. */
+/**
+ * A group's nack: locks the message row, then the group's processing delivery, and applies the decision.
+ * Retried whole; after a lost commit answer a re-run that finds the delivery settled (or attempted once more
+ * than the lost attempt saw) answers the lost attempt's result instead of applying a second attempt.
+ */
 export async function nackDelivery(db: Knex, id: string, group: string, error: string, decide: DecideAttempt, ctx: GroupSettleContext): Promise<AttemptResult | null> {
-  return withConflictRetry(() =>
-    db.transaction(async (trx) => {
-      if ((await lockMessages(trx, [id])).length === 0) return null;
-      const row = await deliveryRow(trx, id, group, 'processing');
-      return row ? applyGroupAttempt(trx, row, group, decide, error, ctx) : null;
-    }),
-  );
+  let decided: Decided<AttemptResult> | undefined;
+  return retryTransaction(db, async (trx, attempt) => {
+    const row = (await lockMessages(trx, [id])).length === 0 ? null : await deliveryRow(trx, id, group, 'processing');
+    if (appliedEarlier(attempt.uncertain, decided, row)) return decided.result;
+    if (!row) return null;
+    const result = await applyGroupAttempt(trx, row, group, decide, error, ctx);
+    decided = { retryCount: row.retry_count, result };
+    return result;
+  });
 }
 
-/** Visibility expiry of one group's deliveries on a topic: each counts as a failed attempt (contract §3). */
+/**
+ * Visibility expiry of one group's deliveries on a topic: each counts as a failed attempt (contract §3).
+ * A re-run after a lost commit answer that finds nothing left reports what the lost attempt released.
+ */
 export async function releaseExpiredDeliveries(
   db: Knex,
   topic: string,
@@ -98,53 +107,83 @@ export async function releaseExpiredDeliveries(
   limit = 500,
 ): Promise<AttemptResult[]> {
   const expired = () => db('deliveries').where({ topic, consumer_group: group, status: 'processing' }).andWhere('visible_at', '<=', ctx.now);
-  const ids: string[] = await expired().orderBy('visible_at').limit(limit).pluck('message_id');
+  const ids: string[] = await withDbRetry(db, () => expired().orderBy('visible_at').limit(limit).pluck('message_id'));
   if (ids.length === 0) return [];
-  return withConflictRetry(() =>
-    db.transaction(async (trx) => {
-      const locked = await lockMessages(trx, ids);
-      // Deliveries whose message is gone (removed by a path that did not know the topic was fan-out) are dropped.
-      const gone = ids.filter((id) => !locked.some((m) => m.id === id));
-      if (gone.length > 0) await trx('deliveries').whereIn('message_id', gone).delete();
-      const results: AttemptResult[] = [];
-      for (const { id } of locked) {
-        // Re-read under the lock: an ack or nack may have settled the delivery since the probe above.
-        const row = await deliveryRow(trx, id, group, 'processing');
-        if (row && row.visible_at <= ctx.now) results.push(await applyGroupAttempt(trx, row, group, decide, error, ctx));
-      }
-      return results;
-    }),
-  );
+  let earlier: AttemptResult[] = [];
+  return retryTransaction(db, async (trx, attempt) => {
+    const locked = await lockMessages(trx, ids);
+    // Deliveries whose message is gone (removed by a path that did not know the topic was fan-out) are dropped.
+    const gone = ids.filter((id) => !locked.some((m) => m.id === id));
+    if (gone.length > 0) await trx('deliveries').whereIn('message_id', gone).delete();
+    const results: AttemptResult[] = [];
+    for (const { id } of locked) {
+      // Re-read under the lock: an ack or nack may have settled the delivery since the probe above.
+      const row = await deliveryRow(trx, id, group, 'processing');
+      if (row && row.visible_at <= ctx.now) results.push(await applyGroupAttempt(trx, row, group, decide, error, ctx));
+    }
+    if (results.length === 0 && attempt.uncertain) return earlier;
+    earlier = results;
+    return results;
+  });
 }
 
 /**
  * A group's acks: marks its processing deliveries acked and finishes the messages every group is done with
  * (archiving them first when replayable), all in one transaction. Returns the ids that were acked.
+ * Retried whole. After a lost commit answer, ids whose delivery for this group is already `acked`, or whose
+ * message is gone (every group finished it), are answered acked too: that is the state the lost attempt
+ * left, and a second ack must not report 404 for it (see ackMessages for the price of "gone").
  */
 export async function ackDeliveries(db: Knex, ids: string[], group: string, ctx: GroupSettleContext): Promise<{ acked: Array<{ id: string; topic: string }>; settled: SettleOutcome }> {
-  return withConflictRetry(() =>
-    db.transaction(async (trx) => {
-      const locked = await lockMessages(trx, ids);
-      if (locked.length === 0) return { acked: [], settled: { completed: [], expired: [] } };
-      const processing = new Set(
-        await trx('deliveries')
+  const seen = new Map<string, string>();
+  return retryTransaction(db, async (trx, attempt) => {
+    const locked = await lockMessages(trx, ids);
+    for (const m of locked) seen.set(m.id, m.topic);
+    const earlier = attempt.uncertain ? await settledEarlier(trx, ids, locked, group, seen) : [];
+    const none = { acked: earlier, settled: { completed: [], expired: [] } };
+    if (locked.length === 0) return none;
+    const processing = new Set(
+      await trx('deliveries')
+        .whereIn(
+          'message_id',
+          locked.map((m) => m.id),
+        )
+        .where({ consumer_group: group, status: 'processing' })
+        .pluck('message_id'),
+    );
+    const acked = locked.filter((m) => processing.has(m.id));
+    if (acked.length === 0) return none;
+    await trx('deliveries')
+      .where({ consumer_group: group })
+      .whereIn(
+        'message_id',
+        acked.map((m) => m.id),
+      )
+      .update({ status: 'acked' });
+    return { acked: [...acked, ...earlier], settled: await settleMessages(trx, acked, ctx.replayable, ctx.now) };
+  });
+}
+
+/** For a re-run after a lost commit answer: the ids this group's lost attempt may have acked. */
+async function settledEarlier(
+  trx: Knex.Transaction,
+  ids: string[],
+  locked: Array<{ id: string; topic: string }>,
+  group: string,
+  seen: Map<string, string>,
+): Promise<Array<{ id: string; topic: string }>> {
+  const acked = new Set(
+    locked.length === 0
+      ? []
+      : await trx('deliveries')
           .whereIn(
             'message_id',
             locked.map((m) => m.id),
           )
-          .where({ consumer_group: group, status: 'processing' })
+          .where({ consumer_group: group, status: 'acked' })
           .pluck('message_id'),
-      );
-      const acked = locked.filter((m) => processing.has(m.id));
-      if (acked.length === 0) return { acked, settled: { completed: [], expired: [] } };
-      await trx('deliveries')
-        .where({ consumer_group: group })
-        .whereIn(
-          'message_id',
-          acked.map((m) => m.id),
-        )
-        .update({ status: 'acked' });
-      return { acked, settled: await settleMessages(trx, acked, ctx.replayable, ctx.now) };
-    }),
   );
+  const done = locked.filter((m) => acked.has(m.id));
+  const gone = (await goneIds(trx, ids)).map((id) => ({ id, topic: seen.get(id) ?? '' }));
+  return [...done, ...gone];
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
-import { withConflictRetry } from '../retry.js';
+import { retryTransaction } from '../retry.js';
 import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from './rows.js';
 import { takeTokens } from '../buckets.js';
 
@@ -72,15 +72,19 @@ async function claimSqlite(trx: Knex.Transaction, req: ClaimRequest, limit: numb
   return rows.map(normaliseRow).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
-/** Claims up to `limit` pending messages of a topic for one visibility period, oldest first. */
+/**
+ * Claims up to `limit` pending messages of a topic for one visibility period, oldest first.
+ * Retried whole (src/store/retry.ts). A claim whose commit answer was lost may have taken rows nobody will
+ * be told about: the re-run claims others (or none), and those rows come back when their visibility timeout
+ * passes, as for a consumer that died. Taking them back here is not safe: rows with the same deadline may be
+ * another instance's claim. So a lost answer delays messages; it never loses or doubles one.
+ */
 export async function claimMessages(db: Knex, req: ClaimRequest): Promise<MessageRow[]> {
   const claim = engineOf(db) === 'mysql' ? claimMysql : claimSqlite;
-  return withConflictRetry(() =>
-    db.transaction(async (trx) => {
-      if (!req.ratePerSecond) return claim(trx, req, req.limit);
-      // The bucket row is locked for the whole claim, so instances sharing the database share the limit;
-      // only the tokens for rows actually claimed are spent.
-      return takeTokens(trx, req.topic, req.ratePerSecond, req.now, req.limit, (granted) => claim(trx, req, granted));
-    }),
-  );
+  return retryTransaction(db, async (trx) => {
+    if (!req.ratePerSecond) return claim(trx, req, req.limit);
+    // The bucket row is locked for the whole claim, so instances sharing the database share the limit;
+    // only the tokens for rows actually claimed are spent.
+    return takeTokens(trx, req.topic, req.ratePerSecond, req.now, req.limit, (granted) => claim(trx, req, granted));
+  });
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
-import { withConflictRetry } from '../retry.js';
+import { retryTransaction, withDbRetry } from '../retry.js';
 import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 
@@ -126,56 +126,114 @@ export class BatchRejected extends Error {}
 /**
  * Inserts a group-committed batch in one transaction: unkeyed rows as multi-row INSERTs, keyed rows as
  * upserts. Outcomes are in input order. A caller hears "stored" only after this commit returns.
+ *
+ * Retries (src/store/retry.ts) run the whole batch again, so a batch stays all or nothing. After a lost
+ * connection the first attempt may have committed: message ids are made by the service before the insert
+ * (src/queue/message-ids.ts), so a re-run first looks for its own ids, and those it finds were stored by that
+ * attempt (the batch committed whole, so then all of its new rows were). They are answered `inserted` and not
+ * written again; keyed messages that found a holder re-apply the same payload and metadata to it, which
+ * changes nothing. The re-run goes the transactional way, where that look-up can be made.
+ * What is not covered: a message stored, claimed and acked within the few milliseconds before the re-run is
+ * stored again (at-least-once, as a redelivery would be).
  */
 export async function insertMessages(db: Knex, messages: NewMessage[], options: InsertOptions): Promise<InsertOutcome[]> {
   if (engineOf(db) === 'mysql' && isPlainBatch(messages, options)) {
-    const stored = await withConflictRetry(() => insertUngrouped(db, messages));
+    let uncertain = false;
+    const stored = await withDbRetry(db, (attempt) => {
+      uncertain = attempt.uncertain;
+      // A re-run after a lost answer leaves it to the transactional path, which checks for its own ids first.
+      return attempt.uncertain ? Promise.resolve(false) : insertUngrouped(db, messages);
+    });
     if (stored) return messages.map((m) => ({ id: m.id, outcome: 'inserted', claimed: m.claimedUntil !== undefined }));
+    if (uncertain) return insertTransaction(db, messages, options, true);
   }
-  return withConflictRetry(() =>
-    db.transaction(async (trx) => {
-      const topics = [...new Set(messages.map((m) => m.topic))];
-      const groups = await groupsOfTopics(trx, topics);
-      const room = new Map<string, number>();
-      for (const topic of topics) {
-        const cap = options.maxDepthOf(topic);
-        if (cap != null) room.set(topic, await roomUnderCap(trx, topic, cap, groups.has(topic)));
-      }
-      const stored: NewMessage[] = [];
-      const outcomes: InsertOutcome[] = new Array(messages.length);
-      const plain: Array<{ index: number; message: NewMessage }> = [];
-      for (let i = 0; i < messages.length; i++) {
-        const message = messages[i];
-        const left = room.get(message.topic);
-        const capped = left !== undefined;
-        if (capped && left <= 0 && !(message.key !== null && (await hasPendingKey(trx, message.topic, message.key)))) {
-          if (options.atomic) throw new BatchRejected(message.topic);
-          outcomes[i] = { outcome: 'full' };
-          continue;
-        }
-        if (message.key === null) {
-          if (capped) room.set(message.topic, left - 1);
-          // Every group of a fan-out topic needs its own delivery, so none of them is handed over whole.
-          plain.push({ index: i, message: groups.has(message.topic) ? { ...message, claimedUntil: undefined } : message });
-          continue;
-        }
-        const { id, inserted } = await upsertKeyed(trx, message);
-        if (capped && inserted) room.set(message.topic, left - 1);
-        if (inserted) stored.push(message);
-        outcomes[i] = { id, outcome: inserted ? 'inserted' : 'upserted' };
-      }
-      for (const chunk of chunkRows(plain.map((p) => ({ ...p, payload: p.message.payload })))) {
-        await trx('messages').insert(chunk.map((p) => newMessageRow(p.message)));
-        for (const p of chunk) outcomes[p.index] = { id: p.message.id, outcome: 'inserted', claimed: p.message.claimedUntil !== undefined };
-      }
-      // Fan-out topics: every registered group gets its own pending delivery of each new message.
-      if (groups.size > 0) {
-        const fanned = [...stored, ...plain.map((p) => p.message)].filter((m) => groups.has(m.topic));
-        await insertDeliveries(trx, fanned, (topic) => groups.get(topic));
-      }
-      return outcomes;
-    }),
-  );
+  return insertTransaction(db, messages, options, false);
+}
+
+function insertTransaction(db: Knex, messages: NewMessage[], options: InsertOptions, uncertain: boolean): Promise<InsertOutcome[]> {
+  return retryTransaction(db, async (trx, attempt) => {
+    const stored = attempt.uncertain || uncertain ? await alreadyStored(trx, messages) : new Map<string, StoredRow>();
+    return insertInTransaction(trx, messages, options, stored);
+  });
+}
+
+interface StoredRow {
+  status: string;
+  visible_at: number;
+}
+
+/** The batch's own ids that are in the table already: stored by an attempt whose commit answer was lost. */
+async function alreadyStored(trx: Knex.Transaction, messages: NewMessage[]): Promise<Map<string, StoredRow>> {
+  const found = new Map<string, StoredRow>();
+  for (const chunk of chunkIds(messages.map((m) => m.id))) {
+    const rows = await trx('messages').select('id', 'status', 'visible_at').whereIn('id', chunk);
+    for (const row of rows as Array<{ id: string; status: string; visible_at: unknown }>) found.set(String(row.id), { status: String(row.status), visible_at: Number(row.visible_at) });
+  }
+  return found;
+}
+
+function chunkIds(ids: string[], size = 500): string[][] {
+  const chunks: string[][] = [];
+  for (let i = 0; i < ids.length; i += size) chunks.push(ids.slice(i, i + size));
+  return chunks;
+}
+
+/**
+ * A message of a committed earlier attempt: inserted, and handed to this instance's subscriber only if it is
+ * still the processing row that attempt stored for it (same visibility deadline), not a later claim by another.
+ */
+function storedOutcome(message: NewMessage, row: StoredRow): InsertOutcome {
+  const claimed = message.claimedUntil !== undefined && row.status === 'processing' && row.visible_at === message.claimedUntil;
+  return { id: message.id, outcome: 'inserted', claimed };
+}
+
+async function insertInTransaction(trx: Knex.Transaction, messages: NewMessage[], options: InsertOptions, stored: Map<string, StoredRow>): Promise<InsertOutcome[]> {
+  const topics = [...new Set(messages.map((m) => m.topic))];
+  const groups = await groupsOfTopics(trx, topics);
+  const room = new Map<string, number>();
+  for (const topic of topics) {
+    const cap = options.maxDepthOf(topic);
+    if (cap != null) room.set(topic, await roomUnderCap(trx, topic, cap, groups.has(topic)));
+  }
+  const fresh: NewMessage[] = [];
+  const outcomes: InsertOutcome[] = new Array(messages.length);
+  const plain: Array<{ index: number; message: NewMessage }> = [];
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i];
+    const earlier = stored.get(message.id);
+    if (earlier) {
+      // Counted under the cap already (it is in the table), and its deliveries were stored with it.
+      outcomes[i] = storedOutcome(message, earlier);
+      continue;
+    }
+    const left = room.get(message.topic);
+    const capped = left !== undefined;
+    if (capped && left <= 0 && !(message.key !== null && (await hasPendingKey(trx, message.topic, message.key)))) {
+      if (options.atomic) throw new BatchRejected(message.topic);
+      outcomes[i] = { outcome: 'full' };
+      continue;
+    }
+    if (message.key === null) {
+      if (capped) room.set(message.topic, left - 1);
+      // Every group of a fan-out topic needs its own delivery, so none of them is handed over whole.
+      plain.push({ index: i, message: groups.has(message.topic) ? { ...message, claimedUntil: undefined } : message });
+      continue;
+    }
+    const { id, inserted } = await upsertKeyed(trx, message);
+    if (capped && inserted) room.set(message.topic, left - 1);
+    if (inserted) fresh.push(message);
+    outcomes[i] = { id, outcome: inserted ? 'inserted' : 'upserted' };
+  }
+  for (const chunk of chunkRows(plain.map((p) => ({ ...p, payload: p.message.payload })))) {
+    await trx('messages').insert(chunk.map((p) => newMessageRow(p.message)));
+    for (const p of chunk) outcomes[p.index] = { id: p.message.id, outcome: 'inserted', claimed: p.message.claimedUntil !== undefined };
+  }
+  // Fan-out topics: every registered group gets its own pending delivery of each new message.
+  if (groups.size > 0) {
+    const fanned = [...fresh, ...plain.map((p) => p.message)].filter((m) => groups.has(m.topic));
+    await insertDeliveries(trx, fanned, (topic) => groups.get(topic));
+  }
+  return outcomes;
 }
 
 /** Unkeyed messages of uncapped topics that fit one statement: nothing to count, upsert or lock first. */

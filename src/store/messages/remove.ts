@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { retryTransaction } from '../retry.js';
 
 /**
  * Deletes in batches of `batchSize` ids, each its own short transaction, so a purge of millions of rows never
@@ -10,9 +11,15 @@ export async function deleteInBatches(db: Knex, select: () => Knex.QueryBuilder,
     const ids = (await select().select('id').limit(batchSize)).map((r: { id: string }) => r.id);
     if (ids.length === 0) return deleted;
     // Fan-out messages take their per-group deliveries with them (an index seek when there are none).
-    deleted += await db.transaction(async (trx): Promise<number> => {
+    // Retried whole; a re-run after a lost commit answer that deletes nothing of this batch counts what the
+    // lost attempt deleted (its statements answered before the COMMIT did not).
+    let earlier = 0;
+    deleted += await retryTransaction(db, async (trx, attempt): Promise<number> => {
       await trx('deliveries').whereIn('message_id', ids).delete();
-      return await trx('messages').whereIn('id', ids).delete();
+      const removed = await trx('messages').whereIn('id', ids).delete();
+      if (removed === 0 && attempt.uncertain) return earlier;
+      earlier = removed;
+      return removed;
     });
     if (ids.length < batchSize) return deleted;
   }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { canDeleteReturning, engineOf, isUniqueViolation } from '../dialect.js';
-import { withConflictRetry } from '../retry.js';
+import { retryTransaction, withDbRetry } from '../retry.js';
 import { normaliseRow, type MessageRow } from './rows.js';
 
 /** What the domain decided for a failed delivery attempt (nack or visibility timeout). */
@@ -73,36 +73,59 @@ function lockForSettle(trx: Knex.Transaction, query: Knex.QueryBuilder): Knex.Qu
   return engineOf(trx) === 'mysql' ? query.forUpdate() : query;
 }
 
+/**
+ * What an attempt decided, kept for a re-run after a lost commit answer: the row's attempt count it saw, and
+ * the result it was about to report.
+ */
+export interface Decided<T> {
+  retryCount: number;
+  result: T;
+}
+
+/**
+ * After a lost commit answer (attempt.uncertain), was the earlier decision applied? The row no longer
+ * processing, or processing with more attempts than that decision saw (applied, then claimed again by
+ * someone else), means it committed: answer the earlier result instead of applying a second attempt.
+ */
+export function appliedEarlier<T>(uncertain: boolean, decided: Decided<T> | undefined, row: { retry_count: number } | null): decided is Decided<T> {
+  return uncertain && decided !== undefined && (row === null || row.retry_count > decided.retryCount);
+}
+
 /** Nack: one transaction that locks the processing row, lets the domain decide and applies the decision. */
 export async function nackMessage(db: Knex, id: string, error: string, decide: DecideAttempt, now: number): Promise<AttemptResult | null> {
-  return withConflictRetry(() =>
-    db.transaction(async (trx) => {
-      const raw = await lockForSettle(trx, trx('messages').select(SETTLE_COLUMNS).where({ id, status: 'processing' })).first();
-      if (!raw) return null;
-      const row = normaliseRow(raw);
-      return applyAttempt(trx, row, decide(row), error, now);
-    }),
-  );
+  let decided: Decided<AttemptResult> | undefined;
+  return retryTransaction(db, async (trx, attempt) => {
+    const raw = await lockForSettle(trx, trx('messages').select(SETTLE_COLUMNS).where({ id, status: 'processing' })).first();
+    const row = raw ? normaliseRow(raw) : null;
+    if (appliedEarlier(attempt.uncertain, decided, row)) return decided.result;
+    if (!row) return null;
+    const result = await applyAttempt(trx, row, decide(row), error, now);
+    decided = { retryCount: row.retry_count, result };
+    return result;
+  });
 }
 
 /**
  * Visibility expiry: processing messages of a topic whose visibility deadline passed count as a failed
  * attempt (contract §3). Runs before each claim; a cheap index probe first so that the common case
- * (nothing expired) costs one indexed read and no transaction.
+ * (nothing expired) costs one indexed read and no transaction. A re-run after a lost commit answer that
+ * finds nothing left to release reports what the lost attempt released (for the metrics and wake-ups).
  */
 export async function releaseExpired(db: Knex, topic: string, now: number, decide: DecideAttempt, error: string, limit = 500): Promise<AttemptResult[]> {
   const expired = () => db('messages').where({ topic, status: 'processing' }).andWhere('visible_at', '<=', now);
-  if (!(await expired().first('id'))) return [];
-  return withConflictRetry(() =>
-    db.transaction(async (trx) => {
-      let query = expired().transacting(trx).select(SETTLE_COLUMNS).orderBy('visible_at').limit(limit);
-      if (engineOf(trx) === 'mysql') query = query.forUpdate().skipLocked();
-      const rows = (await query).map(normaliseRow);
-      const results: AttemptResult[] = [];
-      for (const row of rows) results.push(await applyAttempt(trx, row, decide(row), error, now));
-      return results;
-    }),
-  );
+  // The probe runs before every claim, so it is retried too: a lost connection here would fail the dequeue.
+  if (!(await withDbRetry(db, () => expired().first('id')))) return [];
+  let earlier: AttemptResult[] = [];
+  return retryTransaction(db, async (trx, attempt) => {
+    let query = expired().transacting(trx).select(SETTLE_COLUMNS).orderBy('visible_at').limit(limit);
+    if (engineOf(trx) === 'mysql') query = query.forUpdate().skipLocked();
+    const rows = (await query).map(normaliseRow);
+    if (rows.length === 0 && attempt.uncertain) return earlier;
+    const results: AttemptResult[] = [];
+    for (const row of rows) results.push(await applyAttempt(trx, row, decide(row), error, now));
+    earlier = results;
+    return results;
+  });
 }
 
 export interface AckedMessage {
@@ -115,29 +138,49 @@ export interface AckedMessage {
  * archive log in the same transaction, deletes them. Ids that are not processing are simply not returned.
  * Without `beforeDelete`, where the engine has it, one `DELETE ... RETURNING` does all that in one statement
  * (four round trips fewer per batch: BEGIN, the locking SELECT, COMMIT).
+ *
+ * Retried whole. After a lost commit answer the ack may have been applied: the re-run (always the
+ * transactional way then) also answers as acked every id whose message is gone from the table. Gone means
+ * settled for good (acked by the lost attempt, or by another consumer after a redelivery), which is what the
+ * caller asked for. The price: an id that never existed is answered acked in that rare case, not 404. The
+ * topic of a gone message is known only when an earlier attempt read it (else "").
  */
 export async function ackMessages(
   db: Knex,
   ids: string[],
   beforeDelete?: (trx: Knex.Transaction, acked: AckedMessage[]) => Promise<void>,
 ): Promise<AckedMessage[]> {
-  if (!beforeDelete && (await canDeleteReturning(db))) return withConflictRetry(() => deleteProcessing(db, ids));
-  return withConflictRetry(() =>
-    db.transaction(async (trx) => {
+  const oneStatement = !beforeDelete && (await canDeleteReturning(db));
+  const seen = new Map<string, string>();
+  return withDbRetry(db, async (attempt) => {
+    if (oneStatement && !attempt.uncertain) return deleteProcessing(db, ids);
+    return db.transaction(async (trx) => {
       const acked: AckedMessage[] = (await lockForSettle(trx, trx('messages').select('id', 'topic').whereIn('id', ids).andWhere({ status: 'processing' }))).map(
         (r: { id: string; topic: string }) => ({ id: String(r.id), topic: String(r.topic) }),
       );
-      if (acked.length === 0) return [];
-      if (beforeDelete) await beforeDelete(trx, acked);
-      await trx('messages')
-        .whereIn(
-          'id',
-          acked.map((a) => a.id),
-        )
-        .delete();
-      return acked;
-    }),
-  );
+      const gone = attempt.uncertain ? await goneIds(trx, ids) : [];
+      for (const a of acked) seen.set(a.id, a.topic);
+      if (acked.length > 0) {
+        if (beforeDelete) await beforeDelete(trx, acked);
+        await trx('messages')
+          .whereIn(
+            'id',
+            acked.map((a) => a.id),
+          )
+          .delete();
+      }
+      return [...acked, ...gone.map((id) => ({ id, topic: seen.get(id) ?? '' }))];
+    });
+  });
+}
+
+/** The ids among `ids` that have no message row (at all, in any status). */
+export async function goneIds(trx: Knex.Transaction, ids: string[]): Promise<string[]> {
+  const present = new Set<string>();
+  for (let i = 0; i < ids.length; i += 500) {
+    for (const id of await trx('messages').whereIn('id', ids.slice(i, i + 500)).pluck('id')) present.add(String(id));
+  }
+  return ids.filter((id) => !present.has(id));
 }
 
 async function deleteProcessing(db: Knex, ids: string[]): Promise<AckedMessage[]> {
@@ -165,18 +208,22 @@ export function requeueChanges(topic: string, target: RequeueTarget) {
   };
 }
 
-/** Requeue of a dead letter to its original topic (contract §3). Null when the id is not a dead letter. */
+/**
+ * Requeue of a dead letter to its original topic (contract §3). Null when the id is not a dead letter.
+ * After a lost commit answer, a re-run that no longer finds the dead letter answers what the lost attempt did
+ * (it was requeued, or superseded and removed) rather than "not a dead letter".
+ */
 export async function requeueDeadLetter(db: Knex, id: string, target: RequeueTarget): Promise<{ topic: string; outcome: 'pending' | 'superseded' } | null> {
-  return withConflictRetry(() =>
-    db.transaction(async (trx) => {
-      const row = await lockForSettle(
-        trx,
-        trx('messages').select('id', 'topic', 'original_topic').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq'),
-      ).first();
-      if (!row) return null;
-      const topic = String(row.original_topic);
-      const outcome = await returnToPending(trx, id, requeueChanges(topic, target));
-      return { topic, outcome };
-    }),
-  );
+  let earlier: { topic: string; outcome: 'pending' | 'superseded' } | undefined;
+  return retryTransaction(db, async (trx, attempt) => {
+    const row = await lockForSettle(
+      trx,
+      trx('messages').select('id', 'topic', 'original_topic').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq'),
+    ).first();
+    if (!row) return attempt.uncertain && earlier ? earlier : null;
+    const topic = String(row.original_topic);
+    const outcome = await returnToPending(trx, id, requeueChanges(topic, target));
+    earlier = { topic, outcome };
+    return earlier;
+  });
 }

@@ -1,0 +1,110 @@
+import type { Knex } from 'knex';
+import type { Logger } from '../log/logger.js';
+import { engineOf } from './dialect.js';
+import { withDbRetry } from './retry.js';
+
+/**
+ * Galera (MariaDB Galera Cluster, Percona XtraDB Cluster) replicates row changes of InnoDB tables, certified
+ * by primary key. A table without a primary key, or of another engine, is silently not replicated or breaks
+ * certification, so the service refuses to start on such a schema rather than lose data on a failover.
+ * Conveyor's own statements need nothing else: no LOCK TABLES, no GET_LOCK (leases are rows,
+ * src/store/leases.ts), every table InnoDB with a primary key (knex's bookkeeping tables included).
+ */
+
+/** Raised by the readiness probes while the node is not part of the primary component. */
+export class NodeNotReady extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NodeNotReady';
+  }
+}
+
+// The pools whose server said wsrep_on = ON at start (keyed by the knex client, shared with transactions).
+const galeraPools = new WeakMap<object, true>();
+
+async function variable(db: Knex, sql: string): Promise<Map<string, string>> {
+  const [rows] = (await db.raw(sql)) as [Array<{ Variable_name: string; Value: unknown }>];
+  return new Map(rows.map((r) => [String(r.Variable_name), String(r.Value ?? '')]));
+}
+
+/** Whether the pool's server was a Galera node at start (checkClusterSchema). */
+export function isGaleraPool(db: Knex): boolean {
+  return galeraPools.has(db.client);
+}
+
+/** A Galera node: the wsrep provider is on (plain MariaDB builds have the variable too, set to OFF). */
+export async function isGalera(db: Knex): Promise<boolean> {
+  if (engineOf(db) !== 'mysql') return false;
+  return (await variable(db, "SHOW VARIABLES LIKE 'wsrep_on'")).get('wsrep_on')?.toUpperCase() === 'ON';
+}
+
+/** Every table of the service's schema that lacks a primary key or is not InnoDB, one sentence each. */
+export async function clusterSchemaProblems(db: Knex): Promise<string[]> {
+  const [rows] = (await db.raw(
+    `SELECT t.TABLE_NAME AS name, t.ENGINE AS engine,
+       (SELECT COUNT(*) FROM information_schema.TABLE_CONSTRAINTS c
+        WHERE c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME AND c.CONSTRAINT_TYPE = 'PRIMARY KEY') AS pk
+     FROM information_schema.TABLES t
+     WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_TYPE = 'BASE TABLE'
+     ORDER BY t.TABLE_NAME`,
+  )) as [Array<{ name: string; engine: string | null; pk: unknown }>];
+  const problems: string[] = [];
+  for (const row of rows) {
+    if (String(row.engine ?? '').toLowerCase() !== 'innodb') problems.push(`table ${row.name} uses the ${row.engine ?? 'unknown'} engine, not InnoDB`);
+    if (Number(row.pk) === 0) problems.push(`table ${row.name} has no primary key`);
+  }
+  return problems;
+}
+
+export interface ClusterCheckOptions {
+  /** Decided by the caller instead of asking the server (tests on a plain server). */
+  galera?: boolean;
+}
+
+/**
+ * Start-up checks for MySQL/MariaDB, after migrations: on a Galera node, refuse a schema the cluster would not
+ * replicate, and log the cluster's size and state once; on a plain server, only warn about such tables (they
+ * would be refused after a move to Galera). SQLite: nothing to check.
+ */
+export async function checkClusterSchema(db: Knex, logger: Logger, options: ClusterCheckOptions = {}): Promise<void> {
+  if (engineOf(db) !== 'mysql') return;
+  const galera = options.galera ?? (await withDbRetry(db, () => isGalera(db)));
+  // Another pod's migration DDL on the same cluster can abort this read with 1213: retried like any store call.
+  const problems = await withDbRetry(db, () => clusterSchemaProblems(db));
+  if (!galera) {
+    if (problems.length > 0) logger.warn({ problems }, 'tables a Galera cluster would not replicate (only InnoDB tables with a primary key are)');
+    return;
+  }
+  if (problems.length > 0) {
+    throw new Error(
+      `refusing to start on a Galera cluster: ${problems.join('; ')}. Galera replicates only InnoDB tables with a primary key; fix or move these tables out of the service's database`,
+    );
+  }
+  galeraPools.set(db.client, true);
+  const status = await withDbRetry(db, () => variable(db, "SHOW STATUS WHERE Variable_name IN ('wsrep_cluster_size', 'wsrep_cluster_status', 'wsrep_local_state_comment', 'wsrep_ready')"));
+  logger.info(
+    {
+      galera: true,
+      clusterSize: Number(status.get('wsrep_cluster_size') ?? 0),
+      clusterStatus: status.get('wsrep_cluster_status') ?? '',
+      localState: status.get('wsrep_local_state_comment') ?? '',
+      ready: status.get('wsrep_ready') ?? '',
+    },
+    'database is a Galera cluster node',
+  );
+}
+
+/**
+ * Readiness of the database for this instance: it answers, and on a Galera node (as detected at start) the
+ * node is ready for application use (wsrep_ready = ON). A node cut off from the primary component refuses
+ * queries with 1047, so the instance leaves the load balancer until it rejoined. SHOW STATUS answers even
+ * then, so it doubles as the ping. Plain servers and SQLite: one `select 1`, as before.
+ */
+export async function checkDatabaseReady(db: Knex): Promise<void> {
+  if (!galeraPools.has(db.client)) {
+    await db.raw('select 1');
+    return;
+  }
+  const ready = (await variable(db, "SHOW STATUS LIKE 'wsrep_ready'")).get('wsrep_ready') ?? '';
+  if (ready.toUpperCase() !== 'ON') throw new NodeNotReady(`database node not ready: wsrep_ready is ${ready || 'unknown'}`);
+}

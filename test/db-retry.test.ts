@@ -1,0 +1,338 @@
+import { spawn } from 'node:child_process';
+import * as grpc from '@grpc/grpc-js';
+import mysql from 'mysql2/promise';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { engineByName, type TestDatabase } from './helpers/engines.js';
+import { expectGrpcError, QueueClient } from './helpers/grpc.js';
+import { metricValue } from './helpers/metrics.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.js';
+
+/**
+ * The store's one retry policy (src/store/retry.ts) against real failures: deadlocks and lock waits that a
+ * second connection causes on MariaDB, SQLite kept busy by another process, and connections that a TCP
+ * proxy cuts, including right after a COMMIT reached the database but before its answer came back.
+ */
+
+const mysqlUrl = inject('mysqlUrl');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const conflicts = (server: TestServer, kind: string) => metricValue(server.api, 'conveyor_db_conflicts_total', { kind });
+const retries = (server: TestServer, outcome: string) => metricValue(server.api, 'conveyor_db_retries_total', { outcome });
+
+/** Waits (bounded) until some transaction of the database other than `other`'s waits for a row lock. */
+async function waitForLockWait(other: mysql.Connection, timeoutMs = 10_000): Promise<void> {
+  const [[{ id }]] = (await other.query('SELECT CONNECTION_ID() AS id')) as unknown as [[{ id: number }]];
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const [rows] = (await other.query("SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_mysql_thread_id <> ?", [id])) as unknown as [
+      Array<{ n: number }>,
+    ];
+    if (Number(rows[0].n) > 0) return;
+    // InnoDB refreshes INNODB_TRX only when it was not read for 100 ms: faster polls would see a stale table forever.
+    await sleep(150);
+  }
+  throw new Error('no transaction started waiting for a lock');
+}
+
+(mysqlUrl ? describe : describe.skip)('database retries: deadlocks and lock waits [mysql]', () => {
+  const engine = engineByName.mysql;
+  let server: TestServer & { database: TestDatabase };
+  let other: mysql.Connection;
+  let grpcClient: QueueClient;
+  beforeAll(async () => {
+    // Lock waits give up after one second here (the server's default is 50), so exhausting eight attempts takes seconds.
+    server = await startTestServer(engine, { overrides: { db: { lock_wait_timeout: '1s' } } });
+    other = await mysql.createConnection(server.database.url);
+    grpcClient = new QueueClient(server.server.grpcPort);
+  });
+  afterAll(async () => {
+    grpcClient?.close();
+    await other?.end();
+    await server?.close();
+  });
+
+  it('a deadlock victim is run again whole: the schema PUT succeeds once, version 2 not 3', async () => {
+    expect((await server.api.put('/api/topic-schemas/dl', { schema_json: '"string"' })).body.version).toBe(1);
+    const before = await conflicts(server, 'deadlock');
+    await other.beginTransaction();
+    // Many changed rows make this transaction the heavier one, so InnoDB rolls back the server's instead.
+    const heavy = Array.from({ length: 200 }, (_, i) => [`heavy-${i}`, 1, 0]);
+    await other.query('INSERT INTO topic_buckets (topic, tokens, refilled_at) VALUES ?', [heavy]);
+    await other.query("UPDATE settings SET revision = revision + 1 WHERE name = 'catalog'");
+    // The server's transaction locks and updates the schema row, then waits for the catalog row held above.
+    const put = server.api.put('/api/topic-schemas/dl', { schema_json: '"bytes"' });
+    await waitForLockWait(other);
+    // Now this one waits for the schema row: a cycle, and InnoDB picks the server's transaction as the victim.
+    await other.query("SELECT topic FROM topic_schemas WHERE topic = 'dl' FOR UPDATE");
+    await other.rollback();
+    const res = await put;
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ schema_json: '"bytes"', version: 2 });
+    expect((await server.api.get('/api/topic-schemas/dl')).body.version).toBe(2);
+    expect(await conflicts(server, 'deadlock')).toBeGreaterThan(before);
+    expect(await retries(server, 'recovered')).toBeGreaterThan(0);
+  });
+
+  it('a lock wait that times out is retried, and an enqueue stored once when the lock goes', async () => {
+    expect((await server.api.put('/api/topic-configs/capped', { max_depth: 100 })).status).toBe(200);
+    const before = await conflicts(server, 'lock_wait');
+    await other.beginTransaction();
+    // Every enqueue to a capped topic locks its configuration row first (max_depth is counted under it).
+    await other.query("SELECT topic FROM topic_configs WHERE topic = 'capped' FOR UPDATE");
+    const enqueue = server.api.enqueue('capped', 'first');
+    await sleep(1600);
+    await other.rollback();
+    const res = await enqueue;
+    expect(res.status, res.text).toBe(201);
+    expect(await conflicts(server, 'lock_wait')).toBeGreaterThan(before);
+    const stored = await server.api.get('/api/messages?topic=capped');
+    expect(stored.body.items.map((m: { id: string }) => m.id)).toEqual([res.body.id]);
+  });
+
+  it('when every attempt waits in vain: HTTP 503 "database busy, retry" with Retry-After, gRPC UNAVAILABLE, nothing stored', async () => {
+    const exhausted = await retries(server, 'exhausted');
+    await other.beginTransaction();
+    await other.query("SELECT topic FROM topic_configs WHERE topic = 'capped' FOR UPDATE");
+    try {
+      const [http] = await Promise.all([
+        server.api.enqueue('capped', 'never'),
+        expectGrpcError(grpcClient.call('Enqueue', { topic: 'capped', payload: Buffer.from('never either') }), grpc.status.UNAVAILABLE, /^database busy, retry$/),
+      ]);
+      expect(http.status).toBe(503);
+      expect(http.body).toEqual({ error: 'database busy, retry' });
+      expect(http.headers.get('retry-after')).toBe('1');
+    } finally {
+      await other.rollback();
+    }
+    expect(await retries(server, 'exhausted')).toBeGreaterThan(exhausted);
+    expect((await server.api.get('/api/messages?topic=capped')).body.total).toBe(1);
+  });
+});
+
+(mysqlUrl ? describe : describe.skip)('database retries: connections lost under load [mysql]', () => {
+  const engine = engineByName.mysql;
+  let database: TestDatabase;
+  let proxy: TcpProxy;
+  let server: TestServer;
+  beforeAll(async () => {
+    database = await engine.createDatabase();
+    const direct = new URL(database.url);
+    proxy = await startTcpProxy(direct.hostname, Number(direct.port || 3306));
+    const viaProxy = new URL(database.url);
+    viaProxy.host = `127.0.0.1:${proxy.port}`;
+    // No in-process reapers: a lost COMMIT answer must be the one of the statement a test arms it for.
+    server = await startTestServer(engine, {
+      database: { url: viaProxy.toString(), drop: async () => {} },
+      overrides: { queue: { expiry_reaper_interval: 0, archive_reaper_interval: 0 } },
+    });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await database?.drop();
+  });
+  afterEach(() => proxy.loseAnswerAfter('', 0));
+
+  async function topicIds(topic: string): Promise<string[]> {
+    const res = await server.api.get(`/api/messages?topic=${topic}&limit=1000`);
+    expect(res.status, res.text).toBe(200);
+    return res.body.items.map((m: { id: string }) => m.id);
+  }
+
+  it('an enqueue whose INSERT committed but whose answer was lost is answered 201 and stored once', async () => {
+    const lost = proxy.lostAnswers;
+    // The plain enqueue is one autocommit INSERT (src/store/messages/insert.ts); its answer never arrives.
+    proxy.loseAnswerAfter('INSERT INTO messages', 1);
+    const res = await server.api.enqueue('lost-insert', 'once');
+    expect(res.status, res.text).toBe(201);
+    expect(proxy.lostAnswers).toBe(lost + 1);
+    expect(await topicIds('lost-insert')).toEqual([res.body.id]);
+    expect(await conflicts(server, 'connection_lost')).toBeGreaterThan(0);
+  });
+
+  it('a batch whose COMMIT answer was lost is answered 201, every message stored once, keyed ones too', async () => {
+    const lost = proxy.lostAnswers;
+    proxy.loseAnswerAfter('COMMIT', 1);
+    const messages = [
+      { topic: 'lost-commit', payload: 'a', key: 'ka' },
+      { topic: 'lost-commit', payload: 'b' },
+      { topic: 'lost-commit', payload: 'c', key: 'kc' },
+    ];
+    const res = await server.api.post('/api/messages/batch', { messages });
+    expect(res.status, res.text).toBe(201);
+    expect(proxy.lostAnswers).toBe(lost + 1);
+    expect((await topicIds('lost-commit')).sort()).toEqual([...res.body.ids].sort());
+    expect(new Set(res.body.ids).size).toBe(3);
+  });
+
+  it('an ack whose answer was lost is answered as acked, not 404', async () => {
+    const id = (await server.api.enqueue('lost-ack', 'x')).body.id;
+    expect((await server.api.dequeue('lost-ack')).body.messages.map((m: { id: string }) => m.id)).toEqual([id]);
+    const lost = proxy.lostAnswers;
+    proxy.loseAnswerAfter('RETURNING id, topic', 1);
+    const res = await server.api.post(`/api/messages/${id}/ack`);
+    expect(res.status, res.text).toBe(204);
+    expect(proxy.lostAnswers).toBe(lost + 1);
+    expect(await topicIds('lost-ack')).toEqual([]);
+  });
+
+  it('a nack whose COMMIT answer was lost counts one attempt, not two', async () => {
+    const id = (await server.api.enqueue('lost-nack', 'x')).body.id;
+    expect((await server.api.dequeue('lost-nack')).body.messages).toHaveLength(1);
+    proxy.loseAnswerAfter('COMMIT', 1);
+    const res = await server.api.post(`/api/messages/${id}/nack`, { error: 'boom' });
+    expect(res.status, res.text).toBe(204);
+    const again = await server.api.dequeue('lost-nack');
+    expect(again.body.messages.map((m: { id: string; retry_count: number }) => [m.id, m.retry_count])).toEqual([[id, 1]]);
+  });
+
+  it('a claim whose COMMIT answer was lost delays its message until the visibility timeout, never loses it', async () => {
+    // A dequeue first checks its topic for expired claims, in a transaction of its own, unless it did so in
+    // the last 100 ms. On a slow machine the armed COMMIT can be that check's: its re-run then finds nothing
+    // to release and the claim runs normally (the message comes back at once). Tried on fresh topics until
+    // the lost COMMIT is the claim's (bounded).
+    for (let round = 0; round < 5; round++) {
+      const topic = `lost-claim-${round}`;
+      expect((await server.api.dequeue(topic)).body.messages).toEqual([]);
+      const id = (await server.api.enqueue(topic, 'x')).body.id;
+      const lost = proxy.lostAnswers;
+      proxy.loseAnswerAfter('COMMIT', 1);
+      const first = await server.api.dequeue(topic, { visibility_timeout_seconds: 1 });
+      expect(first.status, first.text).toBe(200);
+      expect(proxy.lostAnswers).toBe(lost + 1);
+      if (first.body.messages.length > 0) continue;
+      await sleep(1200);
+      expect((await server.api.dequeue(topic)).body.messages.map((m: { id: string }) => m.id)).toEqual([id]);
+      return;
+    }
+    expect.unreachable('the lost COMMIT was never the claim\'s in five rounds');
+  });
+
+  it('under load with connections cut and answers lost: no 5xx, every confirmed message delivered, none twice, none extra', async () => {
+    const statuses: number[] = [];
+    const confirmed = new Set<string>();
+    const received: string[] = [];
+    const notFound: string[] = [];
+    let producing = true;
+    const failures: string[] = [];
+    const note = (status: number, text = '') => {
+      statuses.push(status);
+      if (status >= 500) failures.push(`${status} ${text}`);
+    };
+
+    const single = async (worker: number) => {
+      for (let i = 0; i < 50; i++) {
+        const res = await server.api.enqueue('load', `s${worker}-${i}`, worker === 0 ? { key: `k${i}` } : {});
+        note(res.status, res.text);
+        if (res.status === 201) confirmed.add(res.body.id);
+      }
+    };
+    const batches = async () => {
+      for (let i = 0; i < 8; i++) {
+        const messages = Array.from({ length: 20 }, (_, j) => ({ topic: 'load', payload: `b${i}-${j}`, ...(j % 5 === 0 ? { key: `bk${i}-${j}` } : {}) }));
+        const res = await server.api.post('/api/messages/batch', { messages });
+        note(res.status, res.text);
+        if (res.status === 201) for (const id of res.body.ids) confirmed.add(id);
+      }
+    };
+    const consume = async () => {
+      const deadline = Date.now() + 40_000;
+      let idle = 0;
+      while (Date.now() < deadline) {
+        const res = await server.api.dequeue('load', { count: 10, visibility_timeout_seconds: 3 });
+        note(res.status, res.text);
+        const batch = res.status === 200 ? (res.body.messages as Array<{ id: string }>) : [];
+        if (batch.length === 0) {
+          // Done once producers stopped and nothing came for longer than a visibility timeout.
+          if (!producing && ++idle > 40) return;
+          await sleep(100);
+          continue;
+        }
+        idle = 0;
+        received.push(...batch.map((m) => m.id));
+        const ack = await server.api.post('/api/messages/ack', { ids: batch.map((m) => m.id) });
+        note(ack.status, ack.text);
+        if (ack.status === 200) notFound.push(...ack.body.not_found);
+      }
+    };
+    const chaos = async () => {
+      const faults: Array<() => void> = [
+        () => proxy.loseAnswerAfter('COMMIT', 1),
+        () => proxy.loseAnswerAfter('INSERT INTO messages', 1),
+        () => proxy.loseAnswerAfter('RETURNING id, topic', 1),
+        () => proxy.dropConnections(),
+      ];
+      for (let i = 0; producing && i < 100; i++) {
+        faults[i % faults.length]();
+        await sleep(120);
+      }
+    };
+    const lostBefore = proxy.lostAnswers;
+    const consumers = [consume(), consume()];
+    const faults = chaos();
+    await Promise.all([single(0), single(1), single(2), batches()]);
+    producing = false;
+    await faults;
+    proxy.loseAnswerAfter('', 0);
+    await Promise.all(consumers);
+
+    expect(failures).toEqual([]);
+    expect(proxy.lostAnswers).toBeGreaterThan(lostBefore);
+    expect(confirmed.size).toBe(3 * 50 + 8 * 20);
+    // Every confirmed message was delivered; nothing was delivered that was not confirmed (no second copy).
+    expect([...new Set(received)].sort()).toEqual([...confirmed].sort());
+    expect(notFound).toEqual([]);
+    expect(await topicIds('load')).toEqual([]);
+    expect(await retries(server, 'recovered')).toBeGreaterThan(0);
+  });
+
+  it('a database that cannot be reached at all is still "database unavailable", at once', async () => {
+    await proxy.cut();
+    try {
+      const res = await server.api.enqueue('gone', 'x');
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual({ error: 'database unavailable' });
+    } finally {
+      await proxy.restore();
+    }
+  });
+});
+
+describe('database retries: SQLite busy [sqlite]', () => {
+  let server: TestServer & { database: TestDatabase };
+  beforeAll(async () => {
+    server = await startTestServer(engineByName.sqlite);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('an enqueue that meets SQLITE_BUSY (another process writing for longer than busy_timeout) is retried and stored once', async () => {
+    const file = server.database.url.slice('sqlite:'.length);
+    // Another process (as `conveyor reap` would be) holds the write lock for 5.5 s; busy_timeout is 5 s.
+    const holder = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const D = require('better-sqlite3'); const d = new D(${JSON.stringify(file)}); d.pragma('busy_timeout = 5000'); d.exec('BEGIN IMMEDIATE');
+         console.log('locked'); setTimeout(() => { d.exec('COMMIT'); d.close(); }, 5500);`,
+      ],
+      { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const exited = new Promise((resolve) => holder.once('exit', resolve));
+    await new Promise<void>((resolve, reject) => {
+      holder.stdout!.on('data', (chunk) => String(chunk).includes('locked') && resolve());
+      holder.once('exit', (code) => reject(new Error(`lock holder exited with ${code}`)));
+    });
+    try {
+      const res = await server.api.enqueue('busy', 'once');
+      expect(res.status, res.text).toBe(201);
+      expect((await server.api.get('/api/messages?topic=busy')).body.items.map((m: { id: string }) => m.id)).toEqual([res.body.id]);
+      expect(await conflicts(server, 'lock_wait')).toBeGreaterThan(0);
+      expect(await retries(server, 'recovered')).toBeGreaterThan(0);
+    } finally {
+      holder.kill();
+      await exited;
+    }
+  });
+});
