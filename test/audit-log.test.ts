@@ -1,16 +1,15 @@
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/http/app.js';
 import { AUDITED_ROUTES } from '../src/http/audited-routes.js';
 import type { HttpContext } from '../src/http/context.js';
 import { createLogger } from '../src/log/logger.js';
-import { startServer, type RunningServer } from '../src/server.js';
 import { startFakeKube, type FakeKube } from './fake-kube/index.js';
 import { ADMIN, JWT_SECRET, createUser, type AuthServer, type TestUser } from './helpers/auth.js';
 import { startTestController, waitForReady, type TestController } from './helpers/controller.js';
-import { describeEachEngine, type Engine, type TestDatabase } from './helpers/engines.js';
+import { describeEachEngine, type Engine } from './helpers/engines.js';
 import { Api, type ApiResponse } from './helpers/http.js';
 import { MISSING_ID } from './helpers/messages.js';
+import { startLoggedServer, type LoggedServer } from './helpers/raw-http.js';
 import { manualClock, testConfig, type ConfigOverrides } from './helpers/server.js';
 
 /**
@@ -25,39 +24,12 @@ const SECRET_PASSWORD = 'password-that-must-never-be-audited';
 const SECRET_PASSWORD_2 = 'second-password-never-audited';
 const DAY_MS = 86_400_000;
 
-interface AuditServer {
-  api: Api;
-  url: string;
-  server: RunningServer;
-  database: TestDatabase;
-  logs: Array<Record<string, any>>;
-  close(): Promise<void>;
-}
+type AuditServer = LoggedServer & { url: string };
 
 /** A server over a fresh database whose log lines (info and above) the test reads. */
 async function startAuditServer(engine: Engine, overrides: ConfigOverrides = {}, now?: () => number): Promise<AuditServer> {
-  const database = await engine.createDatabase();
-  const logs: Array<Record<string, any>> = [];
-  const sink = new Writable({
-    write(chunk, _encoding, callback) {
-      for (const line of String(chunk).split('\n')) if (line.trim()) logs.push(JSON.parse(line));
-      callback();
-    },
-  });
-  const config = testConfig(database.url, { ...overrides, reapers: { mode: 'external' }, queue: { dlq_threshold: 1, ...overrides.queue } });
-  const server = await startServer(config, { logger: createLogger('info', sink), now });
-  const url = `http://127.0.0.1:${server.httpPort}`;
-  return {
-    api: new Api(url),
-    url,
-    server,
-    database,
-    logs,
-    close: async () => {
-      await server.close();
-      await database.drop();
-    },
-  };
+  const logged = await startLoggedServer(engine, { ...overrides, reapers: { mode: 'external' }, queue: { dlq_threshold: 1, ...overrides.queue } }, 'info', now);
+  return { ...logged, url: `http://127.0.0.1:${logged.port}` };
 }
 
 /** Every record the filter selects, newest first, read page by page. */

@@ -13,8 +13,8 @@ export const configCheckHelp: CommandHelp = {
   description: `Reads the configuration exactly as conveyor serve does (the file, then CONVEYOR_* variables over it),
 validates it and prints the effective configuration with every default filled in (durations as 25s, 5m,
 24h), itself a valid conveyor.yaml. auth.jwt_secret and auth.password are shown as "<redacted>" when set, and the password inside
-db.url and redis.url as "***", also when read from a *_file key (which shows the file's path; the files are
-read, so a missing one is an error here too). CONVEYOR_* variables that are not configuration keys are named on stderr.
+db.url and redis.url as "***"; a value read from its *_file key is shown as that key's path alone (the files
+are read, so a missing one is an error here too). CONVEYOR_* variables that are not configuration keys are named on stderr.
 It connects to nothing.`,
   options: [CONFIG_OPTION, { flag: '--format yaml|json', description: 'output format', default: 'yaml' }, HELP_OPTION],
   config: configKeys().map((k) => k.key),

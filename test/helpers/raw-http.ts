@@ -149,7 +149,7 @@ export interface LoggedServer {
   close(): Promise<void>;
 }
 
-export async function startLoggedServer(engine: Engine, overrides: ConfigOverrides = {}, level = 'info'): Promise<LoggedServer> {
+export async function startLoggedServer(engine: Engine, overrides: ConfigOverrides = {}, level = 'info', now?: () => number): Promise<LoggedServer> {
   const database = await engine.createDatabase();
   const logs: Array<Record<string, any>> = [];
   const sink = new Writable({
@@ -158,7 +158,7 @@ export async function startLoggedServer(engine: Engine, overrides: ConfigOverrid
       callback();
     },
   });
-  const server = await startServer(testConfig(database.url, overrides), { logger: createLogger(level, sink) });
+  const server = await startServer(testConfig(database.url, overrides), { logger: createLogger(level, sink), now });
   return {
     api: new Api(`http://127.0.0.1:${server.httpPort}`),
     port: server.httpPort,
