@@ -63,6 +63,27 @@ describeEachEngine('gRPC Subscribe', (engine) => {
     rec.stream.cancel();
   });
 
+  it('max_in_flight (extension) sets the window of one stream: 3 holds 3, 200 holds 200 and takes more as acks free slots', async () => {
+    const small = topic();
+    await client.call('EnqueueBatch', { requests: Array.from({ length: 5 }, (_, i) => ({ topic: small, payload: Buffer.from(`m${i}`) })) });
+    const three = new StreamRecorder(client.subscribe({ topic: small, visibility_timeout_seconds: 60, max_in_flight: 3 }));
+    await three.until(() => three.received.length === 3, 5000, 'three deliveries');
+    await sleep(300);
+    expect(three.received).toHaveLength(3);
+    three.stream.cancel();
+
+    const wide = topic();
+    await client.call('EnqueueBatch', { requests: Array.from({ length: 250 }, (_, i) => ({ topic: wide, payload: Buffer.from(`m${i}`) })) });
+    const rec = new StreamRecorder(client.subscribe({ topic: wide, visibility_timeout_seconds: 60, max_in_flight: 200 }));
+    await rec.until(() => rec.received.length === 200, 5000, 'two hundred deliveries');
+    await sleep(300);
+    expect(rec.received).toHaveLength(200);
+    await client.call('AckBatch', { ids: rec.received.slice(0, 50).map((m) => m.id) });
+    await rec.until(() => rec.received.length === 250, 5000, 'the rest after an ack batch');
+    expect(new Set(rec.received.map((m) => m.id)).size).toBe(250);
+    rec.stream.cancel();
+  });
+
   it('frees a slot when a delivery is neither acked nor nacked before its visibility timeout', async () => {
     const t = topic();
     await client.call('EnqueueBatch', { requests: Array.from({ length: 11 }, (_, i) => ({ topic: t, payload: Buffer.from(`m${i}`) })) });
@@ -227,13 +248,18 @@ describeEachEngine('gRPC Subscribe', (engine) => {
   });
 
   describe('errors', () => {
-    it('ends with INVALID_ARGUMENT for a bad topic or visibility timeout', async () => {
+    it('ends with INVALID_ARGUMENT for a bad topic, visibility timeout or max_in_flight', async () => {
       const bad = new StreamRecorder(client.subscribe({ topic: 'no spaces allowed' }));
       await bad.until(() => bad.ended !== undefined, 5000, 'the error');
       expect(bad.ended!.code).toBe(status.INVALID_ARGUMENT);
       const zero = new StreamRecorder(client.subscribe({ topic: topic(), visibility_timeout_seconds: 0 }));
       await zero.until(() => zero.ended !== undefined, 5000, 'the error');
       expect(zero.ended!.code).toBe(status.INVALID_ARGUMENT);
+      for (const window of [0, 1001]) {
+        const bad = new StreamRecorder(client.subscribe({ topic: topic(), max_in_flight: window }));
+        await bad.until(() => bad.ended !== undefined, 5000, 'the error');
+        expect({ code: bad.ended!.code, details: bad.ended!.details }).toEqual({ code: status.INVALID_ARGUMENT, details: `max_in_flight must be from 1 to 1000, got ${window}` });
+      }
     });
 
     it('ends with FAILED_PRECONDITION for a consumer group that is not registered', async () => {

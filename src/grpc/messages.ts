@@ -37,7 +37,9 @@ export interface AckBatchRequest {
   consumer_group: string;
 }
 
-export type SubscribeRequest = DequeueRequest;
+export interface SubscribeRequest extends DequeueRequest {
+  max_in_flight?: number;
+}
 
 interface Timestamp {
   seconds: number;

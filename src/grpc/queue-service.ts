@@ -22,7 +22,7 @@ import {
   type SubscribeRequest,
 } from './messages.js';
 import { StreamQuota } from './stream-quota.js';
-import { DeliveryTracker, SubscribeStream, type SettledRelay } from './subscribe.js';
+import { DeliveryTracker, maxInFlightOf, SubscribeStream, type SettledRelay } from './subscribe.js';
 
 export interface QueueServiceDeps {
   logger: Logger;
@@ -121,6 +121,12 @@ export class QueueServiceHandlers {
       this.record('Subscribe', error.code, started);
       return void call.emit('error', error);
     }
+    const maxInFlight = maxInFlightOf(request);
+    if (typeof maxInFlight === 'string') {
+      const error = grpcError(Status.INVALID_ARGUMENT, maxInFlight);
+      this.record('Subscribe', error.code, started);
+      return void call.emit('error', error);
+    }
     const group = groupOf(request);
     let code: Status = Status.OK;
     call.once('error', (err: GrpcError) => (code = err.code));
@@ -141,7 +147,7 @@ export class QueueServiceHandlers {
       this.record('Subscribe', error.code, started);
       return void call.emit('error', error);
     }
-    const stream = new SubscribeStream(call, request.visibility_timeout_seconds, this.deps.defaultVisibilitySeconds, group, {
+    const stream = new SubscribeStream(call, request.visibility_timeout_seconds, this.deps.defaultVisibilitySeconds, group, maxInFlight, {
       hub: this.hub,
       deliveries: this.deliveries,
       streams: this.deps.streams,

@@ -5,8 +5,23 @@ import type { Subscriber, Subscription, SubscriptionHub } from '../queue/subscri
 import { grpcError, type GrpcError } from './errors.js';
 import { subscribeResponse, type SubscribeRequest } from './messages.js';
 
-/** Contract §9: a stream holds at most this many deliveries that were neither acked nor nacked. */
-export const MAX_IN_FLIGHT = 10;
+/** Contract §9: a stream holds at most this many deliveries that were neither acked nor nacked... */
+export const DEFAULT_MAX_IN_FLIGHT = 10;
+/**
+ * ...unless its request asks for another window (`max_in_flight`, an extension): with 10 a stream carries at
+ * most 10 messages per round trip of an ack, so one stream of a distant or busy consumer cannot keep up with
+ * a fast topic. The ceiling bounds what one stream holds in the instance's memory and in the database as
+ * `processing`.
+ */
+export const MAX_IN_FLIGHT_CEILING = 1000;
+
+/** The window a Subscribe request asks for, or an error text for one outside 1..1,000. */
+export function maxInFlightOf(request: SubscribeRequest): number | string {
+  const asked = request.max_in_flight;
+  if (asked === undefined || asked === null) return DEFAULT_MAX_IN_FLIGHT;
+  if (!Number.isInteger(asked) || asked < 1 || asked > MAX_IN_FLIGHT_CEILING) return `max_in_flight must be from 1 to ${MAX_IN_FLIGHT_CEILING}, got ${asked}`;
+  return asked;
+}
 
 export interface SubscribeDeps {
   hub: SubscriptionHub;
@@ -65,7 +80,7 @@ const deliveryKey = (group: string | undefined, id: string) => `${group ?? ''}/$
 /**
  * One Subscribe call, a subscriber of the instance's SubscriptionHub (src/queue/subscriptions.ts): the hub
  * runs one claim for all streams of the same topic, group and visibility timeout and deals the messages out;
- * this class writes them, counts the stream's in-flight deliveries (at most MAX_IN_FLIGHT, freed by an Ack,
+ * this class writes them, counts the stream's in-flight deliveries (at most maxInFlight, freed by an Ack,
  * a Nack or the visibility timeout) and reports no room while the client is not taking what was written.
  * Messages written to a stream that dies stay `processing` and come back through the visibility timeout.
  */
@@ -86,6 +101,7 @@ export class SubscribeStream implements Subscriber {
     private readonly visibilitySeconds: number | undefined,
     defaultVisibilitySeconds: number,
     group: string | undefined,
+    private readonly maxInFlight: number,
     private readonly deps: SubscribeDeps,
   ) {
     this.topic = call.request.topic;
@@ -121,7 +137,7 @@ export class SubscribeStream implements Subscriber {
   }
 
   free(): number {
-    return this.done || this.backedUp ? 0 : Math.max(0, MAX_IN_FLIGHT - this.inFlight.size);
+    return this.done || this.backedUp ? 0 : Math.max(0, this.maxInFlight - this.inFlight.size);
   }
 
   deliver(messages: Message[]): void {
