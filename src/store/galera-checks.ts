@@ -38,20 +38,26 @@ export async function isGalera(db: Knex): Promise<boolean> {
   return (await variable(db, "SHOW VARIABLES LIKE 'wsrep_on'")).get('wsrep_on')?.toUpperCase() === 'ON';
 }
 
-/** Every table of the service's schema that lacks a primary key or is not InnoDB, one sentence each. */
+/**
+ * Every table of the service's schema that lacks a primary key or is not InnoDB, one sentence each. Two
+ * queries, each filtered on the current schema by a constant: a correlated subquery over
+ * information_schema.TABLE_CONSTRAINTS made MariaDB 10.11 open every schema of the server, and it crashed
+ * (signal 11) when another database was being dropped meanwhile.
+ */
 export async function clusterSchemaProblems(db: Knex): Promise<string[]> {
-  const [rows] = (await db.raw(
-    `SELECT t.TABLE_NAME AS name, t.ENGINE AS engine,
-       (SELECT COUNT(*) FROM information_schema.TABLE_CONSTRAINTS c
-        WHERE c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME AND c.CONSTRAINT_TYPE = 'PRIMARY KEY') AS pk
-     FROM information_schema.TABLES t
-     WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_TYPE = 'BASE TABLE'
-     ORDER BY t.TABLE_NAME`,
-  )) as [Array<{ name: string; engine: string | null; pk: unknown }>];
+  const [tables] = (await db.raw(
+    `SELECT TABLE_NAME AS name, ENGINE AS engine FROM information_schema.TABLES
+     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME`,
+  )) as [Array<{ name: string; engine: string | null }>];
+  const [keyed] = (await db.raw(
+    `SELECT DISTINCT TABLE_NAME AS name FROM information_schema.TABLE_CONSTRAINTS
+     WHERE TABLE_SCHEMA = DATABASE() AND CONSTRAINT_TYPE = 'PRIMARY KEY'`,
+  )) as [Array<{ name: string }>];
+  const withPrimaryKey = new Set(keyed.map((row) => row.name));
   const problems: string[] = [];
-  for (const row of rows) {
+  for (const row of tables) {
     if (String(row.engine ?? '').toLowerCase() !== 'innodb') problems.push(`table ${row.name} uses the ${row.engine ?? 'unknown'} engine, not InnoDB`);
-    if (Number(row.pk) === 0) problems.push(`table ${row.name} has no primary key`);
+    if (!withPrimaryKey.has(row.name)) problems.push(`table ${row.name} has no primary key`);
   }
   return problems;
 }
