@@ -14,7 +14,7 @@
 
 ARG NODE_IMAGE=node:22-bookworm-slim
 
-# ---- build: dev dependencies and the TypeScript compiler -> dist/ --------------------------------------------
+# ---- build: dev dependencies, the TypeScript compiler and Vite -> dist/ (dist/ui: the admin UI) ---------------
 FROM ${NODE_IMAGE} AS build
 # better-sqlite3 and argon2 compile from source when no prebuilt binary matches.
 RUN apt-get update \
@@ -24,6 +24,7 @@ WORKDIR /build
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
+# src/ui holds the admin UI and its Vite configuration; `npm run build` builds it too (build:ui -> dist/ui).
 COPY src ./src
 COPY migrations ./migrations
 RUN npm run build
@@ -37,7 +38,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
-# ---- runtime: node, tini, production node_modules, compiled JavaScript, the proto file; no compiler ----------
+# ---- runtime: node, tini, production node_modules, compiled JavaScript, the UI, the proto file; no compiler ---
 FROM ${NODE_IMAGE} AS runtime
 ARG VERSION=0.1.0
 ARG REVISION=unknown
@@ -61,6 +62,8 @@ WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /build/dist/src ./dist/src
 COPY --from=build /build/dist/migrations ./dist/migrations
+# The admin UI's static files, served by `conveyor serve` at / (src/http/ui-assets.ts finds them beside dist/src).
+COPY --from=build /build/dist/ui ./dist/ui
 COPY package.json ./
 COPY proto ./proto
 # The default db.url, sqlite:./data/conveyor.db, resolves through /app/data to the /data volume.

@@ -22,7 +22,11 @@ const galeraSuites = [
   'concurrency',
 ];
 
-const shared = { pool: 'forks', testTimeout: 60_000, hookTimeout: 60_000 } as const;
+/**
+ * expect.poll waits up to 10 s (vitest's default is 1 s): a browser suite's click reaches the service and
+ * comes back rendered well within that on an idle machine, but not always within 1 s on a loaded CI run.
+ */
+const shared = { pool: 'forks', testTimeout: 60_000, hookTimeout: 60_000, expect: { poll: { timeout: 10_000 } } } as const;
 
 export default defineConfig({
   test: {
@@ -30,7 +34,7 @@ export default defineConfig({
     // Each file starts its own servers and databases; two cores run two files at a time.
     ...shared,
     maxWorkers: 2,
-    globalSetup: ['test/helpers/global-setup.ts'],
+    globalSetup: ['test/helpers/global-setup.ts', 'test/helpers/ui-global-setup.ts'],
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     projects: [
       { extends: true, test: { name: 'default' } },

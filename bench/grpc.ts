@@ -7,7 +7,8 @@ import { mysqlDatabase, sqliteDatabase } from './databases.js';
 import type { LatencyRecorder } from './latency.js';
 import { makePayload, measured, type PhaseResult, type Processes } from './phases.js';
 import { startService } from './server-process.js';
-import { startProducer, startSubscriber, type SubscribeAcks } from './subscribe-clients.js';
+import { grpcAuth } from './auth.js';
+import { startCombined, startProducer, startSubscriber, type SubscribeAcks } from './subscribe-clients.js';
 
 /**
  * The gRPC section of `npm run bench` (issue 5): single Enqueue (report only), EnqueueBatch of 100 from 8
@@ -35,9 +36,13 @@ export interface GrpcBenchOptions {
   subscribeStreams?: number;
   /** Phases to run (all when unset); dequeue-batch fills its topic with the enqueue-batch phase either way. */
   phases?: GrpcPhase[];
+  /** The bearer token every call carries when the service runs with auth on. */
+  token?: () => string | undefined;
 }
 
-export const GRPC_PHASES = ['enqueue', 'enqueue-batch', 'dequeue-batch', 'subscribe', 'subscribe-ack-batch'] as const;
+export const GRPC_PHASES = ['enqueue', 'enqueue-batch', 'dequeue-batch', 'subscribe', 'subscribe-ack-batch', 'subscribe-one-stream', 'subscribe-tuned'] as const;
+/** What a run measures unless told otherwise: the tuned-clients Subscribe variant is an extra (BENCH_GRPC_PHASES). */
+const DEFAULT_GRPC_PHASES: readonly GrpcPhase[] = GRPC_PHASES.filter((p) => p !== 'subscribe-tuned');
 export type GrpcPhase = (typeof GRPC_PHASES)[number];
 
 /** The service logs `"grpcPort":N` in its "conveyor listening" line. */
@@ -50,11 +55,12 @@ export function grpcPortOf(output: string): number {
 type Callback<T> = (err: grpc.ServiceError | null, response: T) => void;
 type AnyClient = grpc.Client & Record<string, (request: object, callback: Callback<any>) => void>;
 
-function connect(port: number): AnyClient {
+function connect(port: number, token?: () => string | undefined): AnyClient {
   const definition = protoLoader.loadSync(queueProtoPath(), LOADER_OPTIONS);
   const pkg = grpc.loadPackageDefinition(definition) as unknown as { queue: { QueueService: grpc.ServiceClientConstructor } };
   return new pkg.queue.QueueService(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    interceptors: token ? [grpcAuth(token)] : [],
   }) as unknown as AnyClient;
 }
 
@@ -124,39 +130,72 @@ function dequeueAckBatchPhase(client: AnyClient, procs: Processes, o: GrpcBenchO
   });
 }
 
-/**
- * A steady stream of single Enqueues (in ticks of 10 ms) into Subscribe streams that ack every delivery;
- * latency is from sending the Enqueue to the message arriving on a stream. Producer and subscriber are
- * processes of their own (bench/subscribe-clients.ts); their CPU counts as client CPU.
- * The same traffic runs unmeasured for SUBSCRIBE_WARMUP_SECONDS first: the phases before leave the database
- * purging tens of thousands of deleted rows and this code path cold, which the first seconds measured.
- */
-async function subscribePhase(port: number, procs: Processes, o: GrpcBenchOptions, topic: string, acks: SubscribeAcks): Promise<PhaseResult> {
-  const rate = o.subscribeRatePerSecond ?? 1000;
-  const subscriber = await startSubscriber({ port, topic, streams: o.subscribeStreams ?? 4, acks });
-  const producer = await startProducer({ port, topic, payloadBytes: o.payloadBytes }).catch(async (err: unknown) => {
+/** One Subscribe phase: the enqueue rate, the streams and their window, how they ack, and who the clients are. */
+interface SubscribeSpec {
+  rate: number;
+  streams: number;
+  acks: SubscribeAcks;
+  maxInFlight?: number;
+  /** `one-process`: producer and subscriber in one default-flag process, as users run them; `tuned`: two processes with a small young generation. */
+  clients: 'one-process' | 'tuned';
+}
+
+function subscribeLabel(spec: SubscribeSpec): string {
+  const window = spec.maxInFlight ? ` max_in_flight ${spec.maxInFlight}` : '';
+  return `grpc-subscribe@${spec.rate}/s x${spec.streams}${window}${spec.acks === 'batch' ? '+ack-batch' : ''}${spec.clients === 'tuned' ? ' (tuned clients)' : ''}`;
+}
+
+/** A run of `total` messages: the enqueue-to-delivery latencies and the Enqueue call latencies. */
+type SubscribeRun = (total: number, rate: number, timeoutMs: number) => Promise<{ deliveries: number[]; enqueues: number[] }>;
+
+/** Starts the phase's clients; `run` drives one steady run, `pids` are metered as client CPU. */
+async function subscribeClients(port: number, token: string | undefined, topic: string, payloadBytes: number, spec: SubscribeSpec) {
+  const stream = { streams: spec.streams, acks: spec.acks, maxInFlight: spec.maxInFlight };
+  if (spec.clients === 'one-process') {
+    const combined = await startCombined({ port, token, topic, payloadBytes, ...stream });
+    const run: SubscribeRun = async (total, rate, timeoutMs) => {
+      const deliveries = await (await combined.begin(total, rate, timeoutMs)).finished;
+      return { deliveries, enqueues: combined.enqueues() };
+    };
+    return { run, pids: [combined.pid], stop: () => combined.stop() };
+  }
+  const subscriber = await startSubscriber({ port, token, topic, ...stream });
+  const producer = await startProducer({ port, token, topic, payloadBytes }).catch(async (err: unknown) => {
     await subscriber.stop();
     throw err;
   });
-  const steady = async (seconds: number, latency?: { delivery: LatencyRecorder; enqueue: LatencyRecorder }) => {
-    const total = rate * seconds;
-    const timeoutMs = seconds * 1000 + 10_000;
+  const run: SubscribeRun = async (total, rate, timeoutMs) => {
     // The subscriber counts from the moment it is armed, so it is armed before the first Enqueue.
     const delivered = await subscriber.begin(total, rate, timeoutMs);
     const sent = await producer.begin(total, rate, timeoutMs);
     const [enqueues, deliveries] = await Promise.all([sent.finished, delivered.finished]);
+    return { deliveries, enqueues };
+  };
+  return { run, pids: [producer.pid, subscriber.pid], stop: () => Promise.all([producer.stop(), subscriber.stop()]).then(() => undefined) };
+}
+
+/**
+ * A steady stream of single Enqueues (in ticks of 10 ms) into Subscribe streams that ack every delivery;
+ * latency is from sending the Enqueue to the message arriving on a stream (bench/subscribe-clients.ts); the
+ * clients' CPU counts as client CPU. The same traffic runs unmeasured for SUBSCRIBE_WARMUP_SECONDS first: the
+ * phases before leave the database purging tens of thousands of deleted rows and this code path cold, which
+ * the first seconds measured.
+ */
+async function subscribePhase(port: number, procs: Processes, o: GrpcBenchOptions, topic: string, spec: SubscribeSpec): Promise<PhaseResult> {
+  const clients = await subscribeClients(port, o.token?.(), topic, o.payloadBytes, spec);
+  const steady = async (seconds: number, latency?: { delivery: LatencyRecorder; enqueue: LatencyRecorder }) => {
+    const { deliveries, enqueues } = await clients.run(spec.rate * seconds, spec.rate, seconds * 1000 + 10_000);
     for (const ms of enqueues) latency?.enqueue.record(ms);
     for (const ms of deliveries) latency?.delivery.record(ms);
     return deliveries.length;
   };
   try {
     await steady(SUBSCRIBE_WARMUP_SECONDS);
-    const clients = { ...procs, clientPids: [producer.pid, subscriber.pid] };
-    return await measured(`grpc-subscribe@${rate}/s${acks === 'batch' ? '+ack-batch' : ''}`, clients, (recorder) =>
+    return await measured(subscribeLabel(spec), { ...procs, clientPids: clients.pids }, (recorder) =>
       steady(o.subscribeSeconds ?? 10, { delivery: recorder('enqueue-to-delivery'), enqueue: recorder('enqueue') }),
     );
   } finally {
-    await Promise.all([producer.stop(), subscriber.stop()]);
+    await clients.stop();
   }
 }
 
@@ -164,10 +203,10 @@ const SUBSCRIBE_WARMUP_SECONDS = 2;
 
 /** Runs the gRPC phases against a running service; topics are prefixed so they never meet the HTTP phases'. */
 export async function grpcPhases(port: number, procs: Processes, o: GrpcBenchOptions, report: (r: PhaseResult) => void = () => {}): Promise<PhaseResult[]> {
-  const client = connect(port);
+  const client = connect(port, o.token);
   const results: PhaseResult[] = [];
   const add = (r: PhaseResult) => (results.push(r), report(r));
-  const runs = (phase: GrpcPhase) => !o.phases || o.phases.includes(phase);
+  const runs = (phase: GrpcPhase) => (o.phases ?? DEFAULT_GRPC_PHASES).includes(phase);
   try {
     if (runs('enqueue')) add(await enqueuePhase(client, procs, o, 'bench.grpc.single'));
     if (runs('enqueue-batch') || runs('dequeue-batch')) {
@@ -175,8 +214,14 @@ export async function grpcPhases(port: number, procs: Processes, o: GrpcBenchOpt
       if (runs('enqueue-batch')) add(batched);
       if (runs('dequeue-batch')) add(await dequeueAckBatchPhase(client, procs, o, 'bench.grpc.batch', batched.messages));
     }
-    if (runs('subscribe')) add(await subscribePhase(port, procs, o, 'bench.grpc.subscribe', 'each'));
-    if (runs('subscribe-ack-batch')) add(await subscribePhase(port, procs, o, 'bench.grpc.subscribe-ack-batch', 'batch'));
+    const rate = o.subscribeRatePerSecond ?? 1000;
+    const streams = o.subscribeStreams ?? 8;
+    if (runs('subscribe')) add(await subscribePhase(port, procs, o, 'bench.grpc.subscribe', { rate, streams, acks: 'each', clients: 'one-process' }));
+    if (runs('subscribe-ack-batch')) add(await subscribePhase(port, procs, o, 'bench.grpc.subscribe-ack-batch', { rate, streams, acks: 'batch', clients: 'one-process' }));
+    if (runs('subscribe-one-stream')) {
+      add(await subscribePhase(port, procs, o, 'bench.grpc.subscribe-one-stream', { rate: 5000, streams: 1, maxInFlight: 100, acks: 'each', clients: 'one-process' }));
+    }
+    if (runs('subscribe-tuned')) add(await subscribePhase(port, procs, o, 'bench.grpc.subscribe-tuned', { rate, streams: 4, acks: 'each', clients: 'tuned' }));
   } finally {
     client.close();
   }
@@ -203,7 +248,7 @@ async function main(): Promise<void> {
       deadlineMs: Number(process.env.BENCH_DURATION ?? 30) * 1000,
       payloadBytes: 256,
       concurrency: 64,
-      subscribeStreams: Number(process.env.BENCH_SUBSCRIBE_STREAMS ?? 4),
+      subscribeStreams: Number(process.env.BENCH_SUBSCRIBE_STREAMS ?? 8),
       phases: process.env.BENCH_GRPC_PHASES ? parsePhases(process.env.BENCH_GRPC_PHASES) : undefined,
     };
     process.stdout.write(`${db.version}, options ${JSON.stringify(options)}\n`);

@@ -13,6 +13,8 @@ export class BenchClient {
   constructor(
     private readonly port: number,
     maxSockets: number,
+    /** The bearer token to send, if any (bench/auth.ts); read on every request, so a renewal applies at once. */
+    private readonly token: () => string | undefined = () => undefined,
   ) {
     this.agent = new Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
     this.host = '127.0.0.1';
@@ -20,6 +22,9 @@ export class BenchClient {
 
   post(path: string, body: unknown): Promise<HttpResponse> {
     const data = JSON.stringify(body);
+    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) };
+    const token = this.token();
+    if (token) headers.authorization = `Bearer ${token}`;
     return new Promise((resolve, reject) => {
       const req = request(
         {
@@ -28,7 +33,7 @@ export class BenchClient {
           path,
           method: 'POST',
           agent: this.agent,
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
+          headers,
         },
         (res) => {
           let text = '';

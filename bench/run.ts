@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { authEnv, BenchToken, type AuthMode } from './auth.js';
 import { findProcess } from './cpu.js';
 import { grpcPhases, grpcPortOf } from './grpc.js';
 import { mysqlDatabase, sqliteDatabase, type BenchDatabase, type Engine } from './databases.js';
@@ -13,6 +14,7 @@ import { startService } from './server-process.js';
 const USAGE = `usage: npm run bench -- [options]
 
   --engine sqlite|mysql   engines to run, repeatable or comma-separated (BENCH_ENGINES; default both)
+  --auth on|off|both      authentication of the service (BENCH_AUTH; default both, on first: production runs with it)
   --transport http|grpc|both  transports to measure per engine (BENCH_TRANSPORT; default both)
   --count N               messages per phase (BENCH_COUNT; default 20000)
   --duration S            time limit per phase in seconds (BENCH_DURATION; default 30)
@@ -41,6 +43,7 @@ const parse = () =>
     args: process.argv.slice(2),
     options: {
       engine: { type: 'string', multiple: true },
+      auth: { type: 'string' },
       transport: { type: 'string' },
       count: { type: 'string' },
       duration: { type: 'string' },
@@ -82,6 +85,9 @@ const engines = (values.engine ?? (process.env.BENCH_ENGINES ? [process.env.BENC
   .map((e) => e.trim())
   .filter(Boolean) as Engine[];
 for (const e of engines) if (e !== 'sqlite' && e !== 'mysql') fail(`--engine must be sqlite or mysql, got "${e}"`);
+const authSetting = values.auth ?? process.env.BENCH_AUTH ?? 'both';
+if (authSetting !== 'on' && authSetting !== 'off' && authSetting !== 'both') fail(`--auth must be on, off or both, got "${authSetting}"`);
+const authModes: AuthMode[] = authSetting === 'both' ? ['on', 'off'] : [authSetting];
 const transport = values.transport ?? process.env.BENCH_TRANSPORT ?? 'both';
 if (transport !== 'http' && transport !== 'grpc' && transport !== 'both') fail(`--transport must be http, grpc or both, got "${transport}"`);
 const runHttp = transport !== 'grpc';
@@ -112,50 +118,55 @@ const outFile = values.out ?? fileURLToPath(new URL('../../bench/results/latest.
 
 interface EngineResult {
   engine: Engine;
+  auth: AuthMode;
   database: string;
   phases: PhaseResult[];
   error?: string;
 }
 
-async function benchEngine(engine: Engine): Promise<EngineResult> {
+async function benchEngine(engine: Engine, auth: AuthMode): Promise<EngineResult> {
   let db: BenchDatabase;
   try {
     db = engine === 'sqlite' ? sqliteDatabase() : await mysqlDatabase(process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306');
   } catch (err) {
-    return { engine, database: 'unavailable', phases: [], error: (err as Error).message };
+    return { engine, auth, database: 'unavailable', phases: [], error: (err as Error).message };
   }
   const phases: PhaseResult[] = [];
   try {
-    const service = await startService(db.url, nodeArgs, serverEnv, values['server-script'] && resolve(values['server-script']));
+    const service = await startService(db.url, nodeArgs, { ...authEnv(auth), ...serverEnv }, values['server-script'] && resolve(values['server-script']));
     const procs = { serverPid: service.pid, dbPid: engine === 'mysql' ? findProcess(['mariadbd', 'mysqld']) : undefined };
-    const client = new BenchClient(service.port, Math.max(options.concurrency, options.consumers * (options.ackConcurrency + 1)));
+    const token = new BenchToken(auth);
+    const client = new BenchClient(service.port, Math.max(options.concurrency, options.consumers * (options.ackConcurrency + 1)), () => token.value());
     const deadlineMs = options.durationSeconds * 1000;
-    const report = (r: PhaseResult) => (phases.push(r), process.stdout.write(`${formatPhase(engine, r)}\n`));
+    const report = (r: PhaseResult) => (phases.push(r), process.stdout.write(`${formatPhase(engine, auth, r)}\n`));
     try {
-      if (runHttp) await httpPhases(client, procs, deadlineMs, report);
+      await token.renew(client);
+      if (runHttp) await httpPhases(client, procs, deadlineMs, report, () => token.renew(client));
       if (runGrpc) {
-        const grpcOptions = { count: options.count, deadlineMs, payloadBytes: options.payloadBytes, concurrency: options.concurrency, batchCallers: options.consumers, batchSize: options.dequeueCount };
+        await token.renew(client);
+        const grpcOptions = { count: options.count, deadlineMs, payloadBytes: options.payloadBytes, concurrency: options.concurrency, batchCallers: options.consumers, batchSize: options.dequeueCount, token: () => token.value() };
         await grpcPhases(grpcPortOf(service.output()), procs, grpcOptions, report);
       }
     } finally {
       client.close();
       await service.stop();
     }
-    return { engine, database: db.version, phases };
+    return { engine, auth, database: db.version, phases };
   } catch (err) {
-    return { engine, database: db.version, phases, error: (err as Error).message };
+    return { engine, auth, database: db.version, phases, error: (err as Error).message };
   } finally {
     await db.drop().catch(() => undefined);
   }
 }
 
 /** The HTTP phases: single-message enqueues, then dequeue + per-message ack and/or ack-batch. */
-async function httpPhases(client: BenchClient, procs: Processes, deadlineMs: number, report: (r: PhaseResult) => void): Promise<void> {
+async function httpPhases(client: BenchClient, procs: Processes, deadlineMs: number, report: (r: PhaseResult) => void, renewToken: () => Promise<void>): Promise<void> {
   if (options.warmup > 0) {
     const common = { topic: 'bench.warmup', deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackConcurrency: options.ackConcurrency };
     const warm = await enqueuePhase(client, procs, { ...common, count: options.warmup, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
     await dequeueAckPhase(client, procs, { ...common, expected: warm.messages, ackMode: 'single' });
   }
+  await renewToken();
   const enqueued = await enqueuePhase(client, procs, { topic: 'bench.single', count: options.count, deadlineMs, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
   report(enqueued);
   for (const ackMode of ackModes) {
@@ -165,11 +176,12 @@ async function httpPhases(client: BenchClient, procs: Processes, deadlineMs: num
       expected = options.count;
       await preload(client, { topic, count: expected, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
     }
+    await renewToken();
     report(await dequeueAckPhase(client, procs, { topic, expected, deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackMode, ackConcurrency: options.ackConcurrency }));
   }
 }
 
-function formatPhase(engine: Engine, r: PhaseResult): string {
+function formatPhase(engine: Engine, auth: AuthMode, r: PhaseResult): string {
   const lat = Object.entries(r.latency)
     .map(([kind, s]) => `${kind} p50 ${s.p50Ms} ms p99 ${s.p99Ms} ms`)
     .join(', ');
@@ -179,16 +191,16 @@ function formatPhase(engine: Engine, r: PhaseResult): string {
   ]
     .filter(Boolean)
     .join(', ');
-  return `${engine.padEnd(6)} ${r.phase.padEnd(18)} ${String(r.msgsPerSecond).padStart(6)} msg/s  (${r.messages} msgs in ${r.seconds} s; ${lat}; CPU ${cpu})`;
+  return `${engine.padEnd(6)} auth ${auth.padEnd(3)} ${r.phase.padEnd(18)} ${String(r.msgsPerSecond).padStart(6)} msg/s  (${r.messages} msgs in ${r.seconds} s; ${lat}; CPU ${cpu})`;
 }
 
 /** Markdown rows for docs/benchmark.md: msg/s, then p50/p99 of the phase's main request, then server CPU. */
 function summaryTable(results: EngineResult[]): string {
-  const lines = ['| engine | phase | msg/s | p50 ms | p99 ms | server CPU µs/msg | db CPU µs/msg |', '|---|---|---:|---:|---:|---:|---:|'];
+  const lines = ['| engine | auth | phase | msg/s | p50 ms | p99 ms | server CPU µs/msg | db CPU µs/msg |', '|---|---|---|---:|---:|---:|---:|---:|'];
   for (const r of results) {
     for (const p of r.phases) {
       const main = p.latency['enqueue-to-delivery'] ?? p.latency.enqueue ?? p.latency['enqueue-batch'] ?? p.latency.ack ?? p.latency['ack-batch'] ?? p.latency.dequeue;
-      lines.push(`| ${r.database} | ${p.phase} | ${p.msgsPerSecond} | ${main?.p50Ms ?? ''} | ${main?.p99Ms ?? ''} | ${p.serverCpuUsPerMessage ?? ''} | ${p.dbCpuUsPerMessage ?? ''} |`);
+      lines.push(`| ${r.database} | ${r.auth} | ${p.phase} | ${p.msgsPerSecond} | ${main?.p50Ms ?? ''} | ${main?.p99Ms ?? ''} | ${p.serverCpuUsPerMessage ?? ''} | ${p.dbCpuUsPerMessage ?? ''} |`);
     }
   }
   return lines.join('\n');
@@ -196,11 +208,11 @@ function summaryTable(results: EngineResult[]): string {
 
 async function main(): Promise<void> {
   // Bounded by construction (count and per-phase deadline); this is the backstop for a hung server.
-  // gRPC: three throughput phases plus two Subscribe phases (each 2 s warm-up, 10 s of sending, up to 10 s
+  // gRPC: three throughput phases plus three Subscribe phases (each 2 s warm-up, 10 s of sending, up to 10 s
   // draining, 0.5 s setup twice).
   const phasesPerEngine = (runHttp ? 1 + ackModes.length : 0) + (runGrpc ? 3 : 0);
-  const extraSeconds = runGrpc ? 60 : 0;
-  const limitMs = engines.length * (phasesPerEngine * options.durationSeconds * 2 + extraSeconds + 120) * 1000;
+  const extraSeconds = runGrpc ? 100 : 0;
+  const limitMs = engines.length * authModes.length * (phasesPerEngine * options.durationSeconds * 2 + extraSeconds + 120) * 1000;
   setTimeout(() => {
     process.stderr.write(`bench: gave up after ${Math.round(limitMs / 1000)} s\n`);
     process.exit(1);
@@ -213,15 +225,17 @@ async function main(): Promise<void> {
   );
   const results: EngineResult[] = [];
   for (const engine of engines) {
-    const result = await benchEngine(engine);
-    process.stdout.write(`${engine}: ${result.database}${result.error ? ` — FAILED: ${result.error}` : ''}\n`);
-    results.push(result);
+    for (const auth of authModes) {
+      const result = await benchEngine(engine, auth);
+      process.stdout.write(`${engine} auth ${auth}: ${result.database}${result.error ? ` — FAILED: ${result.error}` : ''}\n`);
+      results.push(result);
+    }
   }
   process.stdout.write(`\n${summaryTable(results)}\n`);
   const report = {
     date: new Date().toISOString(),
     machine: { ...machine, loadAverageAfter: loadAverage() },
-    options: { ...options, transport },
+    options: { ...options, transport, auth: authModes },
     nodeArgs,
     serverEnv,
     serverScript: values['server-script'],

@@ -3,13 +3,16 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { LOADER_OPTIONS, queueProtoPath } from '../src/grpc/proto.js';
+import { grpcAuth } from './auth.js';
 import { makePayload } from './phases.js';
 
 /**
- * The clients of the Subscribe phase, each in a process of its own: a producer sending single Enqueues at a
- * steady rate, and a subscriber holding the Subscribe streams and acking what they deliver. In production
- * producers and consumers are different processes; in one bench process their calls and their garbage
- * collector's pauses would share one event loop and land in each other's latency.
+ * The clients of the Subscribe phases: a producer sending single Enqueues at a steady rate, and a subscriber
+ * holding the Subscribe streams and acking what they deliver. By default both run in ONE process with
+ * Node's default flags, as a user's application would (`startCombined`). The tuned variant (a labelled
+ * extra) gives each its own process with a small young generation (`startProducer`, `startSubscriber`): in
+ * one process their calls and their garbage collector's pauses share one event loop and land in each other's
+ * latency.
  *
  * The producer writes `process.hrtime.bigint()` at the start of each payload; on Linux that is
  * CLOCK_MONOTONIC, one clock for every process of the machine, so the subscriber's latency is a plain
@@ -33,12 +36,28 @@ const SENT_AT_WIDTH = 20;
 interface ClientOptions {
   port: number;
   topic: string;
+  /** Bearer token (auth on); the phase is shorter than a token's 15 minutes. */
+  token?: string;
 }
 
-type Role = { role: 'producer'; payloadBytes: number } | { role: 'subscriber'; streams: number; acks: SubscribeAcks };
+interface SubscriberOptions {
+  streams: number;
+  acks: SubscribeAcks;
+  /** SubscribeRequest.max_in_flight: deliveries a stream may have unacked (the service's default when unset). */
+  maxInFlight?: number;
+}
 
-type ToChild = { type: 'run'; total: number; rate: number } | { type: 'stop' };
-type FromChild = { type: 'ready' } | { type: 'armed' } | { type: 'done'; latenciesMs: number[] } | { type: 'error'; message: string };
+type Role =
+  | { role: 'producer'; payloadBytes: number }
+  | ({ role: 'subscriber' } & SubscriberOptions)
+  | ({ role: 'combined'; payloadBytes: number } & SubscriberOptions);
+
+type ToChild = { type: 'run'; total: number; rate: number } | { type: 'report' } | { type: 'stop' };
+type FromChild =
+  | { type: 'ready' }
+  | { type: 'armed' }
+  | { type: 'done'; latenciesMs: number[]; enqueueLatenciesMs?: number[] }
+  | { type: 'error'; message: string };
 
 /** The parent's handle on a client process. */
 export interface ClientProcess {
@@ -54,16 +73,24 @@ export interface ClientProcess {
 
 const SELF = fileURLToPath(import.meta.url);
 
-export const startProducer = (options: ClientOptions & { payloadBytes: number }) => start(options, { role: 'producer', payloadBytes: options.payloadBytes });
+export const startProducer = (options: ClientOptions & { payloadBytes: number }) => start(options, { role: 'producer', payloadBytes: options.payloadBytes }, CLIENT_NODE_ARGS);
 
-export const startSubscriber = (options: ClientOptions & { streams: number; acks: SubscribeAcks }) =>
-  start(options, { role: 'subscriber', streams: options.streams, acks: options.acks });
+export const startSubscriber = (options: ClientOptions & SubscriberOptions) => start(options, { role: 'subscriber', ...subscriberOf(options) }, CLIENT_NODE_ARGS);
+
+/** Producer and subscriber in one default-flag process; `finished` carries the delivery latencies, `enqueues` the calls'. */
+export async function startCombined(options: ClientOptions & SubscriberOptions & { payloadBytes: number }) {
+  let enqueues: number[] = [];
+  const child = await start(options, { role: 'combined', payloadBytes: options.payloadBytes, ...subscriberOf(options) }, [], (m) => (enqueues = m.enqueueLatenciesMs ?? []));
+  return { ...child, enqueues: () => enqueues };
+}
+
+const subscriberOf = (o: SubscriberOptions): SubscriberOptions => ({ streams: o.streams, acks: o.acks, maxInFlight: o.maxInFlight });
 
 /** Forks a client process and waits until it is connected (the subscriber: its streams open and waiting). */
-async function start(options: ClientOptions, role: Role): Promise<ClientProcess> {
+async function start(options: ClientOptions, role: Role, nodeArgs: string[], onDone: (message: FromChild & { type: 'done' }) => void = () => {}): Promise<ClientProcess> {
   const child = fork(SELF, [JSON.stringify({ ...options, ...role })], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    execArgv: [...CLIENT_NODE_ARGS, ...(process.env.BENCH_CLIENT_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
+    execArgv: [...nodeArgs, ...(process.env.BENCH_CLIENT_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
   });
   // An inbox, not one listener per expected message: two messages can arrive in one read.
   const inbox: FromChild[] = [];
@@ -103,7 +130,18 @@ async function start(options: ClientOptions, role: Role): Promise<ClientProcess>
     async begin(total, rate, timeoutMs) {
       child.send({ type: 'run', total, rate } satisfies ToChild);
       await next(30_000);
-      return { finished: next(timeoutMs).then((message) => (message.type === 'done' ? message.latenciesMs : [])) };
+      // A service that cannot keep up delivers fewer than `total` in time: the run then reports what arrived.
+      const finished = next(timeoutMs).catch(async () => {
+        child.send({ type: 'report' } satisfies ToChild);
+        return next(10_000);
+      });
+      return {
+        finished: finished.then((message) => {
+          if (message.type !== 'done') return [];
+          onDone(message);
+          return message.latenciesMs;
+        }),
+      };
     },
     async stop() {
       if (child.exitCode !== null) return;
@@ -119,16 +157,18 @@ type QueueClient = grpc.Client &
     Subscribe(request: object): grpc.ClientReadableStream<{ id: string; payload: Buffer }>;
   };
 
-function connect(port: number): QueueClient {
+function connect(port: number, token?: string): QueueClient {
   const definition = protoLoader.loadSync(queueProtoPath(), LOADER_OPTIONS);
   const pkg = grpc.loadPackageDefinition(definition) as unknown as { queue: { QueueService: grpc.ServiceClientConstructor } };
-  return new pkg.queue.QueueService(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as QueueClient;
+  return new pkg.queue.QueueService(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+    interceptors: token ? [grpcAuth(() => token)] : [],
+  }) as unknown as QueueClient;
 }
 
 const send = (message: FromChild) => process.send!(message);
 
 /** Enqueues in ticks of 10 ms, each tick catching up to the rate; latency per call, from the call to its reply. */
-function produce(client: QueueClient, options: ClientOptions & { payloadBytes: number }, total: number, rate: number): void {
+function produce(client: QueueClient, options: ClientOptions & { payloadBytes: number }, total: number, rate: number, done: (latenciesMs: number[]) => void) {
   const tickMs = 10;
   const perTick = Math.max(1, Math.round((rate * tickMs) / 1000));
   const filler = makePayload(Math.max(0, options.payloadBytes - SENT_AT_WIDTH), 3);
@@ -136,7 +176,7 @@ function produce(client: QueueClient, options: ClientOptions & { payloadBytes: n
   const started = performance.now();
   let sent = 0;
   const replied = () => {
-    if (latenciesMs.length === total) send({ type: 'done', latenciesMs });
+    if (latenciesMs.length === total) done(latenciesMs);
   };
   const tick = () => {
     const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * rate) + perTick);
@@ -151,14 +191,16 @@ function produce(client: QueueClient, options: ClientOptions & { payloadBytes: n
     if (sent < total) setTimeout(tick, tickMs);
   };
   tick();
+  return { partial: () => latenciesMs };
 }
 
 /** Opens the streams and acks every delivery; a run counts and times the deliveries until `total`. */
-function subscribe(client: QueueClient, options: ClientOptions & { streams: number; acks: SubscribeAcks }) {
+function subscribe(client: QueueClient, options: ClientOptions & SubscriberOptions, done: (latenciesMs: number[]) => void) {
   let run: { total: number; latenciesMs: number[] } | undefined;
   const ignore = () => undefined;
   const streams = Array.from({ length: options.streams }, () => {
-    const stream = client.Subscribe({ topic: options.topic, visibility_timeout_seconds: 60 });
+    const request = { topic: options.topic, visibility_timeout_seconds: 60, ...(options.maxInFlight ? { max_in_flight: options.maxInFlight } : {}) };
+    const stream = client.Subscribe(request);
     let unacked: string[] = [];
     const ack = (id: string) => {
       if (options.acks === 'each') return client.Ack({ id }, ignore);
@@ -176,7 +218,7 @@ function subscribe(client: QueueClient, options: ClientOptions & { streams: numb
       if (!run) return;
       run.latenciesMs.push(Number(process.hrtime.bigint() - sentAt) / 1e6);
       if (run.latenciesMs.length === run.total) {
-        send({ type: 'done', latenciesMs: run.latenciesMs });
+        done(run.latenciesMs);
         run = undefined;
       }
     });
@@ -185,19 +227,35 @@ function subscribe(client: QueueClient, options: ClientOptions & { streams: numb
   });
   return {
     start: (total: number) => void (run = { total, latenciesMs: [] }),
+    partial: () => run?.latenciesMs ?? [],
     close: () => streams.forEach((stream) => stream.cancel()),
   };
 }
 
 /** The child: connects, reports ready, runs what the parent asks until told to stop. */
 function serve(options: ClientOptions & Role): void {
-  const client = connect(options.port);
-  const subscriber = options.role === 'subscriber' ? subscribe(client, options) : undefined;
+  const client = connect(options.port, options.token);
+  // Combined: one report once both halves are done (deliveries, and the producer's call latencies).
+  let deliveries: number[] | undefined;
+  let enqueues: number[] | undefined;
+  const combinedDone = () => {
+    if (deliveries && enqueues) send({ type: 'done', latenciesMs: deliveries, enqueueLatenciesMs: enqueues });
+  };
+  const onDelivered = options.role === 'combined' ? (ms: number[]) => ((deliveries = ms), combinedDone()) : (ms: number[]) => send({ type: 'done', latenciesMs: ms });
+  const onProduced = options.role === 'combined' ? (ms: number[]) => ((enqueues = ms), combinedDone()) : (ms: number[]) => send({ type: 'done', latenciesMs: ms });
+  const subscriber = options.role === 'producer' ? undefined : subscribe(client, options, onDelivered);
+  let producing: { partial(): number[] } | undefined;
   process.on('message', (message: ToChild) => {
     if (message.type === 'run') {
+      deliveries = enqueues = undefined;
       if (subscriber) subscriber.start(message.total);
       send({ type: 'armed' });
-      if (options.role === 'producer') produce(client, options, message.total, message.rate);
+      if (options.role !== 'subscriber') producing = produce(client, options, message.total, message.rate, onProduced);
+      return;
+    }
+    if (message.type === 'report') {
+      const arrived = options.role === 'producer' ? producing!.partial() : subscriber!.partial();
+      send({ type: 'done', latenciesMs: [...arrived], enqueueLatenciesMs: options.role === 'combined' ? [...producing!.partial()] : undefined });
       return;
     }
     subscriber?.close();

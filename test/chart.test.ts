@@ -549,14 +549,14 @@ describe('default install (embedded database)', () => {
     expect(other.data['jwt-secret']).not.toBe(secret.data['jwt-secret']);
   });
 
-  it('helm install --dry-run prints NOTES that tell how to reach the API and the metrics, that there is no admin UI yet, how to read the password, and that embedded mode does not scale out', async () => {
+  it('helm install --dry-run prints NOTES that tell how to reach the API and the metrics, where the admin UI is, how to read the password, and that embedded mode does not scale out', async () => {
     const result = await helm(['install', 'conveyor', CHART, '--dry-run=client', '--namespace', NAMESPACE]);
     expect(result.code, result.stderr).toBe(0);
     const notes = result.stdout.slice(result.stdout.indexOf('NOTES:'));
     expect(notes).toMatch(/WARNING: embedded database/);
     expect(notes).toMatch(/does not scale out/);
     expect(notes).toMatch(/kubectl -n conveyor port-forward svc\/conveyor 8080:8080 50051:50051/);
-    expect(notes).toMatch(/no admin web UI yet/);
+    expect(notes).toMatch(/admin web UI is served by the same HTTP port: with the port-forward running, open http:\/\/localhost:8080\//);
     expect(notes).toContain("kubectl -n conveyor get secret conveyor-auth -o jsonpath='{.data.admin-password}' | base64 -d");
     expect(notes).toMatch(/\/metrics/);
     expect(notes).toMatch(/helm test conveyor -n conveyor/);

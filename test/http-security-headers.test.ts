@@ -88,7 +88,7 @@ describe('default configuration: auth off, CORS off [sqlite]', () => {
       ['unknown path', json(port, 'GET', '/no-such-path'), 404],
       ['unknown /api path', json(port, 'GET', '/api/no-such-route'), 404],
       ['wrong method', json(port, 'DELETE', '/api/messages'), 405],
-      // Over the single-body limit: the fast path hands it to express, whose body-parser refuses it.
+      // Over the single-body limit: the fast path hands it to express, whose body reader refuses it.
       ['body over the limit', json(port, 'POST', '/api/messages', { topic: 'hdr', payload: 'x'.repeat(80_000) }), 413],
       ['metrics', json(port, 'GET', '/metrics'), 200],
       ['healthz', json(port, 'GET', '/healthz'), 200],

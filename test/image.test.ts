@@ -221,11 +221,13 @@ describe('Dockerfile', () => {
     const ci = runsOf(deps).filter((r) => /\bnpm ci\b/.test(r));
     expect(ci).toHaveLength(1);
     expect(ci[0]).toMatch(/^npm ci --omit=dev\b/);
-    // The runtime stage copies only these: production node_modules, compiled JavaScript, package.json, proto.
+    // The runtime stage copies only these: production node_modules, compiled JavaScript, the built admin UI,
+    // package.json, proto.
     expect(copiesOf(runtime).map((c) => `${c.from ?? 'context'}:${c.sources.join(' ')}`)).toEqual([
       'deps:/app/node_modules',
       'build:/build/dist/src',
       'build:/build/dist/migrations',
+      'build:/build/dist/ui',
       'context:package.json',
       'context:proto',
     ]);
@@ -377,7 +379,8 @@ describe('the image contents, assembled from the Dockerfile and started without 
     for (const [path] of devOnly) expect(existsSync(join(app, path)), `${path} (a dev dependency) is in the image`).toBe(false);
     for (const name of Object.keys(PKG.dependencies)) expect(existsSync(join(app, 'node_modules', name)), name).toBe(true);
     expect(readdirSync(app).sort()).toEqual(['dist', 'node_modules', 'package.json', 'proto']);
-    expect(readdirSync(join(app, 'dist')).sort()).toEqual(['migrations', 'src']);
+    expect(readdirSync(join(app, 'dist')).sort()).toEqual(['migrations', 'src', 'ui']);
+    expect(existsSync(join(app, 'dist', 'ui', 'index.html'))).toBe(true);
     expect(existsSync(join(app, 'proto', 'queue.proto'))).toBe(true);
     // No TypeScript sources or tests in the image.
     const files: string[] = [];
@@ -413,7 +416,9 @@ describe('the image contents, assembled from the Dockerfile and started without 
         }
       }
     };
-    walk(join(app, 'dist'));
+    // dist/ui is the browser's bundle (every import resolved by Vite), never loaded by Node.
+    walk(join(app, 'dist', 'src'));
+    walk(join(app, 'dist', 'migrations'));
     expect(offenders).toEqual([]);
   });
 
@@ -491,6 +496,14 @@ describe('the image contents, assembled from the Dockerfile and started without 
       expect((await call('GET', '/readyz')).status).toBe(200);
       expect((await call('GET', '/healthz')).status).toBe(200);
       expect((await call('GET', '/api/version')).body).toEqual({ version: PKG.version });
+      // The admin UI is in the image and served at /, with its scripts.
+      const page = await fetch(`${base}/`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+      const script = /<script\b[^>]*\bsrc="\.\/([^"]+)"/.exec(await page.text());
+      expect(script).not.toBeNull();
+      expect((await fetch(`${base}/${script![1]}`)).status).toBe(200);
       expect((await call('POST', '/api/messages', { topic: 'image', payload: 'x' })).status).toBe(401);
       const login = await call('POST', '/api/auth/login', { username: 'admin', password: 'image-test-password' });
       expect(login.status).toBe(200);

@@ -109,6 +109,36 @@ describeEachEngine('list, stats, purge and delete by key', (engine) => {
       const failed = items.find((m: any) => m.id === s.failed[0]);
       expect(failed).toMatchObject({ retry_count: 1, last_error: 'boom' });
     });
+
+    it('filters by status (extension), alone or with a topic and paging, with the total of the filtered set', async () => {
+      const s = await everyStatus('st1', 3);
+      const other = await everyStatus('st2', 2);
+      for (const status of ['pending', 'processing', 'failed', 'expired'] as const) {
+        const res = await server.api.get(`/api/messages?topic=st1&status=${status}`);
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ total: 3, limit: 50, offset: 0 });
+        expect(res.body.items.map((m: any) => m.id)).toEqual(s[status]);
+        expect(res.body.items.every((m: any) => m.status === status && m.topic === 'st1')).toBe(true);
+      }
+      const everywhere = await server.api.get('/api/messages?status=failed');
+      expect(everywhere.body.total).toBe(5);
+      expect(everywhere.body.items.map((m: any) => m.id)).toEqual([...s.failed, ...other.failed]);
+      const page = await server.api.get('/api/messages?status=pending&limit=2&offset=2');
+      expect(page.body).toMatchObject({ total: 5, limit: 2, offset: 2 });
+      expect(page.body.items.map((m: any) => m.id)).toEqual([s.pending[2], other.pending[0]]);
+      expect((await server.api.get('/api/messages?topic=nothing&status=pending')).body).toEqual({ items: [], total: 0, limit: 50, offset: 0 });
+    });
+
+    it.each([
+      ['status=done', 'unrecognised status "done"; use pending, processing, failed, expired'],
+      ['status=', 'unrecognised status ""; use pending, processing, failed, expired'],
+      ['status=PENDING', 'unrecognised status "PENDING"; use pending, processing, failed, expired'],
+      ['status=pending&status=failed', 'status must be given once, as a string'],
+    ])('rejects %s with 400 and says why', async (query, message) => {
+      const res = await server.api.get(`/api/messages?${query}`);
+      expectErrorBody(res, 400);
+      expect(res.body.error).toBe(message);
+    });
   });
 
   describe('GET /api/stats', () => {

@@ -21,7 +21,7 @@ import { mayConsume, mayUseTopic } from './grants-policy.js';
 import type { PasswordVerifier } from './passwords.js';
 import { GRANT_ACTIONS, type GrantAction, type GrantRule, type Principal } from './principal.js';
 import type { LoginRateLimiter } from './rate-limit.js';
-import type { TokenIssuer } from './tokens.js';
+import type { TokenIssuer, VerifiedToken } from './tokens.js';
 import type { UserService } from './users.js';
 
 export type { Principal } from './principal.js';
@@ -29,6 +29,9 @@ export type TopicAction = Exclude<GrantAction, 'consume'>;
 
 /** Contract §8: how long a principal may be served from cache before the database is asked again. */
 export const PRINCIPAL_CACHE_MS = 5000;
+
+/** Verified tokens kept (one per signed-in client, roughly); beyond it the oldest is dropped first. */
+const VERIFIED_TOKENS_MAX = 10_000;
 
 export const MISSING_HEADER = 'missing authorization header';
 export const INVALID_TOKEN = 'invalid or expired token';
@@ -53,6 +56,13 @@ export interface AuthStatus {
 export class Authorizer {
   readonly enabled: boolean;
   private readonly cache = new Map<string, { principal: Principal | null; loadedAt: number }>();
+  /**
+   * Tokens whose signature verified, until their `exp`. An HS256 signature is checked once per token, not once
+   * per request: the verdict cannot change before the token expires (the secret is fixed for the process's
+   * life), and what can change, the user and its grants, is the principal cache's business (5 s). Only
+   * tokens that verified are kept, so garbage sent by anyone cannot fill it.
+   */
+  private readonly verifiedTokens = new Map<string, VerifiedToken>();
 
   constructor(private readonly deps: AuthorizerDeps) {
     this.enabled = deps.enabled;
@@ -155,10 +165,21 @@ export class Authorizer {
     return this.deps.tokens;
   }
 
-  private async principalOfToken(token: string): Promise<Principal | null> {
+  private async claimsOf(token: string, now: number): Promise<VerifiedToken | null> {
+    const known = this.verifiedTokens.get(token);
+    // As jose decides: valid while the current second is before `exp`.
+    if (known) return Math.floor(now / 1000) < known.exp ? known : (this.verifiedTokens.delete(token), null);
     const claims = await this.deps.tokens!.verify(token);
     if (!claims) return null;
+    if (this.verifiedTokens.size >= VERIFIED_TOKENS_MAX) this.verifiedTokens.delete(this.verifiedTokens.keys().next().value!);
+    this.verifiedTokens.set(token, claims);
+    return claims;
+  }
+
+  private async principalOfToken(token: string): Promise<Principal | null> {
     const now = this.deps.now();
+    const claims = await this.claimsOf(token, now);
+    if (!claims) return null;
     const cached = this.cache.get(claims.uid);
     if (cached && now - cached.loadedAt < PRINCIPAL_CACHE_MS && now >= cached.loadedAt) return cached.principal;
     const principal = await this.loadPrincipal(claims.uid);

@@ -10,6 +10,11 @@ export interface TokenClaims {
   adm: boolean;
 }
 
+/** Claims of a token that verified, with its expiry (`exp`, seconds since the epoch). */
+export interface VerifiedToken extends TokenClaims {
+  exp: number;
+}
+
 export class TokenIssuer {
   private readonly key: Uint8Array;
 
@@ -34,15 +39,15 @@ export class TokenIssuer {
    * The claims of a token signed by us with HS256 and not yet expired, else null. Pinning the algorithm list
    * is what rejects `alg: none` and every other algorithm, HS512 with the same secret included.
    */
-  async verify(token: string): Promise<TokenClaims | null> {
+  async verify(token: string): Promise<VerifiedToken | null> {
     try {
       const { payload } = await jwtVerify(token, this.key, {
         algorithms: [ALGORITHM],
         currentDate: new Date(this.now()),
         requiredClaims: ['uid', 'sub', 'iat', 'exp'],
       });
-      if (typeof payload.uid !== 'string' || typeof payload.sub !== 'string') return null;
-      return { uid: payload.uid, sub: payload.sub, adm: payload.adm === true };
+      if (typeof payload.uid !== 'string' || typeof payload.sub !== 'string' || typeof payload.exp !== 'number') return null;
+      return { uid: payload.uid, sub: payload.sub, adm: payload.adm === true, exp: payload.exp };
     } catch (err) {
       if (err instanceof errors.JOSEError || err instanceof TypeError) return null;
       throw err;

@@ -1,6 +1,6 @@
 import type { ChannelOptions } from '@grpc/grpc-js';
 import type { Config } from '../config/schema.js';
-import { BATCH_BODY_LIMIT, singleBodyLimit } from '../http/app.js';
+import { BATCH_BODY_LIMIT, singleBodyLimit } from '../http/body-limits.js';
 
 /**
  * What one gRPC client may hold (server.grpc_* keys; docs/security.md, Limits). grpc-js answers a message

@@ -59,8 +59,8 @@ function bodyReadError(err: { type?: unknown; status?: unknown; statusCode?: unk
 }
 
 /**
- * Status, message and Retry-After for any error a route may raise: the express error handler and the
- * hot-route fast path (fast-path.ts) both answer through this one mapping.
+ * Status, message and Retry-After for any error a route or its body reader (body-reader.ts) may raise: the
+ * express error handler and the hot-route fast path (fast-path.ts) both answer through this one mapping.
  */
 export function errorResponse(err: unknown, log: Logger): { status: number; message: string; retryAfter?: string } {
   if (err instanceof DomainError) {

@@ -1,8 +1,56 @@
 import type { RequestHandler, Router } from 'express';
+import { AUDITED_ROUTES } from './audited-routes.js';
+import { BATCH_BODY_LIMIT, singleBodyLimit } from './body-limits.js';
+import { readJsonBody } from './body-reader.js';
+import type { HttpContext } from './context.js';
 import { methodNotAllowed } from './errors.js';
-import { assertKnownFields } from './validation.js';
+import { auditRecorder } from './middleware/audit.js';
+import { needsToken } from './middleware/auth.js';
+import { assertKnownFields, assertObjectBody } from './validation.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** Every `METHOD /template` ever registered through route(): test/openapi.test.ts compares them with the OpenAPI document. */
+export const registeredRoutes = new Set<string>();
+
+/**
+ * The request pipeline of every route. Each route's chain starts with the same steps, in this order:
+ * authentication (401 before anything else; the principal for the grants), the audit record
+ * (so a refused change is recorded too), the body (read, decompressed, limited and parsed here, with the
+ * route's own limit), the object check; then the route's grant checks, the unknown-field check and the
+ * handler. What depends only on the route (its label, whether it needs a token, whether it is audited, its
+ * body limit) is decided once, here, when the route is registered, not on every request; there is no
+ * middleware that every request walks through before routing. (With auth off, the plain case of the three
+ * hot routes is served in front of express by fast-path.ts, with the same validation, domain calls and errors.)
+ */
+function prelude(ctx: HttpContext, method: Method, path: string): RequestHandler {
+  const tokenRequired = ctx.auth.enabled && needsToken(path);
+  const audit = auditRecorder(ctx, AUDITED_ROUTES, `${method} ${path}`);
+  const limit = path === '/api/messages/batch' ? BATCH_BODY_LIMIT : singleBodyLimit(ctx.config);
+  const readBody: RequestHandler = (req, _res, next) => {
+    readJsonBody(req, limit).then((body) => {
+      req.body = body;
+      try {
+        assertObjectBody(body);
+      } catch (err) {
+        return next(err);
+      }
+      next();
+    }, next);
+  };
+  const afterAuth: RequestHandler = audit ? (req, res, next) => audit(req, res, (err?: unknown) => (err ? next(err) : readBody(req, res, next))) : readBody;
+  return (req, res, next) => {
+    res.locals.route = path;
+    if (!tokenRequired) {
+      req.principal = null;
+      return afterAuth(req, res, next);
+    }
+    ctx.auth.authenticate(req.headers.authorization).then((principal) => {
+      req.principal = principal;
+      afterAuth(req, res, next);
+    }, next);
+  };
+}
 
 /** Refuses body fields the route does not read (validation.ts, BODY_FIELDS), after the route's grant checks. */
 function knownFields(route: string): RequestHandler {
@@ -13,18 +61,43 @@ function knownFields(route: string): RequestHandler {
 }
 
 /**
- * Registers the handlers of one path and answers every other method with 405 and an Allow header. The last
- * handler of each chain is the route's own; the unknown-field check runs right before it.
+ * Registers the handlers of one path and answers every other method with 405 and an Allow header (after
+ * authentication, like every answer of a path that needs a token). `guard` (an admin or topic-grant check
+ * that covers the whole path) runs first in every chain, the 405's included; the last handler of each chain
+ * is the route's own, with the unknown-field check right before it.
  */
-export function route(router: Router, path: string, handlers: Partial<Record<Method, RequestHandler | RequestHandler[]>>): void {
+export function route(
+  ctx: HttpContext,
+  router: Router,
+  path: string,
+  handlers: Partial<Record<Method, RequestHandler | RequestHandler[]>>,
+  guard?: RequestHandler,
+): void {
   const r = router.route(path);
+  const guards = guard ? [guard] : [];
   for (const [method, handler] of Object.entries(handlers) as Array<[Method, RequestHandler | RequestHandler[]]>) {
-    const chain = Array.isArray(handler) ? [...handler] : [handler];
+    registeredRoutes.add(`${method} ${path}`);
+    const chain = [prelude(ctx, method, path), ...guards, ...(Array.isArray(handler) ? handler : [handler])];
     chain.splice(chain.length - 1, 0, knownFields(`${method} ${path}`));
     if (method === 'GET') r.get(...chain);
     else if (method === 'POST') r.post(...chain);
     else if (method === 'PUT') r.put(...chain);
     else r.delete(...chain);
   }
-  r.all(methodNotAllowed(Object.keys(handlers)));
+  r.all(authenticated(ctx, path), ...guards, methodNotAllowed(Object.keys(handlers)));
+}
+
+/** For answers that no route gives (404, 405): a path that needs a token still answers 401 without one. */
+export function authenticated(ctx: HttpContext, path?: string): RequestHandler {
+  return (req, res, next) => {
+    if (path !== undefined) res.locals.route = path;
+    if (!ctx.auth.enabled || !needsToken(path ?? req.path)) {
+      req.principal = null;
+      return next();
+    }
+    ctx.auth.authenticate(req.headers.authorization).then((principal) => {
+      req.principal = principal;
+      next();
+    }, next);
+  };
 }

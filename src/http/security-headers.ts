@@ -7,7 +7,7 @@ import type { RequestListener, ServerResponse } from 'node:http';
  *   enqueued) as HTML or script;
  * - `Referrer-Policy: no-referrer`: nothing served here sends its URL on to another site;
  * - `Cache-Control: no-store`: answers carry tokens, payloads and live state (even /healthz and /metrics are
- *   only true for a moment) and nothing here is static, so no browser or proxy keeps a copy of any of them.
+ *   only true for a moment) so no browser or proxy keeps a copy of any of them (the admin UI's own files, ui-assets.ts, say otherwise for themselves).
  */
 const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = [
   ['X-Content-Type-Options', 'nosniff'],

@@ -1,55 +1,157 @@
 import { z } from 'zod';
+import { isValidPattern } from '../auth/grants-policy.js';
+import { MIN_PASSWORD_LENGTH } from '../auth/passwords.js';
 import { invalid } from '../queue/errors.js';
+import { MAX_BATCH_ENQUEUE, MAX_DEQUEUE_COUNT } from '../queue/messages.js';
+import { MESSAGE_STATUSES, PURGEABLE_STATUSES, topicConfigBody } from '../queue/topics.js';
+import type { MessageStatus } from '../store/messages/rows.js';
 
-/** Every request body and query this transport accepts, in one place. */
-const stringMap = z.record(z.string(), z.string({ error: 'metadata values must be strings' }), { error: 'metadata must be an object of string values' });
+/** As src/auth/users.ts, which checks them again for its other callers. */
+const MAX_USERNAME_LENGTH = 255;
+const MAX_GRANT_GROUP_LENGTH = 255;
+
+/**
+ * Every request body and query this transport accepts, in one place. The OpenAPI document (src/http/openapi)
+ * is generated from these same schemas, so what is documented is what is checked. `.meta()` only describes:
+ * the rules the domain keeps (topic and group names, keys, payload size, cron, Avro, RFC 3339 times) are
+ * described in words there, and checked once, by the domain, for HTTP and gRPC alike.
+ */
+const stringMap = z
+  .record(z.string(), z.string({ error: 'metadata values must be strings' }), { error: 'metadata must be an object of string values' })
+  .meta({ description: 'Free string keys and string values.' });
+
+const TOPIC = 'A topic name: 1-200 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit.';
+const optionalGroup = () => z.string({ error: 'consumer_group must be a string' }).optional().meta({ description: 'The consumer group (fan-out topics).' });
 
 /** Strict: also the shape of each item of a batch, whose unknown fields nothing else checks (see BODY_FIELDS). */
 export const enqueueBody = z.strictObject({
-  topic: z.string({ error: 'topic is required and must be a string' }),
-  payload: z.string({ error: 'payload is required and must be a string' }),
+  topic: z.string({ error: 'topic is required and must be a string' }).meta({ description: `${TOPIC} Not a \`.dlq\` topic.` }),
+  payload: z.string({ error: 'payload is required and must be a string' }).meta({ description: 'Non-empty; at most queue.max_payload_bytes bytes of UTF-8 (413 beyond).' }),
   metadata: stringMap.nullish(),
-  key: z.string({ error: 'key must be a string' }).nullish(),
+  key: z.string({ error: 'key must be a string' }).nullish().meta({ description: '1-255 characters; a pending message with this key on the topic is overwritten.' }),
 });
 
 export const enqueueBatchBody = z.object({
-  messages: z.array(z.unknown(), { error: 'messages must be an array of messages' }),
+  messages: z
+    .array(enqueueBody, { error: 'messages must be an array of messages' })
+    .min(1, { error: 'messages must hold at least one message' })
+    .max(MAX_BATCH_ENQUEUE, { error: `messages must hold at most ${MAX_BATCH_ENQUEUE} messages` }),
 });
 
+const countMessage = `count must be an integer from 1 to ${MAX_DEQUEUE_COUNT}`;
+const visibilityMessage = 'visibility_timeout_seconds must be an integer from 1 to 43200';
+
 export const dequeueBody = z.object({
-  topic: z.string({ error: 'topic is required and must be a string' }),
-  count: z.number({ error: 'count must be an integer from 1 to 1000' }).optional(),
-  visibility_timeout_seconds: z.number({ error: 'visibility_timeout_seconds must be an integer from 1 to 43200' }).optional(),
-  consumer_group: z.string({ error: 'consumer_group must be a string' }).optional(),
+  topic: z.string({ error: 'topic is required and must be a string' }).meta({ description: `${TOPIC} \`.dlq\` topics included.` }),
+  count: z.int({ error: countMessage }).min(1, { error: countMessage }).max(MAX_DEQUEUE_COUNT, { error: countMessage }).optional().meta({ default: 1 }),
+  visibility_timeout_seconds: z
+    .int({ error: visibilityMessage })
+    .min(1, { error: visibilityMessage })
+    .max(43_200, { error: visibilityMessage })
+    .optional()
+    .meta({ description: 'Default queue.visibility_timeout.' }),
+  consumer_group: optionalGroup(),
 });
 
 export const nackBody = z.object({
-  error: z.string({ error: 'error must be a string' }).optional(),
-  consumer_group: z.string({ error: 'consumer_group must be a string' }).optional(),
+  error: z.string({ error: 'error must be a string' }).optional().meta({ description: 'Recorded as last_error (at most 64 KiB kept).' }),
+  consumer_group: optionalGroup(),
 });
 
-export const ackBody = z.object({
-  consumer_group: z.string({ error: 'consumer_group must be a string' }).optional(),
-});
+export const ackBody = z.object({ consumer_group: optionalGroup() });
 
 export const ackBatchBody = z.object({
-  ids: z.array(z.string({ error: 'ids must be strings' }), { error: 'ids is required and must be an array of message ids' }),
-  consumer_group: z.string({ error: 'consumer_group must be a string' }).optional(),
+  ids: z
+    .array(z.string({ error: 'ids must be strings' }), { error: 'ids is required and must be an array of message ids' })
+    .max(MAX_DEQUEUE_COUNT, { error: `ids must hold at most ${MAX_DEQUEUE_COUNT} ids` }),
+  consumer_group: optionalGroup(),
 });
 
-export const schemaBody = z.object({ schema_json: z.string({ error: 'schema_json is required and must be a string' }) });
+export const schemaBody = z.object({
+  schema_json: z.string({ error: 'schema_json is required and must be a string' }).meta({ description: 'An Avro schema, as JSON text.' }),
+});
 
-export const consumerGroupBody = z.object({ consumer_group: z.string({ error: 'consumer_group is required and must be a string' }) });
+export const consumerGroupBody = z.object({
+  consumer_group: z
+    .string({ error: 'consumer_group is required and must be a string' })
+    .meta({ description: '1-200 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit.' }),
+});
 
-export const replayBody = z.object({ from_time: z.unknown().optional() });
+/** The time is checked by the archive (422 for a bad one, as the spec has it), so any value reaches it. */
+export const replayBody = z.object({
+  from_time: z
+    .unknown()
+    .optional()
+    .meta({ type: 'string', format: 'date-time', description: 'RFC 3339; default the start of the replay window, else the whole log.' }),
+});
 
-export const scheduleBody = z.object({ schedule: z.string({ error: 'schedule is required and must be a string (a cron expression, or "" to disable)' }) });
+export const scheduleBody = z.object({
+  schedule: z
+    .string({ error: 'schedule is required and must be a string (a cron expression, or "" to disable)' })
+    .meta({ description: 'A 5-field cron expression (6 with leading seconds, or a nickname such as @daily); "" disables the reaper.' }),
+});
 
-export const purgeBody = z.object({ statuses: z.array(z.unknown(), { error: 'statuses must be an array' }).nullish() });
+export const purgeBody = z.object({
+  statuses: z
+    .array(
+      z.enum(PURGEABLE_STATUSES, { error: (issue) => `unrecognised status "${String(issue.input)}"; use ${PURGEABLE_STATUSES.join(', ')}` }),
+      { error: 'statuses must be an array' },
+    )
+    .nullish()
+    .meta({ description: 'Default (absent or empty): pending, processing and expired.' }),
+});
 
-/** Top-level fields of a body that is not read through a zod schema (topic configuration, users, grants, login). */
-const TOPIC_CONFIG_FIELDS = ['max_retries', 'message_ttl_seconds', 'max_depth', 'throughput_limit', 'replayable', 'replay_window_seconds'];
-const USER_FIELDS = ['username', 'password', 'is_admin'];
+export { topicConfigBody } from '../queue/topics.js';
+
+const username = () =>
+  z
+    .string({ error: 'username is required and must be a non-empty string' })
+    .refine((v) => v.trim() !== '', { error: 'username is required and must be a non-empty string' })
+    .max(MAX_USERNAME_LENGTH, { error: `username must be at most ${MAX_USERNAME_LENGTH} characters` });
+const password = () =>
+  z
+    .string({ error: 'password is required and must be a string' })
+    .min(1, { error: 'password is required and must be a string' })
+    .min(MIN_PASSWORD_LENGTH, { error: `password must be at least ${MIN_PASSWORD_LENGTH} characters` });
+const isAdmin = () => z.boolean({ error: 'is_admin must be a boolean' });
+
+export const createUserBody = z.object({ username: username(), password: password(), is_admin: isAdmin().nullish().meta({ default: false }) });
+
+/** Only the fields given change; null is not "unchanged". */
+export const updateUserBody = z.object({ username: username().optional(), password: password().optional(), is_admin: isAdmin().optional() });
+
+const PATTERN_MESSAGE = 'topic_pattern must be "*", a topic name, "<prefix>.*" or "<prefix>*"';
+const topicPattern = () =>
+  z
+    .string({ error: PATTERN_MESSAGE })
+    .refine((v) => v === '' || isValidPattern(v), { error: PATTERN_MESSAGE })
+    .nullish()
+    .meta({ description: '"*" (the default), a topic name, "<prefix>.*" or "<prefix>*".' });
+
+export const grantBody = z.object({
+  action: z.enum(['read', 'write', 'admin'], {
+    error: 'action is required and must be one of read, write, admin (consume grants: POST /api/users/:id/consumer-group-grants)',
+  }),
+  topic_pattern: topicPattern(),
+});
+
+const GROUP_REQUIRED = 'consumer_group is required and must be a non-empty string';
+export const consumerGroupGrantBody = z.object({
+  consumer_group: z
+    .string({ error: GROUP_REQUIRED })
+    .min(1, { error: GROUP_REQUIRED })
+    .max(MAX_GRANT_GROUP_LENGTH, { error: `consumer_group must be at most ${MAX_GRANT_GROUP_LENGTH} characters` }),
+  topic_pattern: topicPattern(),
+});
+
+/**
+ * Describes the login body; the checks themselves stay behind the login rate limit (every attempt counts
+ * before anything else, src/auth/authorizer.ts), with these same messages.
+ */
+export const loginBody = z.object({
+  username: z.string({ error: 'username is required' }).min(1, { error: 'username is required' }),
+  password: z.string({ error: 'password is required' }).min(1, { error: 'password is required' }),
+});
 
 const fieldsOf = (schema: z.ZodObject) => Object.keys(schema.shape);
 
@@ -67,17 +169,17 @@ export const BODY_FIELDS: Readonly<Record<string, readonly string[]>> = {
   'POST /api/messages/ack': fieldsOf(ackBatchBody),
   'POST /api/messages/:id/ack': fieldsOf(ackBody),
   'POST /api/messages/:id/nack': fieldsOf(nackBody),
-  'PUT /api/topic-configs/:topic': TOPIC_CONFIG_FIELDS,
+  'PUT /api/topic-configs/:topic': fieldsOf(topicConfigBody),
   'PUT /api/topic-schemas/:topic': fieldsOf(schemaBody),
   'POST /api/topics/:topic/purge': fieldsOf(purgeBody),
   'POST /api/topics/:topic/consumer-groups': fieldsOf(consumerGroupBody),
   'POST /api/topics/:topic/replay': fieldsOf(replayBody),
   'PUT /api/admin/delete-reaper/schedule': fieldsOf(scheduleBody),
-  'POST /api/auth/login': ['username', 'password'],
-  'POST /api/users': USER_FIELDS,
-  'PUT /api/users/:id': USER_FIELDS,
-  'POST /api/users/:id/grants': ['action', 'topic_pattern'],
-  'POST /api/users/:id/consumer-group-grants': ['consumer_group', 'topic_pattern'],
+  'POST /api/auth/login': fieldsOf(loginBody),
+  'POST /api/users': fieldsOf(createUserBody),
+  'PUT /api/users/:id': fieldsOf(updateUserBody),
+  'POST /api/users/:id/grants': fieldsOf(grantBody),
+  'POST /api/users/:id/consumer-group-grants': fieldsOf(consumerGroupGrantBody),
 };
 
 function unknownFieldsMessage(unknown: string[], allowed: readonly string[]): string {
@@ -107,20 +209,82 @@ export function assertObjectBody(body: unknown): void {
 const NOT_AN_OBJECT = 'request body must be a JSON object';
 
 const MAX_PAGE = 200;
+const INTEGER_TEXT = /^-?\d+$/;
 
-/** Contract §7: limit above 200 is clamped; limit < 1, non-integers or a negative offset are 400. */
-export function parsePage(query: Record<string, unknown>): { limit: number; offset: number } {
-  const integer = (name: string, fallback: number): number => {
-    const raw = query[name];
-    if (raw === undefined || raw === '') return fallback;
-    if (typeof raw !== 'string' || !/^-?\d+$/.test(raw)) throw invalid(`${name} must be an integer`);
-    return Number(raw);
-  };
-  const limit = integer('limit', 50);
-  const offset = integer('offset', 0);
-  if (limit < 1) throw invalid('limit must be at least 1');
-  if (offset < 0) throw invalid('offset must not be negative');
-  return { limit: Math.min(limit, MAX_PAGE), offset };
+/**
+ * A query parameter holding an integer. On the wire it is text (`?limit=20`); the OpenAPI document calls it
+ * an integer (`meta`), which is what the text must spell. Empty is the same as absent.
+ */
+function queryInteger(name: string, meta: { minimum: number; default: number; description: string }) {
+  const message = `${name} must be an integer`;
+  return z
+    .string({ error: message })
+    .refine((v) => v === '' || INTEGER_TEXT.test(v), { error: message })
+    .optional()
+    .meta({ type: 'integer', ...meta });
+}
+
+/** A query parameter given at most once (`?topic=a&topic=b` is 400). */
+const queryText = (name: string, description: string) => z.string({ error: `${name} must be given once, as a string` }).optional().meta({ description });
+
+const pageShape = {
+  limit: queryInteger('limit', { minimum: 1, default: 50, description: `Page size; above ${MAX_PAGE} is clamped to ${MAX_PAGE}.` }),
+  offset: queryInteger('offset', { minimum: 0, default: 0, description: 'Items to skip.' }),
+};
+
+const pageNumber = (text: string | undefined, fallback: number) => (text === undefined || text === '' ? fallback : Number(text));
+
+/**
+ * Contract §7: limit above 200 is clamped; limit < 1, non-integers or a negative offset are 400. The range
+ * checks run after every field's own check, so a bad offset text is reported before a limit of 0, as before.
+ */
+function paged<T extends z.ZodRawShape>(shape: T) {
+  return z
+    .object({ ...pageShape, ...shape })
+    .superRefine((query, ctx) => {
+      const { limit, offset } = query as { limit?: string; offset?: string };
+      if (pageNumber(limit, 50) < 1) ctx.addIssue({ code: 'custom', message: 'limit must be at least 1' });
+      if (pageNumber(offset, 0) < 0) ctx.addIssue({ code: 'custom', message: 'offset must not be negative' });
+    })
+    .transform((query) => {
+      const { limit, offset } = query as { limit?: string; offset?: string };
+      return { ...query, limit: Math.min(pageNumber(limit, 50), MAX_PAGE), offset: pageNumber(offset, 0) };
+    });
+}
+
+const statusList = MESSAGE_STATUSES.join(', ');
+
+/** `GET /api/messages` (the status filter is an extension). */
+export const listMessagesQuery = paged({
+  topic: queryText('topic', 'Only messages of this topic (a read grant on it with authentication on).'),
+  status: z
+    .enum(MESSAGE_STATUSES as [MessageStatus, ...MessageStatus[]], {
+      error: (issue) => (typeof issue.input === 'string' ? `unrecognised status "${issue.input}"; use ${statusList}` : 'status must be given once, as a string'),
+    })
+    .optional()
+    .meta({ description: 'Only messages of this status (extension).' }),
+});
+
+export const messageLogQuery = paged({});
+
+const BEFORE_REQUIRED = 'before is required and must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z';
+
+export const messageLogDeleteQuery = z.object({
+  before: z
+    .string({ error: (issue) => (issue.input === undefined ? BEFORE_REQUIRED : 'before must be given once, as a string') })
+    .meta({ format: 'date-time', description: 'Deletes the entries archived before this time.' }),
+});
+
+export const auditLogQuery = paged({
+  topic: queryText('topic', 'Only records about this topic.'),
+  actor: queryText('actor', 'Only records by this caller: a username, `anonymous`, a resource name, or a user id.'),
+});
+
+/** A query (express's simple parser: a string, or an array when repeated) checked against its schema; 400 otherwise. */
+export function parseQuery<T extends z.ZodType>(schema: T, query: unknown): z.output<T> {
+  const result = schema.safeParse(query);
+  if (result.success) return result.data;
+  throw invalid(result.error.issues[0].message);
 }
 
 /** An absent or empty body is `{}`; anything but a JSON object is 400. */
@@ -134,9 +298,20 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.outp
   throw invalid(issue.message);
 }
 
-export function queryString(query: Record<string, unknown>, name: string): string | undefined {
-  const value = query[name];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw invalid(`${name} must be given once, as a string`);
-  return value;
+/**
+ * A batch enqueue body. A fault in one message names it, as `messages[3]: topic is required…` or
+ * `messages[3] must be a JSON object`, the first faulty message first.
+ */
+export function parseBatchBody(body: unknown): z.output<typeof enqueueBatchBody> {
+  const value = body === undefined ? {} : body;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(NOT_AN_OBJECT);
+  const result = enqueueBatchBody.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const [field, index] = issue.path;
+  if (field !== 'messages' || typeof index !== 'number') return parseBody(enqueueBatchBody, value);
+  const at = `messages[${index}]`;
+  if (issue.path.length === 2 && issue.code === 'invalid_type') throw invalid(`${at} must be a JSON object`);
+  if (issue.path.length === 2 && issue.code === 'unrecognized_keys') throw invalid(`${at}: ${unknownFieldsMessage(issue.keys, fieldsOf(enqueueBody))}`);
+  throw invalid(`${at}: ${issue.message}`);
 }

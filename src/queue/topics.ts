@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
-import { countByStatus, listMessages, type StatusCount } from '../store/messages/browse.js';
+import { z } from 'zod';
+import { countByStatus, listMessages, type MessageFilter, type StatusCount } from '../store/messages/browse.js';
+import type { MessageStatus } from '../store/messages/rows.js';
 import { deleteByKey, purgeTopic } from '../store/messages/remove.js';
 import { purgeFanOutTopic } from '../store/deliveries/purge.js';
 import { countDeliveriesByStatus } from '../store/deliveries/requeue.js';
@@ -15,6 +17,8 @@ import { toMessage, type Message } from './message.js';
 import type { QueueMetrics } from './metrics-port.js';
 import { assertNotDeadLetterTopic, assertTopicName } from './topic-names.js';
 
+/** Every status a message row can have (spec: message status values), in the order a message passes through them. */
+export const MESSAGE_STATUSES: readonly MessageStatus[] = ['pending', 'processing', 'failed', 'expired'];
 export const PURGEABLE_STATUSES = ['pending', 'processing', 'expired', 'failed'] as const;
 export const DEFAULT_PURGE_STATUSES = ['pending', 'processing', 'expired'];
 
@@ -154,8 +158,9 @@ export class TopicService {
     if (changed) await this.deps.catalog.changed();
   }
 
-  async listMessages(filter: { topic?: string; topics?: string[] }, limit: number, offset: number): Promise<{ items: Message[]; total: number }> {
+  async listMessages(filter: MessageFilter, limit: number, offset: number): Promise<{ items: Message[]; total: number }> {
     if (filter.topic !== undefined) assertTopicName(filter.topic);
+    if (filter.status !== undefined && !MESSAGE_STATUSES.includes(filter.status)) throw invalid(`unrecognised status "${String(filter.status)}"; use ${MESSAGE_STATUSES.join(', ')}`);
     const page = await listMessages(this.deps.db, filter, limit, offset);
     return { items: page.items.map(toMessage), total: page.total };
   }
@@ -189,23 +194,38 @@ export class TopicService {
   }
 }
 
+const setting = (field: string, description: string) =>
+  z
+    .int({ error: `${field} must be an integer or null` })
+    .min(0, { error: `${field} must not be negative` })
+    .nullish()
+    .meta({ description });
+
+/**
+ * A topic's settings as PUT and the controller give them (absent and null both mean "the default"). The HTTP
+ * API documents its body from this schema (src/http/validation.ts), so the two cannot disagree.
+ */
+export const topicConfigBody = z.object({
+  max_retries: setting('max_retries', 'Delivery attempts before a message moves to <topic>.dlq; null or absent: queue.dlq_threshold.'),
+  message_ttl_seconds: setting('message_ttl_seconds', 'Seconds until an unprocessed message expires, 0 never; null or absent: queue.message_ttl.'),
+  max_depth: z
+    .int({ error: 'max_depth must be an integer or null' })
+    .min(0, { error: 'max_depth must not be negative' })
+    .min(1, { error: 'max_depth must be at least 1, or null for no cap' })
+    .nullish()
+    .meta({ description: 'Pending messages at most (enqueue beyond is 429); null or absent: no cap.' }),
+  throughput_limit: setting('throughput_limit', 'Messages dequeued per second at most; null or absent: no limit.'),
+  replayable: z.boolean({ error: 'replayable must be a boolean' }).nullish().meta({ description: 'Acked messages are kept in the archive log for replay.' }),
+  replay_window_seconds: setting('replay_window_seconds', 'How far back replay reaches, in seconds; null or absent: the whole archive log.'),
+});
+
 function validateConfigValues(input: TopicConfigInput): TopicConfigValues {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) throw invalid('request body must be a JSON object');
+  const result = topicConfigBody.safeParse(input);
+  if (!result.success) throw invalid(result.error.issues[0].message);
   const values = {} as TopicConfigValues;
-  for (const field of INTEGER_SETTINGS) {
-    const value = input[field];
-    if (value === undefined || value === null) {
-      values[field] = null;
-      continue;
-    }
-    if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw invalid(`${field} must be an integer or null`);
-    if (value < 0) throw invalid(`${field} must not be negative`);
-    values[field] = value;
-  }
-  if (values.max_depth === 0) throw invalid('max_depth must be at least 1, or null for no cap');
-  const replayable = input.replayable;
-  if (replayable !== undefined && replayable !== null && typeof replayable !== 'boolean') throw invalid('replayable must be a boolean');
-  values.replayable = replayable === true;
+  for (const field of INTEGER_SETTINGS) values[field] = result.data[field] ?? null;
+  values.replayable = result.data.replayable === true;
   return values;
 }
 

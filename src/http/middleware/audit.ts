@@ -1,4 +1,4 @@
-import { Router, type Request, type RequestHandler, type Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { ANONYMOUS_ACTOR, type AuditAction, type AuditActor, type AuditEvent } from '../../queue/audit.js';
 import { isValidTopicName } from '../../queue/topic-names.js';
 import type { HttpContext } from '../context.js';
@@ -60,8 +60,6 @@ function within(work: Promise<void>, ms: number): Promise<void> {
  */
 function recorder(ctx: HttpContext, spec: AuditSpec): RequestHandler {
   return async (req, res, next) => {
-    if (res.locals.audited) return next();
-    res.locals.audited = true;
     // The router resets req.params once the request leaves it (an error, say), so keep them as matched.
     const params = { ...(req.params as Record<string, string>) };
     let state: unknown;
@@ -118,18 +116,11 @@ function eventOf(req: Request, spec: AuditSpec, answer: { params: Record<string,
 }
 
 /**
- * The audited routes, each recorded by one handler registered on its method and path. Mounted once in
- * app.ts after authentication (the principal is known) and before everything that may refuse the request.
+ * The recorder of one route (`METHOD /template`), or undefined when the route is not audited. route-table.ts
+ * puts it in the route's own chain, after authentication (the principal is known) and before everything that
+ * may refuse the request.
  */
-export function auditTrail(ctx: HttpContext, table: AuditTable): Router {
-  const router = Router();
-  for (const [route, spec] of Object.entries(table)) {
-    const [method, path] = route.split(' ');
-    const handler = recorder(ctx, spec);
-    if (method === 'POST') router.post(path, handler);
-    else if (method === 'PUT') router.put(path, handler);
-    else if (method === 'DELETE') router.delete(path, handler);
-    else throw new Error(`audit: unsupported method in "${route}"`);
-  }
-  return router;
+export function auditRecorder(ctx: HttpContext, table: AuditTable, route: string): RequestHandler | undefined {
+  const spec = table[route];
+  return spec ? recorder(ctx, spec) : undefined;
 }

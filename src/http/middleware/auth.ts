@@ -9,24 +9,16 @@ declare module 'express-serve-static-core' {
   }
 }
 
-/** Spec Endpoints, access `none` (plus the /readyz probe). Paths outside /api (the admin UI's files) are open too. */
-const OPEN_PATHS = new Set(['/healthz', '/readyz', '/api/version', '/api/auth/status', '/api/auth/login']);
-
-/** Express matches routes case-insensitively and ignores a trailing slash, so this check must too. */
-function needsToken(path: string): boolean {
-  const normalised = path.toLowerCase().replace(/\/+$/, '');
-  return !OPEN_PATHS.has(normalised) && (normalised.startsWith('/api/') || normalised === '/metrics');
-}
+/** Spec Endpoints, access `none` (plus the /readyz probe and the OpenAPI document). Paths outside /api (the admin UI's files) are open too. */
+const OPEN_PATHS = new Set(['/healthz', '/readyz', '/api/version', '/api/openapi.json', '/api/auth/status', '/api/auth/login']);
 
 /**
- * Authenticates every request that needs a token, before any route runs, so a route without a guard is still
- * closed to anonymous callers. What a caller may do is decided per route by the guards below.
+ * Whether a path needs a bearer token (route-table.ts asks once per route template, and for paths no route
+ * has). Express matches routes case-insensitively and ignores a trailing slash, so this check must too.
  */
-export function authenticate(ctx: HttpContext): RequestHandler {
-  return async (req, _res, next) => {
-    req.principal = ctx.auth.enabled && needsToken(req.path) ? await ctx.auth.authenticate(req.get('authorization')) : null;
-    next();
-  };
+export function needsToken(path: string): boolean {
+  const normalised = path.toLowerCase().replace(/\/+$/, '');
+  return !OPEN_PATHS.has(normalised) && (normalised.startsWith('/api/') || normalised === '/metrics');
 }
 
 /** Admin-only routes (spec Authorization 9, users, grants, maintenance). */

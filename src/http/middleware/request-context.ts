@@ -32,59 +32,25 @@ export function logRequest(log: Logger, method: string, route: string, status: n
   log[level]({ method, route, status, ms: Math.round(seconds * 1e4) / 10 }, status >= 500 ? 'request failed' : status >= 400 ? 'request rejected' : 'request');
 }
 
-interface RouterLayer {
-  route?: { path: unknown };
-  rawPath?: unknown;
-  /** A layer mounted at '/' (app.use(router)): matches every path without its matchers. */
-  slash?: boolean;
-  matchers?: Array<(path: string) => { path: string } | false>;
-  handle?: { stack?: RouterLayer[] };
-}
-
 /**
- * The route template a path would have matched, for requests answered before routing (401 and 403 from the
- * authentication middleware, body-parser errors): the express router's own matchers, which are pure
- * functions, walked through mounted routers. 'unmatched' when no route has that path (or the router's
- * internals differ from what this expects).
- */
-export function routeTemplateOf(stack: RouterLayer[] | undefined, path: string, prefix = ''): string | undefined {
-  for (const layer of stack ?? []) {
-    const matched = layer.slash ? { path: '' } : layer.matchers?.map((m) => m(path)).find(Boolean);
-    if (!matched) continue;
-    if (layer.route) return `${prefix}${String(layer.route.path)}`;
-    if (layer.handle?.stack) {
-      const mount = typeof layer.rawPath === 'string' && layer.rawPath !== '/' ? layer.rawPath : '';
-      const found = routeTemplateOf(layer.handle.stack, path.slice(matched.path.length) || '/', `${prefix}${mount}`);
-      if (found) return found;
-    }
-  }
-  return undefined;
-}
-
-/**
- * Request id (the client's X-Request-Id when it is sane, else a new UUID), a child logger carrying it, and
- * the duration histogram labelled with the route template, never the raw path (bounded cardinality).
+ * Request id (the client's X-Request-Id when it is sane, else a new UUID), a child logger carrying it (made
+ * when something first logs: most requests never do), and the duration histogram labelled with the route
+ * template, never the raw path (bounded cardinality). The template is the one route-table.ts set for the
+ * route that took the request, also when it refused it before its handler (401, 400 for the body).
  */
 export function requestContext(logger: Logger, metrics: MetricsRegistry): RequestHandler {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
-    req.id = requestIdOf(req.get('x-request-id'));
-    req.log = logger.child({ reqId: req.id });
-    res.setHeader('X-Request-Id', req.id);
+    const id = requestIdOf(req.headers['x-request-id'] as string | undefined);
+    req.id = id;
+    let log: Logger | undefined;
+    Object.defineProperty(req, 'log', { get: () => (log ??= logger.child({ reqId: id })), configurable: true });
+    res.setHeader('X-Request-Id', id);
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+      const route = (res.locals.route as string | undefined) ?? 'unmatched';
       metrics.httpRequest({ method: req.method, route, status: String(res.statusCode) }, seconds);
-      if (!req.log.isLevelEnabled(requestLogLevel(res.statusCode))) return;
-      let logged = route;
-      if (route === 'unmatched') {
-        try {
-          logged = routeTemplateOf((req.app as unknown as { router?: { stack?: RouterLayer[] } }).router?.stack, req.path) ?? route;
-        } catch {
-          // keep 'unmatched'
-        }
-      }
-      logRequest(req.log, req.method, logged, res.statusCode, seconds);
+      if (logger.isLevelEnabled(requestLogLevel(res.statusCode))) logRequest(req.log, req.method, route, res.statusCode, seconds);
     });
     next();
   };

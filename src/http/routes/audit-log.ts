@@ -4,7 +4,7 @@ import type { HttpContext } from '../context.js';
 import { iso } from '../format.js';
 import { requireAdmin } from '../middleware/auth.js';
 import { route } from '../route-table.js';
-import { parsePage, queryString } from '../validation.js';
+import { auditLogQuery, parseQuery } from '../validation.js';
 
 const auditEntryJson = (e: AuditEntry) => ({
   id: e.id,
@@ -21,12 +21,12 @@ const auditEntryJson = (e: AuditEntry) => ({
 /** The audit trail, newest first (docs/http-api.md); admin only, like users and grants. */
 export function auditLogRoutes(ctx: HttpContext): Router {
   const router = Router();
-  route(router, '/api/audit-log', {
+  route(ctx, router, '/api/audit-log', {
     GET: [
       requireAdmin(ctx),
       async (req, res) => {
-        const { limit, offset } = parsePage(req.query);
-        const filter = { topic: queryString(req.query, 'topic'), actor: queryString(req.query, 'actor') };
+        const { limit, offset, topic, actor } = parseQuery(auditLogQuery, req.query);
+        const filter = { topic, actor };
         const page = await ctx.maintenance.audit.list(filter, limit, offset);
         res.json({ items: page.items.map(auditEntryJson), total: page.total, limit, offset });
       },

@@ -5,8 +5,8 @@ import { route } from '../route-table.js';
 /** Spec Authentication: status and login need no token; refresh needs a still-valid one. */
 export function authRoutes(ctx: HttpContext): Router {
   const router = Router();
-  route(router, '/api/auth/status', { GET: async (req, res) => void res.json(await ctx.auth.status(req.get('authorization'))) });
-  route(router, '/api/auth/login', {
+  route(ctx, router, '/api/auth/status', { GET: async (req, res) => void res.json(await ctx.auth.status(req.get('authorization'))) });
+  route(ctx, router, '/api/auth/login', {
     POST: async (req, res) => {
       const body = (req.body ?? {}) as Record<string, unknown>;
       // req.ip is the socket address unless server.trust_proxy is on (express 'trust proxy', set in app.ts).
@@ -14,6 +14,6 @@ export function authRoutes(ctx: HttpContext): Router {
       res.json({ token });
     },
   });
-  route(router, '/api/auth/refresh', { POST: async (req, res) => void res.json({ token: await ctx.auth.refresh(req.principal) }) });
+  route(ctx, router, '/api/auth/refresh', { POST: async (req, res) => void res.json({ token: await ctx.auth.refresh(req.principal) }) });
   return router;
 }

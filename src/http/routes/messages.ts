@@ -1,15 +1,15 @@
 import { Router } from 'express';
+import type { z } from 'zod';
 import type { HttpContext } from '../context.js';
 import { dequeuedMessageJson, messageJson } from '../format.js';
 import { requireConsumeOfBody, requireConsumeOfMessage, requireConsumeOfMessages, requireRequeueOfMessage, requireTopic, requireWriteOfBatch } from '../middleware/auth.js';
 import { sendJson } from '../respond.js';
 import { route } from '../route-table.js';
-import { ackBatchBody, ackBody, dequeueBody, enqueueBatchBody, enqueueBody, nackBody, parseBody, parsePage, queryString } from '../validation.js';
+import { ackBatchBody, ackBody, dequeueBody, enqueueBody, listMessagesQuery, nackBody, parseBatchBody, parseBody, parseQuery } from '../validation.js';
 import type { EnqueueInput } from '../../queue/messages.js';
-import { DomainError, invalid } from '../../queue/errors.js';
+import type { MessageFilter } from '../../store/messages/browse.js';
 
-function toEnqueueInput(body: unknown): EnqueueInput {
-  const parsed = parseBody(enqueueBody, body);
+function toEnqueueInput(parsed: z.output<typeof enqueueBody>): EnqueueInput {
   return { topic: parsed.topic, payload: Buffer.from(parsed.payload, 'utf8'), metadata: parsed.metadata ?? undefined, key: parsed.key ?? null };
 }
 
@@ -18,7 +18,7 @@ function toEnqueueInput(body: unknown): EnqueueInput {
  * body validation, the domain call and the response body, so neither has a rule of its own.
  */
 export async function enqueueOne(ctx: HttpContext, body: unknown): Promise<{ id: string }> {
-  const { id } = await ctx.messages.enqueue(toEnqueueInput(body));
+  const { id } = await ctx.messages.enqueue(toEnqueueInput(parseBody(enqueueBody, body)));
   return { id };
 }
 
@@ -42,16 +42,15 @@ export function messageRoutes(ctx: HttpContext): Router {
   const router = Router();
   // Grants (contract §8) run first in each POST chain, before the handler; an unknown method still gets the 405.
   // In the chain rather than as layers of their own, which every request would walk path by path.
-  route(router, '/api/messages', {
+  route(ctx, router, '/api/messages', {
     GET: async (req, res) => {
-      const { limit, offset } = parsePage(req.query);
-      const topic = queryString(req.query, 'topic');
+      const { limit, offset, topic, status } = parseQuery(listMessagesQuery, req.query);
       // Contract §8: an explicit topic needs a read grant (403); without one, non-admins see their readable topics only.
-      let filter: { topic?: string; topics?: string[] } = { topic };
+      let filter: MessageFilter = { topic, status };
       if (topic !== undefined) ctx.auth.requireTopic(req.principal, 'read', topic);
       else if (!ctx.auth.seesAllTopics(req.principal)) {
         const known = [...new Set((await ctx.topics.stats()).map((s) => s.topic))];
-        filter = { topics: ctx.auth.visibleTopics(req.principal, 'read', known) };
+        filter = { topics: ctx.auth.visibleTopics(req.principal, 'read', known), status };
       }
       const page = await ctx.topics.listMessages(filter, limit, offset);
       res.json({ items: page.items.map(messageJson), total: page.total, limit, offset });
@@ -63,25 +62,16 @@ export function messageRoutes(ctx: HttpContext): Router {
       },
     ],
   });
-  route(router, '/api/messages/batch', {
+  route(ctx, router, '/api/messages/batch', {
     POST: [
       requireWriteOfBatch(ctx),
       async (req, res) => {
-        const { messages } = parseBody(enqueueBatchBody, req.body);
-        const inputs = messages.map((m, i) => {
-          if (m === null || typeof m !== 'object' || Array.isArray(m)) throw invalid(`messages[${i}] must be a JSON object`);
-          try {
-            return toEnqueueInput(m);
-          } catch (err) {
-            if (err instanceof DomainError) throw new DomainError(err.code, `messages[${i}]: ${err.message}`);
-            throw err;
-          }
-        });
-        res.status(201).json(await ctx.messages.enqueueBatch(inputs));
+        const { messages } = parseBatchBody(req.body);
+        res.status(201).json(await ctx.messages.enqueueBatch(messages.map(toEnqueueInput)));
       },
     ],
   });
-  route(router, '/api/messages/dequeue', {
+  route(ctx, router, '/api/messages/dequeue', {
     POST: [
       requireConsumeOfBody(ctx),
       async (req, res) => {
@@ -89,7 +79,7 @@ export function messageRoutes(ctx: HttpContext): Router {
       },
     ],
   });
-  route(router, '/api/messages/ack', {
+  route(ctx, router, '/api/messages/ack', {
     POST: [
       requireConsumeOfMessages(ctx),
       async (req, res) => {
@@ -99,7 +89,7 @@ export function messageRoutes(ctx: HttpContext): Router {
       },
     ],
   });
-  route(router, '/api/messages/:id/ack', {
+  route(ctx, router, '/api/messages/:id/ack', {
     POST: [
       requireConsumeOfMessage(ctx),
       async (req, res) => {
@@ -108,7 +98,7 @@ export function messageRoutes(ctx: HttpContext): Router {
       },
     ],
   });
-  route(router, '/api/messages/:id/nack', {
+  route(ctx, router, '/api/messages/:id/nack', {
     POST: [
       requireConsumeOfMessage(ctx),
       async (req, res) => {
@@ -118,7 +108,7 @@ export function messageRoutes(ctx: HttpContext): Router {
       },
     ],
   });
-  route(router, '/api/messages/:id/requeue', {
+  route(ctx, router, '/api/messages/:id/requeue', {
     POST: [
       requireRequeueOfMessage(ctx),
       async (req, res) => {

@@ -10,24 +10,24 @@ const MANUAL_RUN_WAIT_MS = 30_000;
 
 export function reaperRoutes(ctx: HttpContext): Router {
   const router = Router();
-  router.use('/api/admin', requireAdmin(ctx));
+  const admin = requireAdmin(ctx);
   const { reapers, deleteSchedule } = ctx.maintenance;
-  route(router, '/api/admin/expiry-reaper/run', {
+  route(ctx, router, '/api/admin/expiry-reaper/run', {
     POST: async (_req, res) => void res.json(reapReport('expiry', await reapers.run('expiry', MANUAL_RUN_WAIT_MS))),
-  });
-  route(router, '/api/admin/delete-reaper/run', {
+  }, admin);
+  route(ctx, router, '/api/admin/delete-reaper/run', {
     POST: async (_req, res) => void res.json(reapReport('delete', await reapers.run('delete', MANUAL_RUN_WAIT_MS))),
-  });
-  route(router, '/api/admin/archive-reaper/run', {
+  }, admin);
+  route(ctx, router, '/api/admin/archive-reaper/run', {
     // Also trims the audit log to audit.retention_days: {deleted, audit_deleted}.
     POST: async (_req, res) => void res.json(reapReport('archive', await reapers.run('archive', MANUAL_RUN_WAIT_MS))),
-  });
-  route(router, '/api/admin/delete-reaper/schedule', {
+  }, admin);
+  route(ctx, router, '/api/admin/delete-reaper/schedule', {
     GET: async (_req, res) => void res.json(await deleteSchedule.view()),
     PUT: async (req, res) => {
       const { schedule } = parseBody(scheduleBody, req.body);
       res.json(await deleteSchedule.put(schedule));
     },
-  });
+  }, admin);
   return router;
 }

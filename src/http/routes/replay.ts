@@ -3,7 +3,7 @@ import type { HttpContext } from '../context.js';
 import { iso } from '../format.js';
 import { requireAdmin } from '../middleware/auth.js';
 import { route } from '../route-table.js';
-import { parseBody, parsePage, queryString, replayBody } from '../validation.js';
+import { messageLogDeleteQuery, messageLogQuery, parseBody, parseQuery, replayBody } from '../validation.js';
 import type { LogEntryRow } from '../../store/message-log.js';
 
 function logEntryJson(entry: LogEntryRow) {
@@ -22,22 +22,22 @@ function logEntryJson(entry: LogEntryRow) {
 export function replayRoutes(ctx: HttpContext): Router {
   const router = Router();
   // Replay and the archive log are admin-only (spec: Replay and message log (admin)).
-  router.all(['/api/topics/:topic/message-log', '/api/topics/:topic/replay'], requireAdmin(ctx));
+  const admin = requireAdmin(ctx);
   const archive = ctx.maintenance.archive;
-  route(router, '/api/topics/:topic/message-log', {
+  route(ctx, router, '/api/topics/:topic/message-log', {
     GET: async (req, res) => {
-      const { limit, offset } = parsePage(req.query);
+      const { limit, offset } = parseQuery(messageLogQuery, req.query);
       const page = await archive.list(req.params.topic, limit, offset);
       res.json({ items: page.items.map(logEntryJson), total: page.total, limit, offset });
     },
-    DELETE: async (req, res) => void res.json({ deleted: await archive.deleteBefore(req.params.topic, queryString(req.query, 'before')) }),
-  });
-  route(router, '/api/topics/:topic/replay', {
+    DELETE: async (req, res) => void res.json({ deleted: await archive.deleteBefore(req.params.topic, parseQuery(messageLogDeleteQuery, req.query).before) }),
+  }, admin);
+  route(ctx, router, '/api/topics/:topic/replay', {
     POST: async (req, res) => {
       const { from_time } = parseBody(replayBody, req.body);
       const result = await archive.replay(req.params.topic, from_time);
       res.json({ topic: result.topic, enqueued: result.enqueued, from_time: result.fromTime });
     },
-  });
+  }, admin);
   return router;
 }

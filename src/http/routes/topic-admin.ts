@@ -7,23 +7,22 @@ import { parseBody, purgeBody } from '../validation.js';
 export function topicAdminRoutes(ctx: HttpContext): Router {
   const router = Router();
   // Maintenance is admin-only; stats show non-admins only the topics they may read (contract §8).
-  router.post('/api/topics/:topic/purge', requireAdmin(ctx));
-  router.delete('/api/topics/:topic/messages/by-key/:key', requireAdmin(ctx));
-  route(router, '/api/stats', {
+  const admin = requireAdmin(ctx);
+  route(ctx, router, '/api/stats', {
     GET: async (req, res) => {
       const stats = await ctx.topics.stats();
       const visible = new Set(ctx.auth.visibleTopics(req.principal, 'read', [...new Set(stats.map((s) => s.topic))]));
       res.json({ topics: stats.filter((s) => visible.has(s.topic)) });
     },
   });
-  route(router, '/api/topics/:topic/purge', {
-    POST: async (req, res) => {
+  route(ctx, router, '/api/topics/:topic/purge', {
+    POST: [admin, async (req, res) => {
       const { statuses } = parseBody(purgeBody, req.body);
       res.json({ deleted: await ctx.topics.purge(req.params.topic, statuses) });
-    },
+    }],
   });
-  route(router, '/api/topics/:topic/messages/by-key/:key', {
-    DELETE: async (req, res) => void res.json({ deleted: await ctx.topics.deleteByKey(req.params.topic, String(req.params.key)) }),
+  route(ctx, router, '/api/topics/:topic/messages/by-key/:key', {
+    DELETE: [admin, async (req, res) => void res.json({ deleted: await ctx.topics.deleteByKey(req.params.topic, String(req.params.key)) })],
   });
   return router;
 }

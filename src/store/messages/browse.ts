@@ -1,17 +1,24 @@
 import type { Knex } from 'knex';
-import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from './rows.js';
+import { MESSAGE_COLUMNS, normaliseRow, type MessageRow, type MessageStatus } from './rows.js';
 
 export interface Page<T> {
   items: T[];
   total: number;
 }
 
-/** Messages in queue order (oldest first), optionally of one topic or of a set of visible topics. */
-export async function listMessages(db: Knex, filter: { topic?: string; topics?: string[] }, limit: number, offset: number): Promise<Page<MessageRow>> {
+export interface MessageFilter {
+  topic?: string;
+  topics?: string[];
+  status?: MessageStatus;
+}
+
+/** Messages in queue order (oldest first), optionally of one topic or of a set of visible topics, and of one status. */
+export async function listMessages(db: Knex, filter: MessageFilter, limit: number, offset: number): Promise<Page<MessageRow>> {
   const scoped = () => {
     const q = db('messages');
     if (filter.topic !== undefined) q.where({ topic: filter.topic });
     else if (filter.topics !== undefined) q.whereIn('topic', filter.topics);
+    if (filter.status !== undefined) q.where({ status: filter.status });
     return q;
   };
   const [rows, count] = await Promise.all([

@@ -1,0 +1,143 @@
+import type { IncomingMessage } from 'node:http';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import type { Duplex, Readable } from 'node:stream';
+
+/**
+ * Reads a request's JSON body, for every route, with the rules clients have relied on since the API began
+ * (those of body-parser's JSON reader, which it replaces: one reader per request instead of a middleware
+ * stack in front of every route):
+ * - a request without a body (no Content-Length, no Transfer-Encoding) has none: `undefined`;
+ * - JSON whatever the Content-Type says (`curl -d` sends form encoding by default); its charset must be a
+ *   UTF one (`utf-8` by default), else 415;
+ * - Content-Encoding identity, gzip, deflate or br, else 415 before anything is read;
+ * - at most `limit` bytes after decompression, else 413 (at once when Content-Length already says so);
+ * - an empty body is `{}`, a UTF-8 byte order mark is dropped, anything JSON.parse accepts is returned
+ *   (`null`, `"x"`, `5` included: the caller says what is wrong with them, not "malformed");
+ * - a body that stops early, disagrees with its Content-Length or does not decompress is 400.
+ * Errors carry body-parser's `type` and `status`, which errors.ts maps to the API's messages. After an error
+ * the rest of the body is read off before the answer, so the connection stays usable.
+ */
+
+interface BodyError {
+  type: string;
+  status: number;
+}
+
+const error = (type: string, status: number): BodyError => ({ type, status });
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length.trim() !== '' && !Number.isNaN(Number(length)));
+}
+
+const CHARSET = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]+))/i;
+
+function charsetOf(req: IncomingMessage): string {
+  const type = req.headers['content-type'];
+  if (type === undefined) return 'utf-8';
+  const match = CHARSET.exec(type);
+  const charset = match ? (match[1] ?? match[2]).toLowerCase() : '';
+  return charset === '' ? 'utf-8' : charset;
+}
+
+function decompressor(encoding: string): Duplex {
+  if (encoding === 'gzip') return createGunzip();
+  if (encoding === 'deflate') return createInflate();
+  return createBrotliDecompress();
+}
+
+function decode(raw: Buffer, charset: string): string {
+  let text: string;
+  if (charset === 'utf-8' || charset === 'utf8') text = raw.toString('utf8');
+  else {
+    let decoder: TextDecoder;
+    try {
+      decoder = new TextDecoder(charset);
+    } catch {
+      throw error('charset.unsupported', 415);
+    }
+    text = decoder.decode(raw);
+  }
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+function parse(text: string): unknown {
+  if (text.length === 0) return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw error('entity.parse.failed', 400);
+  }
+}
+
+/** Reads what is left of a request and drops it, so an error answer does not cut the connection short. */
+function drain(req: IncomingMessage): Promise<void> {
+  if (req.complete || req.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    req.on('end', resolve);
+    req.on('close', resolve);
+    req.resume();
+  });
+}
+
+export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  if (!hasBody(req)) return undefined;
+  // A request whose connection has gone cannot be read: node would hand over no body at all (app.ts history:
+  // a purge whose client hung up ran with the default statuses).
+  if (req.destroyed || !req.socket || !req.socket.readable) {
+    if (!req.complete) throw error('request.aborted', 400);
+  }
+  const charset = charsetOf(req);
+  if (!charset.startsWith('utf-')) throw error('charset.unsupported', 415);
+  const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
+  if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate' && encoding !== 'br') throw error('encoding.unsupported', 415);
+  const declared = encoding === 'identity' && req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : undefined;
+  if (declared !== undefined && declared > limit) {
+    await drain(req);
+    throw error('entity.too.large', 413);
+  }
+  let raw: Buffer;
+  try {
+    raw = await collect(req, encoding === 'identity' ? req : req.pipe(decompressor(encoding)), limit, declared);
+  } catch (err) {
+    await drain(req);
+    throw err;
+  }
+  return parse(decode(raw, charset));
+}
+
+function collect(req: IncomingMessage, stream: Readable, limit: number, declared: number | undefined): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let settled = false;
+    const finish = (err: unknown, body?: Buffer) => {
+      if (settled) return;
+      settled = true;
+      stream.off('data', onData);
+      if (stream !== req) {
+        req.unpipe(stream as Duplex);
+        stream.on('error', () => undefined);
+        stream.destroy();
+      }
+      if (err) reject(err);
+      else resolve(body!);
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > limit) return finish(error('entity.too.large', 413));
+      chunks.push(chunk);
+    };
+    stream.on('data', onData);
+    stream.on('end', () => {
+      if (declared !== undefined && received !== declared) return finish(error('request.size.invalid', 400));
+      finish(null, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+    });
+    // zlib's own errors (Z_DATA_ERROR, ...) are the client's: a body that does not decompress.
+    stream.on('error', (err: NodeJS.ErrnoException) => finish(Object.assign(err, { status: 400 })));
+    req.on('aborted', () => finish(error('request.aborted', 400)));
+    req.on('close', () => {
+      if (!req.complete) finish(error('request.aborted', 400));
+    });
+  });
+}

@@ -1,0 +1,207 @@
+import { z } from 'zod';
+import { VERSION } from '../../version.js';
+import * as body from '../validation.js';
+import { OPERATIONS, type Operation } from './operations.js';
+import * as R from './responses.js';
+
+type JsonObject = Record<string, unknown>;
+
+const JSON_SCHEMA = { target: 'draft-2020-12', io: 'input' } as const;
+const SCHEMA_REF = (name: string) => `#/components/schemas/${name}`;
+
+/** Request bodies by component name; every response body is named as exported from responses.ts. */
+const REQUEST_BODIES: Record<string, z.ZodType> = {
+  EnqueueRequest: body.enqueueBody,
+  EnqueueBatchRequest: body.enqueueBatchBody,
+  DequeueRequest: body.dequeueBody,
+  AckRequest: body.ackBody,
+  AckBatchRequest: body.ackBatchBody,
+  NackRequest: body.nackBody,
+  TopicConfigRequest: body.topicConfigBody,
+  TopicSchemaRequest: body.schemaBody,
+  PurgeRequest: body.purgeBody,
+  ConsumerGroupRequest: body.consumerGroupBody,
+  ReplayRequest: body.replayBody,
+  ScheduleRequest: body.scheduleBody,
+  LoginRequest: body.loginBody,
+  CreateUserRequest: body.createUserBody,
+  UpdateUserRequest: body.updateUserBody,
+  GrantRequest: body.grantBody,
+  ConsumerGroupGrantRequest: body.consumerGroupGrantBody,
+};
+
+/** Sorted: loaders disagree on the order of a module namespace's keys (tsx sorts them, vitest does not). */
+const RESPONSE_BODIES: Record<string, z.ZodType> = Object.fromEntries(
+  Object.entries(R)
+    .map(([name, schema]) => [name === 'ErrorBody' ? 'Error' : name, schema as z.ZodType] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+);
+
+/** Error answers, shared by reference: every one is `{"error": "..."}`. */
+const ERRORS: Record<number, { name: string; description: string; retryAfter?: true }> = {
+  400: { name: 'BadRequest', description: 'The request is malformed or a value is invalid; `error` says which.' },
+  401: { name: 'Unauthorized', description: 'No valid bearer token (authentication on).' },
+  403: { name: 'Forbidden', description: 'The token lacks the grant or the admin flag this needs.' },
+  404: { name: 'NotFound', description: 'No such resource.' },
+  409: { name: 'Conflict', description: 'Already exists, or managed by a Kubernetes resource.' },
+  413: { name: 'PayloadTooLarge', description: 'The body or the payload is too large.' },
+  415: { name: 'UnsupportedMediaType', description: 'A Content-Encoding or charset the service does not read.' },
+  422: { name: 'Unprocessable', description: 'Well-formed but refused: see `error`.' },
+  429: { name: 'TooManyRequests', description: 'The topic is full, or too many login attempts.', retryAfter: true },
+  500: { name: 'InternalError', description: 'An unexpected failure (logged with the request id).' },
+  503: { name: 'Unavailable', description: 'The database is unavailable or busy, or the server has too many connections.', retryAfter: true },
+};
+
+const TAGS = [
+  { name: 'service', description: 'Health, readiness, version, metrics and this document.' },
+  { name: 'auth', description: 'Logging in (docs/auth.md).' },
+  { name: 'messages', description: 'Enqueue, dequeue, ack, nack and requeue.' },
+  { name: 'topics', description: 'Topic configuration, Avro schemas, stats and maintenance.' },
+  { name: 'consumer-groups', description: 'Fan-out to consumer groups.' },
+  { name: 'replay', description: 'The archive log of replayable topics, and replay.' },
+  { name: 'reapers', description: 'The expiry, delete and archive reapers.' },
+  { name: 'users', description: 'Users and their grants (admin only).' },
+  { name: 'audit', description: 'The audit trail (admin only).' },
+];
+
+const PATH_PARAMETERS: Record<string, string> = {
+  id: 'A message id or user id (a UUID).',
+  topic: 'A topic name.',
+  key: 'A message key.',
+  group: 'A consumer group name.',
+  grantId: 'A grant id (a UUID).',
+};
+
+/** `/api/messages/:id/ack` → `/api/messages/{id}/ack` */
+export const openApiPath = (template: string) => template.replace(/:(\w+)/g, '{$1}');
+
+const pathParameterNames = (template: string) => [...template.matchAll(/:(\w+)/g)].map((m) => m[1]);
+
+/** zod's bounds of a safe integer say nothing to a reader; and the document carries no `$schema` per schema. */
+function tidy(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(tidy);
+  if (value === null || typeof value !== 'object') return value;
+  const out: JsonObject = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (key === '$schema' || key === '$id') continue;
+    if (key === 'minimum' && item === Number.MIN_SAFE_INTEGER) continue;
+    if (key === 'maximum' && item === Number.MAX_SAFE_INTEGER) continue;
+    out[key] = tidy(item);
+  }
+  return out;
+}
+
+function componentSchemas(): { schemas: JsonObject; nameOf: Map<z.ZodType, string> } {
+  const registry = z.registry<{ id: string }>();
+  const nameOf = new Map<z.ZodType, string>();
+  for (const [name, schema] of Object.entries({ ...RESPONSE_BODIES, ...REQUEST_BODIES })) {
+    registry.add(schema, { id: name });
+    nameOf.set(schema, name);
+  }
+  const { schemas } = z.toJSONSchema(registry, { ...JSON_SCHEMA, uri: SCHEMA_REF });
+  return { schemas: tidy(schemas) as JsonObject, nameOf };
+}
+
+function queryParameters(query: z.ZodType): JsonObject[] {
+  const schema = tidy(z.toJSONSchema(query, JSON_SCHEMA)) as { properties?: Record<string, JsonObject>; required?: string[] };
+  return Object.entries(schema.properties ?? {}).map(([name, { description, ...property }]) => ({
+    name,
+    in: 'query',
+    required: schema.required?.includes(name) ?? false,
+    ...(description === undefined ? {} : { description }),
+    schema: property,
+  }));
+}
+
+function errorStatuses(op: Operation): number[] {
+  const statuses = new Set(op.errors ?? []);
+  if (op.body || op.query || op.path.includes(':')) statuses.add(400);
+  if (op.access !== 'open') statuses.add(401);
+  if (op.access === 'grant' || op.access === 'admin') statuses.add(403);
+  if (op.body) {
+    statuses.add(413);
+    statuses.add(415);
+  }
+  statuses.add(500);
+  statuses.add(503);
+  return [...statuses].sort((a, b) => a - b);
+}
+
+function successResponse(op: Operation, nameOf: Map<z.ZodType, string>): JsonObject {
+  const { schema, description } = op.success;
+  if (schema === 'empty') return { description };
+  if (schema === 'text') return { description, content: { 'text/plain': { schema: { type: 'string' } } } };
+  const name = nameOf.get(schema);
+  if (!name) throw new Error(`${op.operationId}: its response schema is not exported from responses.ts`);
+  return { description, content: { 'application/json': { schema: { $ref: SCHEMA_REF(name) } } } };
+}
+
+function operationObject(op: Operation, nameOf: Map<z.ZodType, string>): JsonObject {
+  const parameters = [
+    ...pathParameterNames(op.path).map((name) => ({ name, in: 'path', required: true, description: PATH_PARAMETERS[name], schema: { type: 'string' } })),
+    ...(op.query ? queryParameters(op.query) : []),
+  ];
+  const responses: JsonObject = { [op.success.status]: successResponse(op, nameOf) };
+  for (const status of errorStatuses(op)) responses[status] = { $ref: `#/components/responses/${ERRORS[status].name}` };
+  let requestBody: JsonObject | undefined;
+  if (op.body) {
+    const name = nameOf.get(op.body);
+    if (!name) throw new Error(`${op.operationId}: its request body has no name in document.ts`);
+    requestBody = { required: op.bodyOptional !== true, content: { 'application/json': { schema: { $ref: SCHEMA_REF(name) } } } };
+  }
+  return {
+    operationId: op.operationId,
+    summary: op.summary,
+    ...(op.description ? { description: op.description } : {}),
+    tags: [op.tag],
+    security: op.access === 'open' ? [] : [{ bearerAuth: [] }],
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(requestBody ? { requestBody } : {}),
+    responses,
+  };
+}
+
+function errorResponses(): JsonObject {
+  const retryAfter = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
+  return Object.fromEntries(
+    Object.values(ERRORS).map((e) => [
+      e.name,
+      { description: e.description, ...(e.retryAfter ? { headers: retryAfter } : {}), content: { 'application/json': { schema: { $ref: SCHEMA_REF('Error') } } } },
+    ]),
+  );
+}
+
+export function buildOpenApiDocument(): JsonObject {
+  const { schemas, nameOf } = componentSchemas();
+  const paths: Record<string, JsonObject> = {};
+  for (const op of OPERATIONS) (paths[openApiPath(op.path)] ??= {})[op.method.toLowerCase()] = operationObject(op, nameOf);
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Conveyor HTTP API',
+      version: VERSION,
+      description:
+        'A topic-based message queue. Generated from the zod schemas that validate requests (src/http/validation.ts) and describe answers (src/http/openapi/responses.ts); docs/http-api.md has the rules in prose.',
+    },
+    jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
+    tags: TAGS,
+    security: [{ bearerAuth: [] }],
+    paths,
+    components: {
+      schemas,
+      responses: errorResponses(),
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A token from POST /api/auth/login.' } },
+    },
+  };
+}
+
+let built: { document: JsonObject; text: string } | undefined;
+
+/** Built on first use (at start-up: src/http/routes/service.ts) and kept: the schemas never change at run time. */
+export function openApiDocument(): { document: JsonObject; text: string } {
+  if (!built) {
+    const document = buildOpenApiDocument();
+    built = { document, text: JSON.stringify(document) };
+  }
+  return built;
+}

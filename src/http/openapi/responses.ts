@@ -1,0 +1,170 @@
+import { z } from 'zod';
+import { MESSAGE_STATUSES } from '../../queue/topics.js';
+
+/**
+ * The body of every successful answer of the HTTP API, as the routes and src/http/format.ts build it. Strict:
+ * a field a route adds without adding it here fails test/openapi.test.ts, which checks real answers against
+ * the document built from these schemas.
+ */
+
+const timestamp = () => z.string().meta({ format: 'date-time', description: 'RFC 3339 in UTC with milliseconds.' });
+const uuid = () => z.string().meta({ format: 'uuid' });
+const count = () => z.int().min(0);
+const status = z.enum(MESSAGE_STATUSES);
+
+export const ErrorBody = z.strictObject({ error: z.string().meta({ description: 'What went wrong, for people.' }) });
+
+export const Health = z.strictObject({ status: z.literal('ok') });
+
+export const Version = z.strictObject({ version: z.string() });
+
+export const AuthStatus = z.strictObject({
+  auth_required: z.boolean(),
+  user: z.strictObject({ id: uuid(), username: z.string(), is_admin: z.boolean() }).optional().meta({ description: 'Only for a valid token.' }),
+});
+
+export const Token = z.strictObject({ token: z.string().meta({ description: 'A JWT for `Authorization: Bearer <token>`, valid for 15 minutes.' }) });
+
+export const Message = z.strictObject({
+  id: uuid(),
+  topic: z.string(),
+  key: z.string().nullable(),
+  payload: z.string(),
+  metadata: z.record(z.string(), z.string()),
+  status,
+  retry_count: count(),
+  max_retries: count(),
+  last_error: z.string().meta({ description: '"" when none.' }),
+  expires_at: timestamp().nullable(),
+  created_at: timestamp(),
+  original_topic: z.string().meta({ description: 'The topic a dead letter came from; "" otherwise.' }),
+  dlq_moved_at: timestamp().nullable(),
+});
+
+const page = <T extends z.ZodType>(item: T) => z.strictObject({ items: z.array(item), total: count(), limit: z.int().min(1), offset: count() });
+
+export const MessagePage = page(Message);
+
+export const Enqueued = z.strictObject({ id: uuid() });
+
+export const EnqueuedBatch = z.strictObject({ ids: z.array(uuid()).meta({ description: 'In the order of the messages sent.' }) });
+
+export const DequeuedMessage = z.strictObject({
+  id: uuid(),
+  topic: z.string(),
+  key: z.string().nullable(),
+  payload: z.string(),
+  metadata: z.record(z.string(), z.string()),
+  status: z.literal('processing'),
+  retry_count: count(),
+  max_retries: count(),
+  created_at: timestamp(),
+});
+
+export const Dequeued = z.strictObject({ messages: z.array(DequeuedMessage) });
+
+export const AckBatchResult = z.strictObject({
+  acked: z.array(z.string()),
+  not_found: z.array(z.string()).meta({ description: 'Ids that were unknown, not UUIDs, or not being processed.' }),
+});
+
+export const ManagedBy = z
+  .strictObject({ kind: z.string(), namespace: z.string(), name: z.string() })
+  .meta({ description: 'The Kubernetes resource that owns the row; the HTTP API cannot change it meanwhile (409).' });
+
+export const TopicConfig = z.strictObject({
+  topic: z.string(),
+  max_retries: count().nullable(),
+  message_ttl_seconds: count().nullable(),
+  max_depth: z.int().min(1).nullable(),
+  throughput_limit: count().nullable(),
+  replayable: z.boolean(),
+  replay_window_seconds: count().nullable(),
+  managed_by: ManagedBy.nullable(),
+});
+
+export const TopicConfigList = z.strictObject({ items: z.array(TopicConfig) });
+
+export const TopicSchema = z.strictObject({
+  topic: z.string(),
+  schema_json: z.string(),
+  version: z.int().min(1),
+  updated_at: timestamp(),
+  managed_by: ManagedBy.nullable(),
+});
+
+export const TopicSchemaList = z.strictObject({ items: z.array(TopicSchema) });
+
+export const TopicStatusCount = z.strictObject({
+  topic: z.string(),
+  status,
+  count: count(),
+  consumer_group: z.string().optional().meta({ description: 'Fan-out topics: the deliveries of one group, besides the message rows.' }),
+});
+
+export const Stats = z.strictObject({ topics: z.array(TopicStatusCount) });
+
+export const Deleted = z.strictObject({ deleted: count() });
+
+export const ConsumerGroupList = z.strictObject({ items: z.array(z.string()) });
+
+export const ConsumerGroup = z.strictObject({ topic: z.string(), consumer_group: z.string(), managed_by: ManagedBy.nullable() });
+
+export const LogEntry = z.strictObject({
+  id: uuid(),
+  topic: z.string(),
+  key: z.string().nullable(),
+  payload: z.string().meta({ description: 'Base64.' }),
+  retry_count: count(),
+  original_topic: z.string(),
+  created_at: timestamp(),
+  acked_at: timestamp(),
+});
+
+export const MessageLogPage = page(LogEntry);
+
+export const ReplayResult = z.strictObject({
+  topic: z.string(),
+  enqueued: count(),
+  from_time: timestamp().meta({ description: 'Where the replay actually started.' }),
+});
+
+export const ExpiryReaperRun = z.strictObject({ expired: count() });
+
+export const ArchiveReaperRun = z.strictObject({ deleted: count(), audit_deleted: count() });
+
+export const DeleteReaperSchedule = z.strictObject({ schedule: z.string().meta({ description: '"" when disabled.' }), active: z.boolean() });
+
+export const User = z.strictObject({ id: uuid(), username: z.string(), is_admin: z.boolean(), created_at: timestamp(), updated_at: timestamp() });
+
+export const UserList = z.strictObject({ items: z.array(User) });
+
+export const Grant = z.strictObject({
+  id: uuid(),
+  user_id: uuid(),
+  action: z.enum(['read', 'write', 'admin', 'consume']),
+  topic_pattern: z.string(),
+  consumer_group: z.string().meta({ description: 'Consume grants only; "" otherwise.' }),
+  created_at: timestamp(),
+});
+
+export const GrantList = z.strictObject({ items: z.array(Grant) });
+
+export const AuditEntry = z.strictObject({
+  id: z.int().min(1),
+  at: timestamp(),
+  actor: z.strictObject({
+    id: uuid().nullable().meta({ description: 'Null for anonymous callers and the controller.' }),
+    name: z.string(),
+  }),
+  action: z.string().meta({ description: 'For example topic_config.set; docs/security.md lists them.' }),
+  topic: z.string().nullable(),
+  target: z.string().nullable(),
+  result: z.enum(['ok', 'error']),
+  status: z.int().nullable().meta({ description: 'The HTTP status of the answer; null for the controller.' }),
+  details: z.record(z.string(), z.unknown()),
+});
+
+export const AuditLogPage = page(AuditEntry);
+
+export const OpenApiDocument = z.looseObject({ openapi: z.string() }).meta({ description: 'This document.' });

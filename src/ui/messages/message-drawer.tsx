@@ -1,0 +1,127 @@
+import { useId, useState, type ReactNode } from 'react';
+import { Dialog } from '../components/dialog';
+import { ErrorMessage } from '../components/error-message';
+import { prettyPayload } from '../format';
+import { isDeadLetter, type Message } from './types';
+
+function Detail(props: { term: string; children: ReactNode }) {
+  return (
+    <>
+      <dt>{props.term}</dt>
+      <dd>{props.children}</dd>
+    </>
+  );
+}
+
+function Time(props: { iso: string | null }) {
+  return props.iso ? <time dateTime={props.iso}>{props.iso}</time> : <>—</>;
+}
+
+/** Everything about one message, as text; the payload pretty-printed when it is JSON, with the raw text a click away. */
+export function MessageDrawer(props: {
+  message: Message;
+  canDeleteByKey: boolean;
+  requeuePending: boolean;
+  requeueError: unknown;
+  onRequeue: () => void;
+  onDeleteByKey: () => void;
+  onClose: () => void;
+}) {
+  const { message } = props;
+  const [raw, setRaw] = useState(false);
+  const payloadHeadingId = useId();
+  const pretty = prettyPayload(message.payload);
+  const metadata = Object.entries(message.metadata ?? {});
+  const dead = isDeadLetter(message);
+  return (
+    <Dialog
+      title="Message details"
+      variant="drawer"
+      onClose={props.onClose}
+      footer={
+        <>
+          {props.canDeleteByKey && message.key !== null && (
+            <button type="button" className="danger" onClick={props.onDeleteByKey}>
+              Delete by key…
+            </button>
+          )}
+          {dead && (
+            <button type="button" className="primary" onClick={props.onRequeue} disabled={props.requeuePending}>
+              Requeue
+            </button>
+          )}
+        </>
+      }
+    >
+      <dl className="details">
+        <Detail term="ID">
+          <span className="mono wrap-anywhere">{message.id}</span>
+        </Detail>
+        <Detail term="Topic">
+          <span className="wrap-anywhere">{message.topic}</span>
+        </Detail>
+        <Detail term="Status">{message.status}</Detail>
+        <Detail term="Key">
+          <span className="wrap-anywhere">{message.key ?? '— (none)'}</span>
+        </Detail>
+        <Detail term="Retry count">
+          {message.retry_count} of {message.max_retries} retries
+        </Detail>
+        <Detail term="Last error">
+          <span className="wrap-anywhere pre-line">{message.last_error || '— (none)'}</span>
+        </Detail>
+        <Detail term="Created">
+          <Time iso={message.created_at} />
+        </Detail>
+        <Detail term="Expires">
+          <Time iso={message.expires_at} />
+        </Detail>
+        {dead && (
+          <>
+            <Detail term="Original topic">
+              <span className="wrap-anywhere">{message.original_topic || '—'}</span>
+            </Detail>
+            <Detail term="Moved to dead letters">
+              <Time iso={message.dlq_moved_at} />
+            </Detail>
+          </>
+        )}
+      </dl>
+      <h3>Metadata</h3>
+      {metadata.length === 0 ? (
+        <p className="hint">No metadata.</p>
+      ) : (
+        <div className="table-wrap">
+          <table className="metadata-table">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Value</th>
+              </tr>
+            </thead>
+            <tbody>
+              {metadata.map(([name, value]) => (
+                <tr key={name}>
+                  <td className="wrap-anywhere">{name}</td>
+                  <td className="wrap-anywhere">{value}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <div className="payload-heading">
+        <h3 id={payloadHeadingId}>Payload</h3>
+        {pretty.json && (
+          <button type="button" aria-pressed={raw} onClick={() => setRaw((r) => !r)}>
+            Show raw text
+          </button>
+        )}
+      </div>
+      <pre className="payload" tabIndex={0} role="region" aria-labelledby={payloadHeadingId}>
+        {raw || !pretty.json ? message.payload : pretty.text}
+      </pre>
+      <ErrorMessage error={props.requeueError} />
+    </Dialog>
+  );
+}

@@ -1,0 +1,85 @@
+import { memo } from 'react';
+import { formatTime } from '../format';
+import { isDeadLetter, type Message } from './types';
+
+const PREVIEW_CHARS = 80;
+
+function preview(payload: string): string {
+  const flat = payload.replace(/\s+/g, ' ');
+  return flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS)}…` : flat;
+}
+
+interface RowProps {
+  message: Message;
+  selected: boolean;
+  onToggle: (id: string) => void;
+  onOpen: (id: string) => void;
+}
+
+/**
+ * One row, memoised: with 200 rows on a page, ticking one checkbox re-renders that row only (the handlers
+ * are stable and the message objects keep their identity between renders of the same page).
+ */
+const Row = memo(function Row({ message, selected, onToggle, onOpen }: RowProps) {
+  const dead = isDeadLetter(message);
+  return (
+    <tr className={selected ? 'selected' : undefined}>
+      <td className="select-cell">
+        {dead && <input type="checkbox" checked={selected} onChange={() => onToggle(message.id)} aria-label={`Select message ${message.id}`} />}
+      </td>
+      <td>
+        <button type="button" className="link-button mono" onClick={() => onOpen(message.id)} aria-label={`Details of message ${message.id}`} title={message.id}>
+          {message.id.slice(0, 8)}…
+        </button>
+      </td>
+      <td className="wrap-anywhere">{message.topic}</td>
+      <td className="wrap-anywhere">{message.key ?? '—'}</td>
+      <td>
+        <span className={`status status-${message.status}`}>{message.status}</span>
+      </td>
+      <td className="num">{message.retry_count}</td>
+      <td className="hide-narrow">
+        <time dateTime={message.created_at}>{formatTime(message.created_at)}</time>
+      </td>
+      <td className="payload-cell">
+        <span className="payload-preview mono">{preview(message.payload)}</span>
+      </td>
+    </tr>
+  );
+});
+
+/** The page of messages; checkboxes only on dead letters, the only messages a requeue applies to. */
+export function MessageTable(props: { items: Message[]; selected: ReadonlySet<string>; onToggle: (id: string) => void; onToggleAll: (select: boolean) => void; onOpen: (id: string) => void }) {
+  const deadIds = props.items.filter(isDeadLetter).map((m) => m.id);
+  const allSelected = deadIds.length > 0 && deadIds.every((id) => props.selected.has(id));
+  return (
+    <div className="table-wrap" tabIndex={0} role="region" aria-label="Message list">
+      <table className="message-table">
+        <caption className="visually-hidden">Messages</caption>
+        <thead>
+          <tr>
+            <th scope="col" className="select-cell">
+              {deadIds.length > 0 ? <input type="checkbox" checked={allSelected} onChange={(e) => props.onToggleAll(e.target.checked)} aria-label="Select all dead letters on this page" /> : <span className="visually-hidden">Select</span>}
+            </th>
+            <th scope="col">ID</th>
+            <th scope="col">Topic</th>
+            <th scope="col">Key</th>
+            <th scope="col">Status</th>
+            <th scope="col" className="num">
+              Retries
+            </th>
+            <th scope="col" className="hide-narrow">
+              Created
+            </th>
+            <th scope="col">Payload</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.items.map((m) => (
+            <Row key={m.id} message={m} selected={props.selected.has(m.id)} onToggle={props.onToggle} onOpen={props.onOpen} />
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

@@ -1,0 +1,56 @@
+import { useQuery } from '@tanstack/react-query';
+import { useMemo, useRef } from 'react';
+import { api, fetchText, unwrap } from '../api/client';
+import { ratesBetween, snapshotFrom, type MetricsSnapshot, type TopicRates } from './metrics';
+import { backlog, topicRows, type StatsRow, type TopicRow } from './topic-rows';
+
+/**
+ * Live numbers refresh this often without a reload. Depths come from /api/stats (exact); the oldest pending
+ * age from a /metrics gauge the service recomputes at most every 10 s, so it may lag by that much.
+ */
+export const REFRESH_MS = 3_000;
+
+export interface Overview {
+  rows: TopicRow[] | undefined;
+  statsError: unknown;
+  metricsError: unknown;
+  configsError: unknown;
+  /** When the stats last arrived (ms), for the depth history. */
+  statsAt: number;
+  depths: Map<string, number> | undefined;
+}
+
+export function useOverview(): Overview {
+  const stats = useQuery({
+    queryKey: ['stats'],
+    queryFn: () => unwrap(api.GET('/api/stats')),
+    refetchInterval: REFRESH_MS,
+  });
+  const configs = useQuery({
+    queryKey: ['topic-configs'],
+    queryFn: () => unwrap(api.GET('/api/topic-configs')),
+    refetchInterval: REFRESH_MS * 5,
+  });
+  // Each scrape keeps the previous one: rates are the counters' change between the two.
+  const previous = useRef<{ current?: MetricsSnapshot; rates?: TopicRates }>({});
+  const metrics = useQuery({
+    queryKey: ['metrics-overview'],
+    queryFn: async () => {
+      const snapshot = snapshotFrom(await fetchText('/metrics'), Date.now());
+      const rates = ratesBetween(previous.current.current, snapshot);
+      previous.current = { current: snapshot, rates };
+      return { snapshot, rates };
+    },
+    refetchInterval: REFRESH_MS,
+    staleTime: 0,
+  });
+
+  const statsRows = (stats.data as { topics?: StatsRow[] } | undefined)?.topics;
+  const configured = useMemo(() => ((configs.data as { items?: Array<{ topic: string }> } | undefined)?.items ?? []).map((c) => c.topic), [configs.data]);
+  const rows = useMemo(
+    () => (statsRows ? topicRows(statsRows, configured, metrics.data?.snapshot, metrics.data?.rates) : undefined),
+    [statsRows, configured, metrics.data],
+  );
+  const depths = useMemo(() => (rows ? new Map(rows.map((r) => [r.topic, backlog(r)])) : undefined), [rows]);
+  return { rows, statsError: stats.error, metricsError: metrics.error, configsError: configs.error, statsAt: stats.dataUpdatedAt, depths };
+}

@@ -1,0 +1,55 @@
+import { ErrorMessage } from '../components/error-message';
+import { formatNumber } from '../format';
+import { SERIES_COLOURS, DepthChart } from '../overview/depth-chart';
+import { useDepthHistory } from '../overview/depth-history';
+import { TopicTable } from '../overview/topic-table';
+import { REFRESH_MS, useOverview } from '../overview/use-overview';
+import { href } from '../router';
+
+/** Every topic at a glance, refreshed every few seconds, with a live chart of the backlog per topic. */
+export function OverviewScreen() {
+  const overview = useOverview();
+  const history = useDepthHistory(overview.statsAt, overview.depths);
+  const latest = (i: number) => history.series[i]?.[history.series[i].length - 1] ?? null;
+
+  return (
+    <section className="overview-screen" aria-labelledby="overview-title">
+      <h1 id="overview-title">Overview</h1>
+      <ErrorMessage error={overview.statsError} />
+      {overview.rows === undefined && !overview.statsError && <p className="muted">Loading…</p>}
+      {overview.rows !== undefined && overview.rows.length === 0 && (
+        <div className="empty-state">
+          <p>No topics yet. A topic appears here when a message is enqueued to it or it gets a configuration.</p>
+          <p>
+            <a href={href('enqueue')}>Enqueue a message</a> or <a href={href('topics')}>configure a topic</a>.
+          </p>
+        </div>
+      )}
+      {overview.rows !== undefined && overview.rows.length > 0 && (
+        <>
+          <TopicTable rows={overview.rows} chartTopics={history.topics} />
+          {overview.metricsError !== null && (
+            <p className="muted">Rates and ages are unavailable: the service's /metrics could not be read.</p>
+          )}
+          <figure className="depth-figure">
+            <figcaption>
+              <h2>Backlog over time</h2>
+              <span className="muted">
+                Pending plus processing messages per topic, every {REFRESH_MS / 1000} s while this page is open.
+              </span>
+            </figcaption>
+            <DepthChart history={history} label={`Line chart of the backlog per topic over the last ${history.times.length} samples; the latest values are listed below it.`} />
+            <ul className="chart-legend" aria-label="Latest backlog">
+              {history.topics.map((topic, i) => (
+                <li key={topic} data-topic={topic}>
+                  <span className="swatch" aria-hidden="true" style={{ background: SERIES_COLOURS[i % SERIES_COLOURS.length] }} />
+                  {topic}: <span className="chart-value">{formatNumber(latest(i))}</span>
+                </li>
+              ))}
+            </ul>
+          </figure>
+        </>
+      )}
+    </section>
+  );
+}

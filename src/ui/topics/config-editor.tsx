@@ -1,0 +1,100 @@
+import type { UseMutationResult } from '@tanstack/react-query';
+import { useId, useState, type FormEvent } from 'react';
+import { api, unwrap } from '../api/client';
+import { ConfirmDialog } from '../components/confirm-dialog';
+import { ErrorMessage } from '../components/error-message';
+import { Field } from '../components/field';
+import { topicKeys, useTopicConfig, type TopicConfig, type TopicConfigBody } from './api';
+import { bodyOf, draftOf, INTEGER_FIELDS, type ConfigDraft, type IntegerField } from './config-fields';
+import { EditorActions } from './editor-actions';
+import { ManagedNotice } from './managed';
+import { useTopicRowEditor } from './row-editor';
+
+/** The configuration of one topic: every setting the API takes, saved with PUT, removed with DELETE. */
+export function ConfigEditor(props: { topic: string }) {
+  const { topic } = props;
+  const headingId = useId();
+  const config = useTopicConfig(topic);
+  const { save, remove, confirming, confirm, closeConfirm } = useTopicRowEditor({
+    rowKey: topicKeys.config(topic),
+    listKey: topicKeys.configs,
+    put: (body: TopicConfigBody): Promise<TopicConfig> => unwrap(api.PUT('/api/topic-configs/{topic}', { params: { path: { topic } }, body })),
+    remove: () => unwrap(api.DELETE('/api/topic-configs/{topic}', { params: { path: { topic } } })),
+  });
+
+  const stored = config.data ?? null;
+  return (
+    <section className="topic-panel" aria-labelledby={headingId}>
+      <h3 id={headingId}>Configuration</h3>
+      {config.isPending ? (
+        <p>Loading…</p>
+      ) : (
+        <>
+          <ErrorMessage error={config.error} />
+          {config.data === null && <p className="hint">Not configured yet: the server defaults apply. Save to create a configuration.</p>}
+          {/* Keyed by the stored row, so a save or a delete refills the form. */}
+          <ConfigForm key={JSON.stringify(stored)} topic={topic} config={stored} save={save} onDelete={confirm} />
+        </>
+      )}
+      {confirming && (
+        <ConfirmDialog
+          title="Delete the configuration"
+          message={`Delete the configuration of ${topic}? Every setting reverts to the server default.`}
+          actionLabel="Delete"
+          pending={remove.isPending}
+          error={remove.error}
+          onConfirm={() => remove.mutate()}
+          onClose={closeConfirm}
+        />
+      )}
+    </section>
+  );
+}
+
+function ConfigForm(props: { topic: string; config: TopicConfig | null; save: UseMutationResult<TopicConfig, Error, TopicConfigBody>; onDelete: () => void }) {
+  const { config, save } = props;
+  const [draft, setDraft] = useState<ConfigDraft>(() => draftOf(config));
+  const replayableHint = useId();
+  const managed = config?.managed_by ?? null;
+
+  const change = (next: Partial<ConfigDraft>) => {
+    if (!save.isPending) save.reset();
+    setDraft((d) => ({ ...d, ...next }));
+  };
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    save.mutate(bodyOf(draft));
+  };
+  const numberField = (name: IntegerField) => {
+    const f = INTEGER_FIELDS.find((x) => x.name === name)!;
+    return (
+      <Field key={name} label={f.label} hint={f.hint}>
+        <input type="number" inputMode="numeric" step={1} value={draft[name]} onChange={(e) => change({ [name]: e.target.value })} />
+      </Field>
+    );
+  };
+
+  return (
+    // noValidate: the service judges the values, and its message is the one shown.
+    <form onSubmit={submit} noValidate>
+      {managed && <ManagedNotice managedBy={managed} />}
+      <fieldset className="plain-fieldset" disabled={managed !== null}>
+        {numberField('max_retries')}
+        {numberField('message_ttl_seconds')}
+        {numberField('max_depth')}
+        {numberField('throughput_limit')}
+        <div className="field">
+          <label className="checkbox-label">
+            <input type="checkbox" checked={draft.replayable} onChange={(e) => change({ replayable: e.target.checked })} aria-describedby={replayableHint} />
+            Replayable
+          </label>
+          <small className="hint" id={replayableHint}>
+            replayable: acked messages are kept in the archive log, from which they can be replayed.
+          </small>
+        </div>
+        {numberField('replay_window_seconds')}
+      </fieldset>
+      <EditorActions managed={managed !== null} exists={config !== null} saving={save.isPending} saved={save.isSuccess ? 'Saved.' : null} error={save.error} onDelete={props.onDelete} />
+    </form>
+  );
+}

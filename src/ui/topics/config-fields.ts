@@ -1,0 +1,60 @@
+import type { TopicConfig, TopicConfigBody } from './api';
+
+export type IntegerField = 'max_retries' | 'message_ttl_seconds' | 'max_depth' | 'throughput_limit' | 'replay_window_seconds';
+
+/** Every integer setting of PUT /api/topic-configs/:topic, named in the hint exactly as the API names it. */
+export const INTEGER_FIELDS: ReadonlyArray<{ name: IntegerField; label: string; hint: string }> = [
+  {
+    name: 'max_retries',
+    label: 'Max retries',
+    hint: 'max_retries: delivery attempts before a message moves to the dead-letter topic <topic>.dlq; 0 turns retries and dead-lettering off. Empty: the server default.',
+  },
+  {
+    name: 'message_ttl_seconds',
+    label: 'Message TTL (seconds)',
+    hint: 'message_ttl_seconds: how long a message may wait before it expires; 0: never. Empty: the server default (queue.message_ttl).',
+  },
+  {
+    name: 'max_depth',
+    label: 'Max depth',
+    hint: 'max_depth: the most pending messages the topic holds; enqueue beyond it answers 429. At least 1. Empty: no cap.',
+  },
+  {
+    name: 'throughput_limit',
+    label: 'Throughput limit (messages per second)',
+    hint: 'throughput_limit: the most messages dequeued per second, shared by every consumer and instance. 0 or empty: unlimited.',
+  },
+  {
+    name: 'replay_window_seconds',
+    label: 'Replay window (seconds)',
+    hint: 'replay_window_seconds: how far back a replay may start; the archive reaper deletes older log entries. Empty: no window, the whole log.',
+  },
+];
+
+/** The form's state: the inputs' text (empty = null, the server default) and the checkbox. */
+export type ConfigDraft = Record<IntegerField, string> & { replayable: boolean };
+
+export function draftOf(config: TopicConfig | null): ConfigDraft {
+  const text = (n: number | null | undefined) => (n === null || n === undefined ? '' : String(n));
+  return {
+    max_retries: text(config?.max_retries),
+    message_ttl_seconds: text(config?.message_ttl_seconds),
+    max_depth: text(config?.max_depth),
+    throughput_limit: text(config?.throughput_limit),
+    replayable: config?.replayable ?? false,
+    replay_window_seconds: text(config?.replay_window_seconds),
+  };
+}
+
+/** Sent as typed: the service judges the values (negative, not an integer, ...) and its 400 is shown inline. */
+export function bodyOf(draft: ConfigDraft): TopicConfigBody {
+  const number = (text: string) => (text.trim() === '' ? null : Number(text));
+  return {
+    max_retries: number(draft.max_retries),
+    message_ttl_seconds: number(draft.message_ttl_seconds),
+    max_depth: number(draft.max_depth),
+    throughput_limit: number(draft.throughput_limit),
+    replayable: draft.replayable,
+    replay_window_seconds: number(draft.replay_window_seconds),
+  };
+}

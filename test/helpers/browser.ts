@@ -1,0 +1,92 @@
+import axe from 'axe-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, expect } from 'vitest';
+import { ADMIN, JWT_SECRET } from './auth.js';
+import type { Engine, TestDatabase } from './engines.js';
+import { Api } from './http.js';
+import { startChildServer, type ChildServer } from './server.js';
+
+export { launchBrowser } from './chromium.js';
+
+/**
+ * Servers started by this file's tests, stopped (and their databases dropped) after the file. Registered
+ * here, when the test file imports this module: an afterAll registered from inside a beforeAll never runs.
+ */
+const started: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  await Promise.all(started.splice(0).map((stop) => stop()));
+});
+
+export interface UiServer {
+  url: string;
+  /** The HTTP API; with auth on it carries the bootstrap admin's token. */
+  api: Api;
+  auth: boolean;
+  child: ChildServer;
+  /** The server's database (its `url` for a second process on the same data, e.g. the Kubernetes controller). */
+  database: TestDatabase;
+}
+
+/**
+ * A real `conveyor serve` (its own OS process, the UI served from dist/ui) on a fresh database of `engine`,
+ * stopped after the file. With `auth`, the bootstrap admin is ADMIN and `api` is logged in as that admin.
+ */
+export async function startUiServer(engine: Engine, options: { auth?: boolean; env?: Record<string, string> } = {}): Promise<UiServer> {
+  const database: TestDatabase = await engine.createDatabase();
+  // Info: startChildServer reads the port from the start-up line.
+  const env: Record<string, string> = { CONVEYOR_DB_URL: database.url, CONVEYOR_LOG_LEVEL: 'info', ...options.env };
+  if (options.auth) Object.assign(env, { CONVEYOR_AUTH_ENABLED: 'true', CONVEYOR_AUTH_JWT_SECRET: JWT_SECRET, CONVEYOR_AUTH_USERNAME: ADMIN.username, CONVEYOR_AUTH_PASSWORD: ADMIN.password });
+  const child = await startChildServer(env);
+  started.push(async () => {
+    await child.stop('SIGKILL');
+    await database.drop();
+  });
+  let api = new Api(child.url);
+  if (options.auth) {
+    const login = await api.post('/api/auth/login', ADMIN);
+    expect(login.status, login.text).toBe(200);
+    api = api.withToken(login.body.token);
+  }
+  return { url: child.url, api, auth: options.auth === true, child, database };
+}
+
+export interface UiPage {
+  page: Page;
+  context: BrowserContext;
+  /** Uncaught page errors and console errors seen so far (a test may expect some, e.g. refused requests). */
+  errors: string[];
+}
+
+/** A fresh browser context (own sessionStorage) on the UI at `path` (a fragment like `#/messages` included). */
+export async function openUi(browser: Browser, server: UiServer, options: { path?: string; width?: number; height?: number } = {}): Promise<UiPage> {
+  const context = await browser.newContext({ viewport: { width: options.width ?? 1280, height: options.height ?? 800 } });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (err) => errors.push(`pageerror: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') errors.push(`console: ${msg.text()}`);
+  });
+  await page.goto(`${server.url}/${options.path ?? ''}`);
+  return { page, context, errors };
+}
+
+/** Signs in through the login form the UI shows. */
+export async function signIn(page: Page, username = ADMIN.username, password = ADMIN.password): Promise<void> {
+  await page.getByLabel('Username').fill(username);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect.poll(() => page.getByRole('dialog', { name: 'Sign in' }).count()).toBe(0);
+}
+
+/** Runs axe-core in the page; serious and critical violations fail the test, listed with their nodes. */
+export async function expectAccessible(page: Page): Promise<void> {
+  // Evaluated through the DevTools protocol, which the page's Content-Security-Policy does not govern.
+  await page.evaluate(axe.source);
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run: (ctx: Document, opts: object) => Promise<{ violations: Array<{ id: string; impact: string; help: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
+    const result = await axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }));
+  });
+  const serious = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(serious, JSON.stringify(serious, null, 2)).toEqual([]);
+}

@@ -1,0 +1,89 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectAccessible, launchBrowser, openUi, startUiServer, type UiServer } from './helpers/browser.js';
+import { engineByName } from './helpers/engines.js';
+
+const card = (page: Page, id: string) => page.getByRole('article', { name: `Message ${id}` });
+
+async function dequeueInUi(page: Page, fields: { topic: string; count?: string; visibility?: string; group?: string }): Promise<void> {
+  await page.getByLabel('Topic').fill(fields.topic);
+  if (fields.count) await page.getByLabel('Count').fill(fields.count);
+  if (fields.visibility) await page.getByLabel('Visibility timeout (seconds)').fill(fields.visibility);
+  if (fields.group) await page.getByLabel('Consumer group (optional)').fill(fields.group);
+  await page.getByRole('button', { name: 'Dequeue', exact: true }).click();
+}
+
+describe('admin UI consume screen (SQLite, auth off)', () => {
+  let browser: Browser;
+  let server: UiServer;
+  beforeAll(async () => {
+    [browser, server] = await Promise.all([launchBrowser(), startUiServer(engineByName.sqlite)]);
+  });
+  afterAll(async () => browser?.close());
+
+  it('dequeues, then acks and nacks each message with its state shown, and a lost lease shows the 404', async () => {
+    expect((await server.api.put('/api/topic-configs/work', { max_retries: 5 })).status).toBe(200);
+    for (const payload of ['{"n":1}', 'two', 'three']) expect((await server.api.enqueue('work', payload, { key: `k-${payload.length}`, metadata: { origin: 'test' } })).status).toBe(201);
+    const { page, errors } = await openUi(browser, server, { path: '#/consume' });
+    await dequeueInUi(page, { topic: 'work', count: '3', visibility: '120' });
+    await expect.poll(() => page.getByRole('article').count()).toBe(3);
+    await expect.poll(() => page.locator('.notice').textContent()).toBe('Dequeued 3 from work.');
+    const listed = (await server.api.get('/api/messages?topic=work')).body.items;
+    expect(listed.map((m: any) => m.status)).toEqual(['processing', 'processing', 'processing']);
+    const [first, second, third] = listed.map((m: any) => m.id);
+    expect(await card(page, first).textContent()).toContain('"n": 1');
+    expect(await card(page, first).textContent()).toContain('origin');
+    await expectAccessible(page);
+
+    await card(page, first).getByRole('button', { name: 'Ack', exact: true }).click();
+    await expect.poll(() => card(page, first).locator('.status').textContent()).toBe('acked');
+    // Ack deletes the message (contract §3).
+    expect((await server.api.get('/api/messages?topic=work')).body.items.map((m: any) => m.id)).not.toContain(first);
+
+    await card(page, second).getByLabel('Nack error text (optional)').fill('downstream said no');
+    await card(page, second).getByRole('button', { name: 'Nack' }).click();
+    await expect.poll(() => card(page, second).locator('.status').textContent()).toBe('nacked');
+    const retried = (await server.api.get('/api/messages?topic=work&status=pending')).body.items;
+    expect(retried).toMatchObject([{ id: second, retry_count: 1, last_error: 'downstream said no' }]);
+
+    expect((await server.api.post(`/api/messages/${third}/ack`)).status).toBe(204);
+    await card(page, third).getByRole('button', { name: 'Ack', exact: true }).click();
+    await expect.poll(() => card(page, third).getByRole('alert').textContent()).toBe(
+      'message not found: it was already acked or nacked, or its visibility timeout passed and the lease is gone.',
+    );
+    expect(await card(page, third).locator('.status').textContent()).toBe('lease gone');
+    await expectAccessible(page);
+    expect(errors.filter((e) => !e.includes('404'))).toEqual([]);
+  });
+
+  it('uses the consumer group for dequeue and ack, and shows a 400 inline', async () => {
+    expect((await server.api.post('/api/topics/fan/consumer-groups', { consumer_group: 'billing' })).status).toBe(201);
+    expect((await server.api.enqueue('fan', 'for every group')).status).toBe(201);
+    const { page } = await openUi(browser, server, { path: '#/consume' });
+
+    await dequeueInUi(page, { topic: 'fan' });
+    const refused = await server.api.post('/api/messages/dequeue', { topic: 'fan' });
+    expect(refused.status).toBe(400);
+    await expect.poll(() => page.getByRole('alert').textContent()).toBe(refused.body.error);
+
+    await page.getByLabel('Consumer group (optional)').fill('billing');
+    await page.getByRole('button', { name: 'Dequeue', exact: true }).click();
+    await expect.poll(() => page.getByRole('article').count()).toBe(1);
+    await page.getByRole('article').getByRole('button', { name: 'Ack', exact: true }).click();
+    await expect.poll(() => page.getByRole('article').locator('.status').textContent()).toBe('acked');
+    // The only group has acked: the message has left the topic.
+    await expect.poll(async () => (await server.api.get('/api/messages?topic=fan')).body.total).toBe(0);
+
+    await page.getByRole('button', { name: 'Dequeue', exact: true }).click();
+    await expect.poll(() => page.locator('.notice').textContent()).toBe('No message available on fan.');
+  });
+
+  it('checks count and visibility timeout before sending', async () => {
+    expect((await server.api.enqueue('checked', 'untouched')).status).toBe(201);
+    const { page } = await openUi(browser, server, { path: '#/consume' });
+    await dequeueInUi(page, { topic: 'checked', count: '0', visibility: '50000' });
+    await expect.poll(() => page.getByText('Count is a whole number from 1 to 1000.').isVisible()).toBe(true);
+    expect(await page.getByText('The visibility timeout is a whole number of seconds from 1 to 43200.').isVisible()).toBe(true);
+    expect((await server.api.get('/api/messages?topic=checked')).body.items[0].status).toBe('pending');
+  });
+});

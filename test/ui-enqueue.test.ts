@@ -1,0 +1,174 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileSchema, validatePayload } from '../src/queue/avro.js';
+import { avroExample } from '../src/ui/avro-example.js';
+import { expectAccessible, launchBrowser, openUi, startUiServer, type UiServer } from './helpers/browser.js';
+import { engineByName } from './helpers/engines.js';
+
+/** Nested record, enum, array, map, unions (plain and ambiguous) and the logical types, namespaces and references. */
+const ORDER_SCHEMA = {
+  type: 'record',
+  name: 'Order',
+  namespace: 'shop',
+  fields: [
+    { name: 'id', type: { type: 'string', logicalType: 'uuid' } },
+    { name: 'placed_at', type: { type: 'long', logicalType: 'timestamp-millis' } },
+    { name: 'placed_on', type: { type: 'int', logicalType: 'date' } },
+    { name: 'at_micros', type: { type: 'long', logicalType: 'timestamp-micros' } },
+    { name: 'time', type: { type: 'int', logicalType: 'time-millis' } },
+    { name: 'status', type: { type: 'enum', name: 'Status', symbols: ['NEW', 'PAID', 'SHIPPED'] } },
+    {
+      name: 'customer',
+      type: { type: 'record', name: 'Customer', fields: [{ name: 'name', type: 'string' }, { name: 'address', type: { type: 'record', name: 'Address', namespace: 'geo', fields: [{ name: 'city', type: 'string' }, { name: 'zip', type: ['null', 'string'] }] } }] },
+    },
+    { name: 'lines', type: { type: 'array', items: { type: 'record', name: 'Line', fields: [{ name: 'sku', type: 'string' }, { name: 'qty', type: 'int' }, { name: 'price', type: 'double' }, { name: 'weight', type: 'float' }] } } },
+    { name: 'tags', type: { type: 'map', values: 'string' } },
+    { name: 'counters', type: { type: 'map', values: 'long' } },
+    { name: 'note', type: ['string', 'null'] },
+    { name: 'gift', type: 'boolean' },
+    { name: 'previous_status', type: ['Status', 'null'] },
+    { name: 'shipping', type: ['geo.Address', { type: 'map', values: 'string' }] },
+    { name: 'amount', type: ['int', 'double'] },
+    { name: 'parent', type: ['null', 'Order'] },
+    { name: 'later', type: ['null', { type: 'record', name: 'Later', fields: [{ name: 'n', type: 'long' }] }] },
+    { name: 'again', type: 'Later' },
+  ],
+};
+
+describe('Avro example payloads', () => {
+  const schemas: Record<string, unknown> = {
+    'the order schema': ORDER_SCHEMA,
+    'a primitive': 'string',
+    'a top-level union': ['null', 'int'],
+    'an ambiguous union in an array': { type: 'array', items: ['int', 'long'] },
+    'an enum in a wrapped union': { type: 'record', name: 'R', fields: [{ name: 'e', type: ['string', { type: 'enum', name: 'x.E', symbols: ['A'] }] }, { name: 'f', type: { type: 'enum', name: 'E2', namespace: '', symbols: ['B'] } }] },
+    'a dotted name': { type: 'record', name: 'a.b.C', fields: [{ name: 'self', type: ['null', 'C'] }, { name: 'other', type: { type: 'record', name: 'D', fields: [{ name: 'c', type: ['null', 'a.b.C'] }] } }] },
+  };
+  for (const [name, schema] of Object.entries(schemas)) {
+    it(`are accepted by the service's validation: ${name}`, () => {
+      const text = JSON.stringify(schema);
+      const example = avroExample(text);
+      expect(example.notes).toEqual([]);
+      expect(() => validatePayload(compileSchema(text), Buffer.from(example.json))).not.toThrow();
+    });
+  }
+
+  it('say which fields no JSON payload can satisfy (bytes, fixed, decimal)', () => {
+    const example = avroExample(JSON.stringify({ type: 'record', name: 'B', fields: [{ name: 'd', type: { type: 'bytes', logicalType: 'decimal', precision: 4, scale: 2 } }, { name: 'h', type: { type: 'fixed', name: 'Hash', size: 4 } }] }));
+    expect(example.notes).toHaveLength(2);
+    expect(example.notes.join(' ')).toContain('decimal');
+    expect(example.notes.join(' ')).toContain('"Hash" is fixed');
+  });
+
+  it('refuse a schema whose recursion has no end', () => {
+    expect(() => avroExample(JSON.stringify({ type: 'record', name: 'Loop', fields: [{ name: 'next', type: 'Loop' }] }))).toThrow(/recursive/);
+  });
+});
+
+describe('admin UI enqueue screen (SQLite, auth off)', () => {
+  let browser: Browser;
+  let server: UiServer;
+  beforeAll(async () => {
+    [browser, server] = await Promise.all([launchBrowser(), startUiServer(engineByName.sqlite, { env: { CONVEYOR_QUEUE_MAX_PAYLOAD_BYTES: '4096' } })]);
+  });
+  afterAll(async () => browser?.close());
+
+  it('enqueues with a key and metadata, shows the new id and links to the messages', async () => {
+    const { page, errors } = await openUi(browser, server, { path: '#/enqueue?topic=ui.orders' });
+    expect(await page.getByLabel('Topic').inputValue()).toBe('ui.orders');
+    await page.getByLabel('Key (optional)').fill('order-7');
+    await page.getByLabel('Metadata (optional)').fill('{"source": "admin-ui", "trace": "t-1"}');
+    await page.getByLabel('Payload').fill('{"order": 7}');
+    await expectAccessible(page);
+    await page.getByRole('button', { name: 'Enqueue' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toMatch(/Enqueued message [0-9a-f-]{36} to ui\.orders/);
+    const id = (await page.getByRole('status').locator('.mono').textContent())!;
+
+    const list = await server.api.get('/api/messages?topic=ui.orders');
+    expect(list.body.items).toHaveLength(1);
+    expect(list.body.items[0]).toMatchObject({ id, key: 'order-7', payload: '{"order": 7}', metadata: { source: 'admin-ui', trace: 't-1' }, status: 'pending' });
+
+    await page.getByRole('link', { name: 'Show the messages of ui.orders' }).click();
+    await expect.poll(() => page.url()).toContain('#/messages?topic=ui.orders');
+    await expect.poll(() => page.getByRole('button', { name: `Details of message ${id}` }).count()).toBe(1);
+    // The one refused request is the schema lookup: 404 means the topic has no schema.
+    expect(errors.filter((e) => !e.includes('404'))).toEqual([]);
+  });
+
+  it('checks metadata before sending: an object of strings', async () => {
+    const { page } = await openUi(browser, server, { path: '#/enqueue?topic=ui.meta' });
+    const metadata = page.getByLabel('Metadata (optional)');
+    await page.getByLabel('Payload').fill('x');
+    await metadata.fill('{"retries": 3}');
+    await expect.poll(() => page.getByText('Metadata value "retries" must be a string, not a number.').isVisible()).toBe(true);
+    await page.getByRole('button', { name: 'Enqueue' }).click();
+    await metadata.fill('["a"]');
+    await expect.poll(() => page.getByText('Metadata must be a JSON object of text values').isVisible()).toBe(true);
+    await metadata.fill('{"a": ');
+    await expect.poll(() => page.getByText('Metadata is not valid JSON').isVisible()).toBe(true);
+    expect(await metadata.getAttribute('aria-invalid')).toBe('true');
+    await page.getByRole('button', { name: 'Enqueue' }).click();
+    expect((await server.api.get('/api/messages?topic=ui.meta')).body.total).toBe(0);
+    await metadata.fill('{"retries": "3"}');
+    await page.getByRole('button', { name: 'Enqueue' }).click();
+    await expect.poll(async () => (await server.api.get('/api/messages?topic=ui.meta')).body.items.map((m: any) => m.metadata)).toEqual([{ retries: '3' }]);
+  });
+
+  it('shows the Avro schema, inserts an example the service accepts, and shows a 422 next to the payload', async () => {
+    const put = await server.api.put('/api/topic-schemas/ui.avro', { schema_json: JSON.stringify(ORDER_SCHEMA) });
+    expect(put.status, put.text).toBe(200);
+    const { page, errors } = await openUi(browser, server, { path: '#/enqueue?topic=ui.avro' });
+    await expect.poll(() => page.getByRole('heading', { name: /Avro schema/ }).isVisible()).toBe(true);
+    expect(await page.locator('pre.schema').textContent()).toContain('"timestamp-millis"');
+    await page.getByRole('button', { name: 'Insert example' }).click();
+    const payload = page.getByLabel('Payload');
+    const example = await payload.inputValue();
+    expect(JSON.parse(example)).toMatchObject({ status: 'NEW', amount: { int: 42 }, shipping: { 'geo.Address': { city: 'example', zip: null } } });
+    await expectAccessible(page);
+    await page.getByRole('button', { name: 'Enqueue' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('Enqueued message');
+    const stored = await server.api.get('/api/messages?topic=ui.avro');
+    expect(stored.body.items.map((m: any) => m.payload)).toEqual([example]);
+
+    await payload.fill(example.replace('"status": "NEW"', '"status": "LOST"'));
+    await page.getByRole('button', { name: 'Enqueue' }).click();
+    const refused = await server.api.post('/api/messages', { topic: 'ui.avro', payload: await payload.inputValue() });
+    expect(refused.status).toBe(422);
+    await expect.poll(() => page.locator('.field-error').textContent()).toBe(refused.body.error);
+    // The message is tied to the payload editor, so a screen reader reads it with the field.
+    const describedBy = (await payload.getAttribute('aria-describedby'))!;
+    expect(await page.locator(`[id="${describedBy.split(' ').pop()}"]`).textContent()).toContain('payload does not match the topic schema');
+    expect(await payload.getAttribute('aria-invalid')).toBe('true');
+    await expectAccessible(page);
+    expect((await server.api.get('/api/messages?topic=ui.avro')).body.total).toBe(1);
+    expect(errors.filter((e) => !e.includes('422'))).toEqual([]);
+  });
+
+  it('shows 413, 429 and 400 answers inline', async () => {
+    expect((await server.api.put('/api/topic-configs/ui.full', { max_depth: 1 })).status).toBe(200);
+    expect((await server.api.enqueue('ui.full', 'first')).status).toBe(201);
+    const { page } = await openUi(browser, server, { path: '#/enqueue?topic=ui.full' });
+    const payload = page.getByLabel('Payload');
+    const enqueue = page.getByRole('button', { name: 'Enqueue' });
+
+    await payload.fill('second');
+    await enqueue.click();
+    const full = await server.api.post('/api/messages', { topic: 'ui.full', payload: 'second' });
+    expect(full.status).toBe(429);
+    await expect.poll(() => page.getByRole('alert').textContent()).toBe(full.body.error);
+
+    await payload.fill('x'.repeat(5000));
+    await enqueue.click();
+    const large = await server.api.post('/api/messages', { topic: 'ui.full', payload: 'x'.repeat(5000) });
+    expect(large.status).toBe(413);
+    await expect.poll(() => page.locator('.field-error').textContent()).toBe(large.body.error);
+
+    await page.getByLabel('Topic').fill('ui.full.dlq');
+    await payload.fill('to a dead-letter topic');
+    await enqueue.click();
+    const reserved = await server.api.post('/api/messages', { topic: 'ui.full.dlq', payload: 'x' });
+    expect(reserved.status).toBe(400);
+    await expect.poll(() => page.getByRole('alert').textContent()).toBe(reserved.body.error);
+    expect((await server.api.get('/api/messages?topic=ui.full')).body.total).toBe(1);
+  });
+});
