@@ -27,6 +27,8 @@ import { makePayload } from './phases.js';
 
 /** How the subscriber acks: one unary Ack per delivery, or one AckBatch per read of the stream. */
 export type SubscribeAcks = 'each' | 'batch';
+/** How the producer sends: one unary Enqueue per message, or one EnqueueBatch per 10 ms tick. */
+export type SubscribeEnqueues = 'each' | 'batch';
 
 export const CLIENT_NODE_ARGS = ['--max-semi-space-size=2'];
 
@@ -47,10 +49,12 @@ interface SubscriberOptions {
   maxInFlight?: number;
 }
 
-type Role =
-  | { role: 'producer'; payloadBytes: number }
-  | ({ role: 'subscriber' } & SubscriberOptions)
-  | ({ role: 'combined'; payloadBytes: number } & SubscriberOptions);
+interface ProducerOptions {
+  payloadBytes: number;
+  enqueues: SubscribeEnqueues;
+}
+
+type Role = ({ role: 'producer' } & ProducerOptions) | ({ role: 'subscriber' } & SubscriberOptions) | ({ role: 'combined' } & ProducerOptions & SubscriberOptions);
 
 type ToChild = { type: 'run'; total: number; rate: number } | { type: 'report' } | { type: 'stop' };
 type FromChild =
@@ -73,14 +77,14 @@ export interface ClientProcess {
 
 const SELF = fileURLToPath(import.meta.url);
 
-export const startProducer = (options: ClientOptions & { payloadBytes: number }) => start(options, { role: 'producer', payloadBytes: options.payloadBytes }, CLIENT_NODE_ARGS);
+export const startProducer = (options: ClientOptions & ProducerOptions) => start(options, { role: 'producer', payloadBytes: options.payloadBytes, enqueues: options.enqueues }, CLIENT_NODE_ARGS);
 
 export const startSubscriber = (options: ClientOptions & SubscriberOptions) => start(options, { role: 'subscriber', ...subscriberOf(options) }, CLIENT_NODE_ARGS);
 
 /** Producer and subscriber in one default-flag process; `finished` carries the delivery latencies, `enqueues` the calls'. */
-export async function startCombined(options: ClientOptions & SubscriberOptions & { payloadBytes: number }) {
+export async function startCombined(options: ClientOptions & SubscriberOptions & ProducerOptions) {
   let enqueues: number[] = [];
-  const child = await start(options, { role: 'combined', payloadBytes: options.payloadBytes, ...subscriberOf(options) }, [], (m) => (enqueues = m.enqueueLatenciesMs ?? []));
+  const child = await start(options, { role: 'combined', payloadBytes: options.payloadBytes, enqueues: options.enqueues, ...subscriberOf(options) }, [], (m) => (enqueues = m.enqueueLatenciesMs ?? []));
   return { ...child, enqueues: () => enqueues };
 }
 
@@ -167,26 +171,36 @@ function connect(port: number, token?: string): QueueClient {
 
 const send = (message: FromChild) => process.send!(message);
 
-/** Enqueues in ticks of 10 ms, each tick catching up to the rate; latency per call, from the call to its reply. */
-function produce(client: QueueClient, options: ClientOptions & { payloadBytes: number }, total: number, rate: number, done: (latenciesMs: number[]) => void) {
+/**
+ * Enqueues in ticks of 10 ms, each tick catching up to the rate: one Enqueue per message, or the tick's
+ * messages as EnqueueBatch calls of at most 100 (a producer at thousands per second batches). Latency per
+ * message, from its call to the call's reply.
+ */
+function produce(client: QueueClient, options: ClientOptions & ProducerOptions, total: number, rate: number, done: (latenciesMs: number[]) => void) {
   const tickMs = 10;
   const perTick = Math.max(1, Math.round((rate * tickMs) / 1000));
   const filler = makePayload(Math.max(0, options.payloadBytes - SENT_AT_WIDTH), 3);
   const latenciesMs: number[] = [];
   const started = performance.now();
   let sent = 0;
-  const replied = () => {
+  const request = () => ({ topic: options.topic, payload: Buffer.from(String(process.hrtime.bigint()).padStart(SENT_AT_WIDTH, ' ') + filler) });
+  const replied = (count: number, at: number) => {
+    const ms = performance.now() - at;
+    for (let i = 0; i < count; i++) latenciesMs.push(ms);
     if (latenciesMs.length === total) done(latenciesMs);
   };
   const tick = () => {
     const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * rate) + perTick);
-    for (; sent < due; sent++) {
+    while (sent < due) {
       const at = performance.now();
-      const payload = Buffer.from(String(process.hrtime.bigint()).padStart(SENT_AT_WIDTH, ' ') + filler);
-      client.Enqueue({ topic: options.topic, payload }, () => {
-        latenciesMs.push(performance.now() - at);
-        replied();
-      });
+      if (options.enqueues === 'each') {
+        client.Enqueue(request(), () => replied(1, at));
+        sent++;
+        continue;
+      }
+      const requests = Array.from({ length: Math.min(100, due - sent) }, request);
+      client.EnqueueBatch({ requests }, () => replied(requests.length, at));
+      sent += requests.length;
     }
     if (sent < total) setTimeout(tick, tickMs);
   };

@@ -1,12 +1,22 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createUser, startAuthServer, type AuthServer, type TestUser } from './helpers/auth.js';
 import { describeEachEngine } from './helpers/engines.js';
 import { dequeueIds, enqueueId, MISSING_ID } from './helpers/messages.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 /**
  * Enqueue, dequeue and ack by id are served by a lean front dispatcher (src/http/fast-path.ts) unless the
- * request is unusual; a query string sends the same request through express instead. Both must answer alike.
+ * request is unusual; a query string sends the same request through express instead. Both must answer alike,
+ * with auth off and on.
  */
+const IGNORED = new Set(['date', 'x-request-id', 'connection', 'keep-alive']);
+
+async function post(url: string, body: string | undefined, headers: Record<string, string> = {}) {
+  const res = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  const kept = [...res.headers.entries()].filter(([name]) => !IGNORED.has(name));
+  return { status: res.status, text: await res.text(), headers: Object.fromEntries(kept), requestId: res.headers.get('x-request-id') };
+}
+
 describeEachEngine('hot routes answer the same with or without the fast path', (engine) => {
   let server: TestServer;
   beforeAll(async () => {
@@ -16,13 +26,7 @@ describeEachEngine('hot routes answer the same with or without the fast path', (
     await server?.close();
   });
 
-  const IGNORED = new Set(['date', 'x-request-id', 'connection', 'keep-alive']);
-
-  async function call(path: string, body: string | undefined, headers: Record<string, string> = {}) {
-    const res = await fetch(`${server.url}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
-    const kept = [...res.headers.entries()].filter(([name]) => !IGNORED.has(name));
-    return { status: res.status, text: await res.text(), headers: Object.fromEntries(kept), requestId: res.headers.get('x-request-id') };
-  }
+  const call = (path: string, body: string | undefined, headers: Record<string, string> = {}) => post(`${server.url}${path}`, body, headers);
 
   async function both(path: string, body: string | undefined) {
     const fast = await call(path, body);
@@ -76,5 +80,74 @@ describeEachEngine('hot routes answer the same with or without the fast path', (
     expect(sane.requestId).toBe('client-id-1');
     const unsafe = await call('/api/messages/dequeue', '{"topic":"parity-rid"}', { 'x-request-id': 'bad id!' });
     expect(unsafe.requestId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describeEachEngine('hot routes with auth on: the fast path authenticates and authorises as express does', (engine) => {
+  let server: AuthServer;
+  let writer: TestUser;
+  let stranger: TestUser;
+  let consumer: TestUser;
+  beforeAll(async () => {
+    server = await startAuthServer(engine);
+    writer = await createUser(server, ['write:secure.*']);
+    stranger = await createUser(server, ['write:elsewhere']);
+    consumer = await createUser(server, ['consume:secure.*:billing']);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const bearer = (user?: TestUser | string): Record<string, string> => (user === undefined ? {} : { authorization: `Bearer ${typeof user === 'string' ? user : user.token}` });
+
+  async function both(path: string, body: string | undefined, user?: TestUser | string) {
+    const fast = await post(`${server.url}${path}`, body, bearer(user));
+    const viaExpress = await post(`${server.url}${path}?via=express`, body, bearer(user));
+    expect(fast).toEqual({ ...viaExpress, requestId: fast.requestId });
+    return fast;
+  }
+
+  it('answers 401 without a token, with a bad one, and before any body error', async () => {
+    expect((await both('/api/messages', '{"topic":"secure.a","payload":"p"}')).status).toBe(401);
+    expect((await both('/api/messages/dequeue', '{"topic":"secure.a"}', 'not.a.token')).status).toBe(401);
+    expect((await both(`/api/messages/${MISSING_ID}/ack`, '{}', 'Bearer-less')).status).toBe(401);
+    expect((await both('/api/messages', '{"topic":', undefined)).status).toBe(401);
+    expect((await both('/api/messages', '[1]', 'x.y.z')).status).toBe(401);
+    expect((await server.admin.get('/api/messages?topic=secure.a')).body.total).toBe(0);
+  });
+
+  it('answers 403 for a topic the caller holds no grant on, and 400 for a bad body of a granted one', async () => {
+    const refused = await both('/api/messages', '{"topic":"secure.a","payload":"p"}', stranger);
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.text)).toEqual({ error: 'insufficient permissions' });
+    expect((await both('/api/messages/dequeue', '{"topic":"secure.a"}', stranger)).status).toBe(403);
+    expect((await both('/api/messages', '{"topic":"secure.a","payload":1}', writer)).status).toBe(400);
+    expect((await both('/api/messages', '{"topic":"secure.a","payload":"p","extra":1}', writer)).status).toBe(400);
+    // A non-string topic is validation's 400, for any authenticated caller.
+    expect((await both('/api/messages', '{"topic":7,"payload":"p"}', stranger)).status).toBe(400);
+    expect((await server.admin.get('/api/messages?topic=secure.a')).body.total).toBe(0);
+  });
+
+  it('enqueues, dequeues and acks with grants, and refuses an ack on a topic not granted', async () => {
+    expect((await server.admin.post('/api/topics/secure.jobs/consumer-groups', { consumer_group: 'billing' })).status).toBe(201);
+    const enqueued = await post(`${server.url}/api/messages`, '{"topic":"secure.jobs","payload":"p"}', bearer(writer));
+    expect(enqueued.status).toBe(201);
+    const { id } = JSON.parse(enqueued.text);
+    // A consume grant covers its group only; without the group it is no grant at all.
+    expect((await post(`${server.url}/api/messages/dequeue`, '{"topic":"secure.jobs"}', bearer(consumer))).status).toBe(403);
+    const dequeued = await post(`${server.url}/api/messages/dequeue`, '{"topic":"secure.jobs","consumer_group":"billing"}', bearer(consumer));
+    expect(dequeued.status, dequeued.text).toBe(200);
+    expect(JSON.parse(dequeued.text).messages.map((m: { id: string }) => m.id)).toEqual([id]);
+    expect((await both(`/api/messages/${id}/ack`, '{"consumer_group":"billing"}', stranger)).status).toBe(403);
+    expect((await post(`${server.url}/api/messages/${id}/ack`, '{"consumer_group":"billing"}', bearer(consumer))).status).toBe(204);
+    expect((await both(`/api/messages/${id}/ack`, '{"consumer_group":"billing"}', consumer)).status).toBe(404);
+  });
+
+  it('stops a deleted user on the fast path as on express', async () => {
+    const gone = await createUser(server, ['write:secure.*']);
+    expect((await post(`${server.url}/api/messages`, '{"topic":"secure.gone","payload":"p"}', bearer(gone))).status).toBe(201);
+    expect((await server.admin.delete(`/api/users/${gone.id}`)).status).toBe(204);
+    const after = await both('/api/messages', '{"topic":"secure.gone","payload":"p"}', gone);
+    expect(after.status).toBe(401);
   });
 });

@@ -2,7 +2,7 @@ import { status as Status, type Metadata, type ServerUnaryCall, type ServerWrita
 import type { Histogram, UpDownCounter } from '@opentelemetry/api';
 import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../log/logger.js';
-import type { MessageService } from '../queue/messages.js';
+import { MAX_DEQUEUE_COUNT, type MessageService } from '../queue/messages.js';
 import type { SubscriptionHub } from '../queue/subscriptions.js';
 import type { Access, CallGuard } from './auth.js';
 import { notFound } from '../queue/errors.js';
@@ -72,19 +72,24 @@ export class QueueServiceHandlers {
       BatchDequeue: this.unary<BatchDequeueRequest>('BatchDequeue', consume, async (r) => ({
         messages: (await messages.dequeue(dequeueInput(r, r.count))).map(dequeueResponse),
       })),
+      // A delivery stops counting against its stream's window when its Ack or Nack arrives (once authorised),
+      // not when the settle has committed: the consumer is done with it either way (an ack that then fails
+      // leaves the message `processing`, back through the visibility timeout), and the stream's next claim
+      // overlaps the commit instead of waiting a round of group commit for it.
       Ack: this.unary<AckRequest>('Ack', (r) => settle([r.id], r), async (r) => {
-        await messages.ack(r.id, groupOf(r));
         this.deliveries.release(groupOf(r), [r.id]);
+        await messages.ack(r.id, groupOf(r));
         return {};
       }),
       Nack: this.unary<NackRequest>('Nack', (r) => settle([r.id], r), async (r) => {
-        await messages.nack(r.id, r.error, groupOf(r));
         this.deliveries.release(groupOf(r), [r.id]);
+        await messages.nack(r.id, r.error, groupOf(r));
         return {};
       }),
       AckBatch: this.unary<AckBatchRequest>('AckBatch', (r) => settle(r.ids, r), async (r) => {
+        // An oversized batch is refused whole (INVALID_ARGUMENT) and releases nothing.
+        if (r.ids.length <= MAX_DEQUEUE_COUNT) this.deliveries.release(groupOf(r), r.ids);
         const { acked, notFound } = await messages.ackBatch(r.ids, groupOf(r));
-        this.deliveries.release(groupOf(r), acked);
         return { acked, not_found: notFound };
       }),
       Subscribe: (call: ServerWritableStream<SubscribeRequest, unknown>) => void this.subscribe(call),

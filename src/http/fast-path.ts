@@ -2,6 +2,8 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Express, Response } from 'express';
 import type { HttpContext } from './context.js';
 import { errorResponse, sendError } from './errors.js';
+import type { Principal } from '../auth/authorizer.js';
+import { checkConsumeOfBody, checkConsumeOfMessage, checkWriteOfBody } from './middleware/auth.js';
 import { logRequest, requestIdOf } from './middleware/request-context.js';
 import { sendJson } from './respond.js';
 import { ackOne, dequeueOf, enqueueOne } from './routes/messages.js';
@@ -9,25 +11,35 @@ import { assertKnownFields, assertObjectBody } from './validation.js';
 
 /**
  * The three hot message routes (enqueue, dequeue, ack by id) served straight from node:http, in front of the
- * express app. Express's router, request/response decoration and body-parser stack cost about as much CPU
+ * express app. Express's router, request/response decoration and generic error path cost about as much CPU
  * per request as the work itself at thousands of requests per second (measured with `npm run bench`).
  *
- * Only the plain case is taken here: POST to the exact path, auth disabled, an identity-encoded body with a
- * Content-Length within the single-body limit and a UTF-8 (or no) charset. Everything else (other methods and
- * paths, query strings, trailing slashes, %-encoding, chunked or compressed bodies, bearer tokens) goes to
- * express untouched, so its 404/405/413/415/400 answers and auth stay the only ones. The validation, domain
- * call, response body, error table, request id, route label and access log are the ones express uses.
+ * This is the same pipeline as the routes' express chains (route-table.ts), step for step and through the
+ * same functions: authentication (`ctx.auth.authenticate`, 401 before any body error), the object check,
+ * the grant check (middleware/auth.ts), the unknown-field check, validation, the domain call, the response
+ * body, the error table, the request id, the route label, the metrics and the access log. It serves with
+ * auth on and off alike. Only the plain case is taken here: POST to the exact path, an identity-encoded body
+ * with a Content-Length within the single-body limit and a UTF-8 (or no) charset. Everything else (other
+ * methods and paths, query strings, trailing slashes, %-encoding, chunked or compressed bodies) goes to
+ * express untouched, so its 404/405/413/415 answers stay the only ones.
  */
 
-type HotRoute = { template: string; handle: (ctx: HttpContext, body: unknown, res: ServerResponse) => Promise<void> };
+type HotRoute = {
+  template: string;
+  /** The route's grant check, as its express chain runs it (after the object check, before the unknown-field check). */
+  authorize: (ctx: HttpContext, principal: Principal | null, body: unknown) => void | Promise<void>;
+  handle: (ctx: HttpContext, body: unknown, res: ServerResponse) => Promise<void>;
+};
 
 const ENQUEUE: HotRoute = {
   template: '/api/messages',
+  authorize: checkWriteOfBody,
   handle: async (ctx, body, res) => sendJson(res, 201, await enqueueOne(ctx, body)),
 };
 
 const DEQUEUE: HotRoute = {
   template: '/api/messages/dequeue',
+  authorize: checkConsumeOfBody,
   handle: async (ctx, body, res) => sendJson(res, 200, await dequeueOf(ctx, body)),
 };
 
@@ -37,6 +49,7 @@ const ACK_PATH = /^\/api\/messages\/([^/%?]+)\/ack$/;
 function ackRoute(id: string): HotRoute {
   return {
     template: '/api/messages/:id/ack',
+    authorize: (ctx, principal, body) => checkConsumeOfMessage(ctx, principal, id, body),
     handle: async (ctx, body, res) => {
       await ackOne(ctx, id, body);
       res.statusCode = 204;
@@ -97,7 +110,7 @@ export function withFastPath(ctx: HttpContext, app: Express, singleBodyLimit: nu
   }
 
   return (req, res) => {
-    const route = ctx.auth.enabled ? undefined : hotRoute(req);
+    const route = hotRoute(req);
     if (route === undefined || !plainBody(req, singleBodyLimit)) {
       app(req, res);
       return;
@@ -107,8 +120,8 @@ export function withFastPath(ctx: HttpContext, app: Express, singleBodyLimit: nu
     let child: HttpContext['logger'] | undefined;
     const log = () => (child ??= ctx.logger.child({ reqId: id }));
     res.setHeader('X-Request-Id', id);
-    // A body that never became a request is labelled as express labels it: no route matched yet.
-    let label = 'unmatched';
+    // As express's prelude labels it, whatever the outcome.
+    const label = route.template;
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       ctx.metrics.httpRequest({ method: 'POST', route: label, status: String(res.statusCode) }, seconds);
@@ -125,22 +138,23 @@ export function withFastPath(ctx: HttpContext, app: Express, singleBodyLimit: nu
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('error', fail);
     req.on('aborted', fail);
+    // Started at once, as express's prelude does before reading the body; its 401 wins over any body error.
+    const principal = ctx.auth.authenticate(req.headers.authorization);
+    principal.catch(() => undefined);
     req.on('end', () => {
       if (done) return;
       done = true;
-      let body: unknown;
-      try {
-        // As express: parse, then the object check (app.ts) before any route matched, then the route's
-        // unknown-field check (route-table.ts) under the route's label.
-        body = parseJson(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
-        assertObjectBody(body);
-        label = route.template;
-        assertKnownFields(`POST ${route.template}`, body);
-      } catch (err) {
-        sendFailure(req, res, err, log);
-        return;
-      }
-      route.handle(ctx, body, res).catch((err: unknown) => sendFailure(req, res, err, log));
+      serve(route, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).catch((err: unknown) => sendFailure(req, res, err, log));
     });
+
+    // The steps of route-table.ts's chain, in its order: parse and object check, grants, unknown fields, handler.
+    async function serve(hot: HotRoute, raw: Buffer): Promise<void> {
+      const caller = await principal;
+      const body = parseJson(raw);
+      assertObjectBody(body);
+      await hot.authorize(ctx, caller, body);
+      assertKnownFields(`POST ${hot.template}`, body);
+      await hot.handle(ctx, body, res);
+    }
   };
 }

@@ -20,8 +20,8 @@ export const registeredRoutes = new Set<string>();
  * route's own limit), the object check; then the route's grant checks, the unknown-field check and the
  * handler. What depends only on the route (its label, whether it needs a token, whether it is audited, its
  * body limit) is decided once, here, when the route is registered, not on every request; there is no
- * middleware that every request walks through before routing. (With auth off, the plain case of the three
- * hot routes is served in front of express by fast-path.ts, with the same validation, domain calls and errors.)
+ * middleware that every request walks through before routing. (The plain case of the three hot routes is
+ * served in front of express by fast-path.ts, through these same steps and functions, with auth on and off.)
  */
 function prelude(ctx: HttpContext, method: Method, path: string): RequestHandler {
   const tokenRequired = ctx.auth.enabled && needsToken(path);

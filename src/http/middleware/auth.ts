@@ -42,25 +42,53 @@ export function requireTopic(ctx: HttpContext, action: TopicAction, topicOf: (re
   };
 }
 
+/*
+ * The grant checks of the three hot routes, as plain functions of the principal and the request: their
+ * express chains (routes/messages.ts) and the dispatcher in front of express (fast-path.ts) both call these,
+ * so a request is authorised by the same code whichever of the two serves it.
+ */
+
+/** Enqueue: write on the body's topic; a missing or non-string topic is left to validation's 400. */
+export function checkWriteOfBody(ctx: HttpContext, principal: Principal | null, body: unknown): void {
+  const topic = (body as Record<string, unknown> | null)?.topic;
+  if (typeof topic === 'string') ctx.auth.requireTopic(principal, 'write', topic);
+  else ctx.auth.requireAuthenticated(principal);
+}
+
 /** Dequeue: write, or a consume grant for the group in the body (contract §8). */
-export function requireConsumeOfBody(ctx: HttpContext): RequestHandler {
-  return (req, _res, next) => {
-    const { topic, consumer_group: group } = (req.body ?? {}) as Record<string, unknown>;
-    if (typeof topic === 'string') ctx.auth.requireConsume(req.principal, topic, typeof group === 'string' ? group : undefined);
-    next();
-  };
+export function checkConsumeOfBody(ctx: HttpContext, principal: Principal | null, body: unknown): void {
+  const { topic, consumer_group: group } = (body ?? {}) as Record<string, unknown>;
+  if (typeof topic === 'string') ctx.auth.requireConsume(principal, topic, typeof group === 'string' ? group : undefined);
 }
 
 /**
  * Ack and nack by id: the grant is checked on the message's topic. An unknown id passes on, so the domain
  * answers its usual 404 without revealing more to the unauthorised than to anyone else.
  */
+export async function checkConsumeOfMessage(ctx: HttpContext, principal: Principal | null, id: string, body: unknown): Promise<void> {
+  if (!ctx.auth.enabled) return;
+  const topic = await ctx.messages.topicOf(id);
+  const group = (body as Record<string, unknown> | null)?.consumer_group;
+  if (topic !== null) ctx.auth.requireConsume(principal, topic, typeof group === 'string' ? group : undefined);
+}
+
+export function requireConsumeOfBody(ctx: HttpContext): RequestHandler {
+  return (req, _res, next) => {
+    checkConsumeOfBody(ctx, req.principal, req.body);
+    next();
+  };
+}
+
 export function requireConsumeOfMessage(ctx: HttpContext): RequestHandler {
   return async (req, _res, next) => {
-    if (!ctx.auth.enabled) return next();
-    const topic = await ctx.messages.topicOf(req.params.id);
-    const group = (req.body ?? {}).consumer_group;
-    if (topic !== null) ctx.auth.requireConsume(req.principal, topic, typeof group === 'string' ? group : undefined);
+    await checkConsumeOfMessage(ctx, req.principal, req.params.id as string, req.body);
+    next();
+  };
+}
+
+export function requireWriteOfBody(ctx: HttpContext): RequestHandler {
+  return (req, _res, next) => {
+    checkWriteOfBody(ctx, req.principal, req.body);
     next();
   };
 }

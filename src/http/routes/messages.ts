@@ -2,7 +2,7 @@ import { Router } from 'express';
 import type { z } from 'zod';
 import type { HttpContext } from '../context.js';
 import { dequeuedMessageJson, messageJson } from '../format.js';
-import { requireConsumeOfBody, requireConsumeOfMessage, requireConsumeOfMessages, requireRequeueOfMessage, requireTopic, requireWriteOfBatch } from '../middleware/auth.js';
+import { requireConsumeOfBody, requireConsumeOfMessage, requireConsumeOfMessages, requireRequeueOfMessage, requireWriteOfBatch, requireWriteOfBody } from '../middleware/auth.js';
 import { sendJson } from '../respond.js';
 import { route } from '../route-table.js';
 import { ackBatchBody, ackBody, dequeueBody, enqueueBody, listMessagesQuery, nackBody, parseBatchBody, parseBody, parseQuery } from '../validation.js';
@@ -56,7 +56,7 @@ export function messageRoutes(ctx: HttpContext): Router {
       res.json({ items: page.items.map(messageJson), total: page.total, limit, offset });
     },
     POST: [
-      requireTopic(ctx, 'write', (req) => req.body?.topic),
+      requireWriteOfBody(ctx),
       async (req, res) => {
         sendJson(res, 201, await enqueueOne(ctx, req.body));
       },

@@ -28,9 +28,11 @@ export async function listMessages(db: Knex, filter: MessageFilter, limit: numbe
   return { items: rows.map(normaliseRow), total: Number(count?.n ?? 0) };
 }
 
-export async function findMessageTopic(db: Knex, id: string): Promise<string | null> {
-  const row = await db('messages').where({ id }).first('topic');
-  return row ? String(row.topic) : null;
+/** Each existing message's topic, by id (`ids` normalised, lower case). */
+export async function findTopicsById(db: Knex, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db('messages').whereIn('id', ids).select('id', 'topic');
+  return new Map(rows.map((r: Record<string, unknown>) => [String(r.id).toLowerCase(), String(r.topic)]));
 }
 
 /** The distinct topics of the messages among `ids` that exist. */
