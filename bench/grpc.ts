@@ -235,7 +235,7 @@ export async function grpcPhases(port: number, procs: Processes, o: GrpcBenchOpt
 }
 
 /** A misspelt phase would silently measure nothing. */
-function parsePhases(list: string): GrpcPhase[] {
+export function parsePhases(list: string): GrpcPhase[] {
   const phases = list.split(',').map((p) => p.trim());
   const unknown = phases.filter((p) => !(GRPC_PHASES as readonly string[]).includes(p));
   if (unknown.length > 0) throw new Error(`BENCH_GRPC_PHASES: unknown phase ${unknown.join(', ')} (phases: ${GRPC_PHASES.join(', ')})`);

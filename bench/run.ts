@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { authEnv, BenchToken, type AuthMode } from './auth.js';
 import { findProcess } from './cpu.js';
-import { grpcPhases, grpcPortOf } from './grpc.js';
+import { grpcPhases, grpcPortOf, parsePhases } from './grpc.js';
 import { mysqlDatabase, sqliteDatabase, type BenchDatabase, type Engine } from './databases.js';
 import { BenchClient } from './http-client.js';
 import { loadAverage, machineInfo } from './machine.js';
@@ -144,7 +144,7 @@ async function benchEngine(engine: Engine, auth: AuthMode): Promise<EngineResult
       if (runHttp) await httpPhases(client, procs, deadlineMs, report, () => token.renew(client));
       if (runGrpc) {
         await token.renew(client);
-        const grpcOptions = { count: options.count, deadlineMs, payloadBytes: options.payloadBytes, concurrency: options.concurrency, batchCallers: options.consumers, batchSize: options.dequeueCount, token: () => token.value() };
+        const grpcOptions = { count: options.count, deadlineMs, payloadBytes: options.payloadBytes, concurrency: options.concurrency, batchCallers: options.consumers, batchSize: options.dequeueCount, token: () => token.value(), phases: process.env.BENCH_GRPC_PHASES ? parsePhases(process.env.BENCH_GRPC_PHASES) : undefined };
         await grpcPhases(grpcPortOf(service.output()), procs, grpcOptions, report);
       }
     } finally {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { uuidv7 } from './message-ids.js';
 import type { Config } from '../config/schema.js';
-import { findMessageTopics, findTopicsById } from '../store/messages/browse.js';
+import { findTopicsById } from '../store/messages/browse.js';
 import { claimMessages } from '../store/messages/claim.js';
 import { BatchRejected, insertMessages, newMessageRow, type InsertOutcome, type NewMessage } from '../store/messages/insert.js';
 import { ackMessages, nackMessage, releaseExpired, requeueDeadLetter, type AttemptResult } from '../store/messages/settle.js';
@@ -71,7 +71,7 @@ export class MessageService {
   private readonly now: () => number;
   private readonly enqueues: GroupCommitter<NewMessage, InsertOutcome>;
   private readonly acks: GroupCommitter<string, boolean>;
-  /** topicOf's primary-key reads, batched as group commit batches: one SELECT for every id asked for meanwhile. */
+  /** The primary-key reads of topicOf and topicsOf, batched as group commit batches: one SELECT for every id asked for meanwhile. */
   private readonly topicReads: GroupCommitter<string, string | null>;
   private readonly claims: ClaimCombiner<MessageRow>;
   private readonly fanOut: FanOut;
@@ -238,7 +238,8 @@ export class MessageService {
 
   async topicsOf(ids: unknown[]): Promise<string[]> {
     const valid = [...new Set(ids.map(normaliseMessageId).filter((id): id is string => id !== null))];
-    return findMessageTopics(this.deps.db, valid.slice(0, MAX_DEQUEUE_COUNT));
+    const topics = await Promise.all(valid.slice(0, MAX_DEQUEUE_COUNT).map((id) => this.topicReads.submit(id)));
+    return [...new Set(topics.filter((topic): topic is string => topic !== null))];
   }
 
   async requeue(id: unknown): Promise<void> {

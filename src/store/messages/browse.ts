@@ -35,13 +35,6 @@ export async function findTopicsById(db: Knex, ids: string[]): Promise<Map<strin
   return new Map(rows.map((r: Record<string, unknown>) => [String(r.id).toLowerCase(), String(r.topic)]));
 }
 
-/** The distinct topics of the messages among `ids` that exist. */
-export async function findMessageTopics(db: Knex, ids: string[]): Promise<string[]> {
-  if (ids.length === 0) return [];
-  const rows = await db('messages').whereIn('id', ids).distinct('topic');
-  return rows.map((r: Record<string, unknown>) => String(r.topic));
-}
-
 export interface StatusCount {
   topic: string;
   status: string;
