@@ -6,9 +6,7 @@ import type { Config } from './config/schema.js';
 import { authorizerGuard } from './grpc/auth.js';
 import { startGrpcServer } from './grpc/server.js';
 import { createApp } from './http/app.js';
-import { singleBodyLimit } from './http/body-limits.js';
-import { withFastPath } from './http/fast-path.js';
-import { createHttpServer } from './http/node-server.js';
+import { API_REQUESTS, createHttpServer } from './http/node-server.js';
 import { applyHttpLimits, httpLimitsOf } from './http/limits.js';
 import { withCors } from './http/cors.js';
 import { withSecurityHeaders } from './http/security-headers.js';
@@ -120,7 +118,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 
   const ctx: HttpContext = { config, logger, db, metrics, messages, topics, auth: authRuntime.auth, users: authRuntime.users, maintenance };
   const app = createApp(ctx);
-  const httpServer = createHttpServer(withCors(parseAllowedOrigins(config.server.cors_allowed_origins), withFastPath(ctx, app, singleBodyLimit(config))), tls && httpTls(tls));
+  const httpServer = createHttpServer(withCors(parseAllowedOrigins(config.server.cors_allowed_origins), app), tls && httpTls(tls));
   applyHttpLimits(httpServer, httpLimitsOf(config.server), logger);
   trackConnections(httpServer);
   const httpPort = await listen(httpServer, config.server.http_port, config.server.host);
@@ -134,6 +132,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     // stays plaintext with TLS on, and answers the probes too: the kubelet has no client certificate for a
     // port that demands one (mutual TLS).
     metricsServer = createServer(
+      API_REQUESTS,
       withSecurityHeaders((req, res) => {
         const path = req.url?.split('?')[0];
         if (path === '/metrics') return metrics.handle(req, res);

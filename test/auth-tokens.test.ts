@@ -52,7 +52,7 @@ describeEachEngine('auth: login, tokens and status', (engine) => {
     expectErrorBody(bad, 401);
     expect(bad.body.error).toBe('invalid or expired token');
     expect((await server.api.withHeaders({ authorization: 'Basic YWRtaW46eA==' }).get('/api/messages')).body.error).toBe('invalid or expired token');
-    // Express routes case-insensitively and ignores a trailing slash; authentication must not be sidestepped that way.
+    // The route table matches case-insensitively and ignores a trailing slash; authentication must not be sidestepped that way.
     for (const path of ['/API/MESSAGES', '/api/messages/', '/Api/Stats', '/METRICS', '/api/users/']) expectErrorBody(await server.api.get(path), 401);
     expect((await server.api.get('/healthz')).status).toBe(200);
     expect((await server.api.get('/api/version')).status).toBe(200);

@@ -8,11 +8,10 @@ import { alarmingLogLines, errorShapeProblem, rawRequest, rawSocket, startLogged
 
 /**
  * Issue item 1: a body that fails to decompress was a 500 with a stack trace in the log, on every JSON route.
- * Every error raised while reading a body carries a 4xx status and is answered with it, on express routes
- * and on the hot routes (enqueue, dequeue, ack), which hand compressed bodies to express.
+ * Every error raised while reading a body carries a 4xx status and is answered with it, on every route.
  */
 
-/** Hot routes first (their plain case is the fast path), then a sample of express routes, every method with a body. */
+/** Hot routes first, then a sample of the other routes, every method with a body. */
 const ROUTES: Array<[string, string]> = [
   ['POST', '/api/messages'],
   ['POST', '/api/messages/dequeue'],
@@ -110,7 +109,7 @@ describeEachEngine('compressed and oddly encoded bodies', (engine) => {
     });
   }
 
-  it('the hot routes answer exactly as express does (with ?via=express the fast path is skipped)', async () => {
+  it('the hot routes answer alike however the path is spelt (trailing slash, query string)', async () => {
     const hot = ROUTES.slice(0, 3);
     const cases: Array<[Record<string, string>, Buffer]> = [
       ...UNDECOMPRESSABLE.map(([encoding, , body]): [Record<string, string>, Buffer] => [{ 'content-encoding': encoding }, body]),
@@ -120,16 +119,16 @@ describeEachEngine('compressed and oddly encoded bodies', (engine) => {
     ];
     for (const [method, path] of hot) {
       for (const [headers, body] of cases) {
-        const fast = await send(method, path, headers, body);
-        const viaExpress = await send(method, `${path}?via=express`, headers, body);
-        expect([fast.status, fast.text], JSON.stringify(headers)).toEqual([viaExpress.status, viaExpress.text]);
-        expect(fast.status).toBeGreaterThanOrEqual(400);
-        expect(fast.status).toBeLessThan(500);
+        const plain = await send(method, path, headers, body);
+        const other = await send(method, `${path}/?spelling=other`, headers, body);
+        expect([plain.status, plain.text], JSON.stringify(headers)).toEqual([other.status, other.text]);
+        expect(plain.status).toBeGreaterThanOrEqual(400);
+        expect(plain.status).toBeLessThan(500);
       }
     }
   });
 
-  it('a well-compressed body is read, under every supported encoding, on fast-path and express routes', async () => {
+  it('a well-compressed body is read, under every supported encoding, on the hot routes and the others', async () => {
     for (const [encoding, compress] of Object.entries(COMPRESS)) {
       const res = await send('POST', '/api/messages', { 'content-encoding': encoding }, compress(Buffer.from(JSON_BODY)));
       expect(res.status, res.text).toBe(201);

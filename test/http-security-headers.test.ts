@@ -9,8 +9,8 @@ import { errorShapeProblem, rawRequest, rawSocket, type RawResponse } from './he
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 /**
- * Security issue, response headers and CORS: every answer of the API port (express routes, the hot-route fast
- * path, node-server.ts's own error answers, /metrics, the probes) and of the metrics port carries nosniff,
+ * Security issue, response headers and CORS: every answer of the API port (every route, the hot ones included,
+ * node-server.ts's own error answers, /metrics, the probes) and of the metrics port carries nosniff,
  * no-referrer and no-store; no answer carries a CORS header unless server.cors_allowed_origins lists the
  * request's Origin, and a preflight is answered before authentication. SQLite only: nothing here touches SQL
  * that differs between engines.
@@ -56,7 +56,7 @@ describe('default configuration: auth off, CORS off [sqlite]', () => {
     await server?.close();
   });
 
-  it('the hot routes served without express (enqueue 201, dequeue 200, ack 204, and their errors) carry them', async () => {
+  it('the hot routes (enqueue 201, dequeue 200, ack 204, and their errors) carry them', async () => {
     const enqueued = await json(port, 'POST', '/api/messages', { topic: 'hdr', payload: 'secret payload', key: 'k1' });
     expect(enqueued.status, enqueued.text).toBe(201);
     expectSecurityHeaders(enqueued, 'fast-path enqueue');
@@ -88,7 +88,7 @@ describe('default configuration: auth off, CORS off [sqlite]', () => {
       ['unknown path', json(port, 'GET', '/no-such-path'), 404],
       ['unknown /api path', json(port, 'GET', '/api/no-such-route'), 404],
       ['wrong method', json(port, 'DELETE', '/api/messages'), 405],
-      // Over the single-body limit: the fast path hands it to express, whose body reader refuses it.
+      // Over the single-body limit: the body reader refuses it.
       ['body over the limit', json(port, 'POST', '/api/messages', { topic: 'hdr', payload: 'x'.repeat(80_000) }), 413],
       ['metrics', json(port, 'GET', '/metrics'), 200],
       ['healthz', json(port, 'GET', '/healthz'), 200],
@@ -248,7 +248,7 @@ describe('auth off, CORS allow-list: the hot routes [sqlite]', () => {
     await server?.close();
   });
 
-  it('enqueue, dequeue and ack served without express answer a listed origin with the CORS headers', async () => {
+  it('enqueue, dequeue and ack answer a listed origin with the CORS headers', async () => {
     const enqueued = await json(port, 'POST', '/api/messages', { topic: 'cors', payload: 'p' }, { origin: UI });
     const dequeued = await json(port, 'POST', '/api/messages/dequeue', { topic: 'cors' }, { origin: UI });
     const id = JSON.parse(dequeued.text).messages[0].id;

@@ -250,7 +250,7 @@ describe('request logging', () => {
   });
 });
 
-describe('request logging on the hot-route fast path (auth off)', () => {
+describe('request logging of the hot routes (auth off)', () => {
   let database: TestDatabase;
   let running: Awaited<ReturnType<typeof startLoggedServer>>;
   beforeAll(async () => {
@@ -262,8 +262,6 @@ describe('request logging on the hot-route fast path (auth off)', () => {
     await database?.drop();
   });
 
-  // src/http/fast-path.ts logs only 5xx (or everything at debug). It is another engineer's file: once it logs
-  // 4xx as express does (see the report), this passes and `.fails` must go.
   it('logs a 4xx of enqueue, dequeue and ack at info with the route template', async () => {
     const { api } = running;
     expect((await api.post('/api/messages', { topic: 'orders' })).status).toBe(400);

@@ -1,8 +1,12 @@
-import express, { type Express } from 'express';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { parse as parseQueryString } from 'node:querystring';
+import parseUrl from 'parseurl';
 import type { HttpContext } from './context.js';
-import { errorHandler, notFoundHandler, sendError } from './errors.js';
-import { requestContext } from './middleware/request-context.js';
+import { answerError, notFoundHandler, sendError } from './errors.js';
+import { beginRequest } from './middleware/request-context.js';
+import type { ApiRequest, Handler, Next } from './request.js';
 import { authenticated } from './route-table.js';
+import { RouteTable } from './router.js';
 import { auditLogRoutes } from './routes/audit-log.js';
 import { authRoutes } from './routes/auth.js';
 import { consumerGroupRoutes } from './routes/consumer-groups.js';
@@ -17,39 +21,67 @@ import { loadUiAssets } from './ui-assets.js';
 
 export { BATCH_BODY_LIMIT, singleBodyLimit } from './body-limits.js';
 
+/** Every route of the API, the hot message routes first (the table tries templates in order). */
+export function apiRoutes(ctx: HttpContext): RouteTable {
+  const table = new RouteTable();
+  for (const register of [messageRoutes, authRoutes, serviceRoutes, topicConfigRoutes, topicAdminRoutes, consumerGroupRoutes, replayRoutes, reaperRoutes, userRoutes, auditLogRoutes]) {
+    register(ctx, table);
+  }
+  return table;
+}
+
 /**
- * The HTTP API and the admin UI's files. Each route's chain runs the request pipeline itself
- * (route-table.ts: authentication, audit, body, grants, validation), so the only step in front of routing is
- * the request context (id, access log, duration metric), which every answer needs, 404s included.
- * server.ts puts the hot-route fast path (fast-path.ts) in front of this app.
+ * Runs a route's chain: each step gets `next`; an error passed to it, thrown or rejected goes to the error
+ * table (errors.ts) and ends the chain.
  */
-export function createApp(ctx: HttpContext): Express {
-  const app = express();
-  app.disable('x-powered-by');
-  // Every answer is `Cache-Control: no-store` (security-headers.ts): an ETag, a hash of every body, buys nothing.
-  app.set('etag', false);
-  app.set('trust proxy', ctx.config.server.trust_proxy);
-  app.set('query parser', 'simple');
-  app.use(requestContext(ctx.logger, ctx.metrics));
-  // The hot routes first: every router before them is walked, path by path, on every request.
-  app.use(messageRoutes(ctx));
-  app.use(authRoutes(ctx));
-  app.use(serviceRoutes(ctx));
-  app.use(topicConfigRoutes(ctx));
-  app.use(topicAdminRoutes(ctx));
-  app.use(consumerGroupRoutes(ctx));
-  app.use(replayRoutes(ctx));
-  app.use(reaperRoutes(ctx));
-  app.use(userRoutes(ctx));
-  app.use(auditLogRoutes(ctx));
+function runChain(chain: Handler[], req: ApiRequest, res: ServerResponse): void {
+  let step = 0;
+  const next: Next = (err?: unknown) => {
+    if (err !== undefined) return answerError(err, req, res);
+    const handler = chain[step++];
+    if (handler === undefined) return;
+    try {
+      const result = handler(req, res, next) as Promise<unknown> | undefined;
+      if (result !== undefined && typeof result.then === 'function') result.then(undefined, (e: unknown) => answerError(e, req, res));
+    } catch (e) {
+      answerError(e, req, res);
+    }
+  };
+  next();
+}
+
+/**
+ * The HTTP API and the admin UI's files: one pipeline for every request, with auth on and off. The request
+ * context (id, access log, duration metric labelled with the route template) first, then the route table
+ * (route-table.ts: each route's chain runs authentication, audit, body, grants, validation and the handler),
+ * then the admin UI's files, then 404 (after authentication, so a path that needs a token still says 401).
+ * The listener expects requests made as ApiRequest (node-server.ts creates its servers so).
+ */
+export function createApp(ctx: HttpContext): RequestListener {
+  const table = apiRoutes(ctx);
   // The admin UI's files at `/`, after every API route: the API's paths are never shadowed by a file.
   const ui = loadUiAssets();
-  app.use((req, res, next) => {
-    if (ui.serve(req, res, req.path)) return;
-    if (!ui.available && req.method === 'GET' && req.path === '/') return sendError(res, 404, 'the admin UI is not built; run npm run build');
-    next();
-  });
-  app.use(authenticated(ctx), notFoundHandler);
-  app.use(errorHandler());
-  return app;
+  const unmatched: Handler[] = [authenticated(ctx), notFoundHandler];
+  return (incoming: IncomingMessage, res: ServerResponse) => {
+    const req = incoming as ApiRequest;
+    const url = parseUrl(req);
+    const path = url?.pathname ?? '/';
+    req.path = path;
+    if (url?.query) req.query = parseQueryString(typeof url.query === 'string' ? url.query : '') as Record<string, string | string[]>;
+    const label = beginRequest(ctx, req, res);
+    let match;
+    try {
+      match = table.match(req.method ?? 'GET', path);
+    } catch (err) {
+      return answerError(err, req, res);
+    }
+    if (match !== undefined) {
+      label.route = match.template;
+      req.params = match.params;
+      return runChain(match.chain, req, res);
+    }
+    if (ui.serve(req, res, path)) return;
+    if (!ui.available && req.method === 'GET' && path === '/') return sendError(res, 404, 'the admin UI is not built; run npm run build');
+    runChain(unmatched, req, res);
+  };
 }

@@ -21,10 +21,3 @@ export interface HttpContext {
   auth: Authorizer;
   users: UserService;
 }
-
-declare module 'express-serve-static-core' {
-  interface Request {
-    log: Logger;
-    id: string;
-  }
-}

@@ -17,8 +17,8 @@ function refusePreflight(res: ServerResponse): void {
 }
 
 /**
- * CORS for the HTTP API, in front of the fast path and express, so that a preflight is answered before
- * authentication (a browser sends no token with it) and the hot routes get the same headers as the rest.
+ * CORS for the HTTP API, in front of the route table, so that a preflight is answered before
+ * authentication (a browser sends no token with it) and every route gets the same headers.
  *
  * With no allowed origins (the default) no response carries an Access-Control-* header, so browsers keep
  * pages of other sites from reading any answer. A request whose Origin is in the list gets

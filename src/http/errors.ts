@@ -1,9 +1,11 @@
 import { STATUS_CODES } from 'node:http';
-import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { DomainError, type DomainErrorCode } from '../queue/errors.js';
 import { isConnectionError } from '../store/dialect.js';
 import { DATABASE_BUSY_MESSAGE, isDatabaseBusy } from '../store/retry.js';
 import type { Logger } from '../log/logger.js';
+import type { ApiRequest, Handler } from './request.js';
+import { sendJsonText } from './respond.js';
 
 /** The one table from domain errors to HTTP status codes. */
 const STATUS_OF: Record<DomainErrorCode, number> = {
@@ -21,9 +23,9 @@ const STATUS_OF: Record<DomainErrorCode, number> = {
   unavailable: 503,
 };
 
-export function sendError(res: Response, status: number, message: string): void {
+export function sendError(res: ServerResponse, status: number, message: string): void {
   if (res.headersSent) return;
-  res.status(status).type('application/json').send(JSON.stringify({ error: message }));
+  sendJsonText(res, status, JSON.stringify({ error: message }));
 }
 
 /** zlib and brotli failures (`Z_DATA_ERROR`, `Z_BUF_ERROR`, `ERR_BROTLI_…`, `ERR__ERROR_FORMAT_…`): a body that does not decompress. */
@@ -59,8 +61,8 @@ function bodyReadError(err: { type?: unknown; status?: unknown; statusCode?: unk
 }
 
 /**
- * Status, message and Retry-After for any error a route or its body reader (body-reader.ts) may raise: the
- * express error handler and the hot-route fast path (fast-path.ts) both answer through this one mapping.
+ * Status, message and Retry-After for any error a route or its body reader (body-reader.ts) may raise: every
+ * error answer of the API goes through this one mapping (answerError below; the admin UI reads it too).
  */
 export function errorResponse(err: unknown, log: Logger): { status: number; message: string; retryAfter?: string } {
   if (err instanceof DomainError) {
@@ -85,19 +87,18 @@ export function errorResponse(err: unknown, log: Logger): { status: number; mess
   return { status: 500, message: 'internal error' };
 }
 
-export function errorHandler(): ErrorRequestHandler {
-  return (err, req, res, _next) => {
-    const { status, message, retryAfter } = errorResponse(err, req.log);
-    if (retryAfter !== undefined && !res.headersSent) res.setHeader('Retry-After', retryAfter);
-    sendError(res, status, message);
-  };
+/** The answer to an error that ended a route's chain. */
+export function answerError(err: unknown, req: ApiRequest, res: ServerResponse): void {
+  const { status, message, retryAfter } = errorResponse(err, req.log);
+  if (retryAfter !== undefined && !res.headersSent) res.setHeader('Retry-After', retryAfter);
+  sendError(res, status, message);
 }
 
-export const notFoundHandler: RequestHandler = (_req, res) => sendError(res, 404, 'not found');
+export const notFoundHandler: Handler = (_req, res) => sendError(res, 404, 'not found');
 
-export function methodNotAllowed(allowed: string[]): RequestHandler {
+export function methodNotAllowed(allowed: string[]): Handler {
   const allow = [...allowed, ...(allowed.includes('GET') ? ['HEAD'] : [])].join(', ');
-  return (req: Request, res: Response) => {
+  return (req, res) => {
     res.setHeader('Allow', allow);
     sendError(res, 405, `method ${req.method} not allowed; allowed: ${allow}`);
   };

@@ -2,10 +2,11 @@ import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener,
 import { createServer as createHttpsServer } from 'node:https';
 import type { SecureContextOptions } from 'node:tls';
 import type { Duplex } from 'node:stream';
+import { ApiRequest } from './request.js';
 import { RAW_SECURITY_HEADERS, setSecurityHeaders } from './security-headers.js';
 
 /**
- * The node:http server in front of the fast path and express, so that the answers node:http would give by
+ * The node:http server of the API (app.ts), so that the answers node:http would give by
  * itself follow the API's error shape too (`{"error": "..."}` as application/json): a request it cannot
  * parse (bad framing, a Content-Length that disagrees with the body, an unknown method, a control character
  * in a header: 400; headers over server.http_max_header_bytes: 431; too slow: 408; limits.ts applies those), a CONNECT request (405), an `Expect` header
@@ -14,7 +15,7 @@ import { RAW_SECURITY_HEADERS, setSecurityHeaders } from './security-headers.js'
  */
 export function createHttpServer(listener: RequestListener, tls?: HttpTls): Server {
   // Host is checked below, so that the 400 has a body; node's own check answers an empty one.
-  const options = { keepAliveTimeout: 65_000, requireHostHeader: false };
+  const options = { ...API_REQUESTS, keepAliveTimeout: 65_000, requireHostHeader: false };
   const handle: RequestListener = (req, res) => {
     // Here, before anything can answer, so every response of the port carries them (security-headers.ts).
     setSecurityHeaders(res);
@@ -46,6 +47,9 @@ export function createHttpServer(listener: RequestListener, tls?: HttpTls): Serv
   );
   return server;
 }
+
+/** Server options that make node:http create every request as the pipeline's ApiRequest (request.ts). */
+export const API_REQUESTS = { IncomingMessage: ApiRequest } as const;
 
 /** TLS of the port: the first certificate, key and client CA, and every later set (rotation). */
 export interface HttpTls {

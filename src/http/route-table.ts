@@ -1,4 +1,3 @@
-import type { RequestHandler, Router } from 'express';
 import { AUDITED_ROUTES } from './audited-routes.js';
 import { BATCH_BODY_LIMIT, singleBodyLimit } from './body-limits.js';
 import { readJsonBody } from './body-reader.js';
@@ -6,9 +5,9 @@ import type { HttpContext } from './context.js';
 import { methodNotAllowed } from './errors.js';
 import { auditRecorder } from './middleware/audit.js';
 import { needsToken } from './middleware/auth.js';
+import type { Handler } from './request.js';
+import type { Method, RouteTable } from './router.js';
 import { assertKnownFields, assertObjectBody } from './validation.js';
-
-type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
 /** Every `METHOD /template` ever registered through route(): test/openapi.test.ts compares them with the OpenAPI document. */
 export const registeredRoutes = new Set<string>();
@@ -18,16 +17,15 @@ export const registeredRoutes = new Set<string>();
  * authentication (401 before anything else; the principal for the grants), the audit record
  * (so a refused change is recorded too), the body (read, decompressed, limited and parsed here, with the
  * route's own limit), the object check; then the route's grant checks, the unknown-field check and the
- * handler. What depends only on the route (its label, whether it needs a token, whether it is audited, its
- * body limit) is decided once, here, when the route is registered, not on every request; there is no
- * middleware that every request walks through before routing. (The plain case of the three hot routes is
- * served in front of express by fast-path.ts, through these same steps and functions, with auth on and off.)
+ * handler. What depends only on the route (whether it needs a token, whether it is audited, its body limit)
+ * is decided once, here, when the route is registered, not on every request; there is no middleware that
+ * every request walks through. The same chain serves every request of the route, with auth on and off.
  */
-function prelude(ctx: HttpContext, method: Method, path: string): RequestHandler {
+function prelude(ctx: HttpContext, method: Method, path: string): Handler {
   const tokenRequired = ctx.auth.enabled && needsToken(path);
   const audit = auditRecorder(ctx, AUDITED_ROUTES, `${method} ${path}`);
   const limit = path === '/api/messages/batch' ? BATCH_BODY_LIMIT : singleBodyLimit(ctx.config);
-  const readBody: RequestHandler = (req, _res, next) => {
+  const readBody: Handler = (req, _res, next) => {
     readJsonBody(req, limit).then((body) => {
       req.body = body;
       try {
@@ -38,13 +36,10 @@ function prelude(ctx: HttpContext, method: Method, path: string): RequestHandler
       next();
     }, next);
   };
-  const afterAuth: RequestHandler = audit ? (req, res, next) => audit(req, res, (err?: unknown) => (err ? next(err) : readBody(req, res, next))) : readBody;
+  const afterAuth: Handler = audit ? (req, res, next) => audit(req, res, (err?: unknown) => (err ? next(err) : readBody(req, res, next))) : readBody;
+  if (!tokenRequired) return afterAuth;
   return (req, res, next) => {
-    res.locals.route = path;
-    if (!tokenRequired) {
-      req.principal = null;
-      return afterAuth(req, res, next);
-    }
+    // Started before the body is read: its 401 wins over any body error.
     ctx.auth.authenticate(req.headers.authorization).then((principal) => {
       req.principal = principal;
       afterAuth(req, res, next);
@@ -53,7 +48,7 @@ function prelude(ctx: HttpContext, method: Method, path: string): RequestHandler
 }
 
 /** Refuses body fields the route does not read (validation.ts, BODY_FIELDS), after the route's grant checks. */
-function knownFields(route: string): RequestHandler {
+function knownFields(route: string): Handler {
   return (req, _res, next) => {
     assertKnownFields(route, req.body);
     next();
@@ -68,33 +63,26 @@ function knownFields(route: string): RequestHandler {
  */
 export function route(
   ctx: HttpContext,
-  router: Router,
+  table: RouteTable,
   path: string,
-  handlers: Partial<Record<Method, RequestHandler | RequestHandler[]>>,
-  guard?: RequestHandler,
+  handlers: Partial<Record<Method, Handler | Handler[]>>,
+  guard?: Handler,
 ): void {
-  const r = router.route(path);
   const guards = guard ? [guard] : [];
-  for (const [method, handler] of Object.entries(handlers) as Array<[Method, RequestHandler | RequestHandler[]]>) {
+  const chains = new Map<Method, Handler[]>();
+  for (const [method, handler] of Object.entries(handlers) as Array<[Method, Handler | Handler[]]>) {
     registeredRoutes.add(`${method} ${path}`);
     const chain = [prelude(ctx, method, path), ...guards, ...(Array.isArray(handler) ? handler : [handler])];
     chain.splice(chain.length - 1, 0, knownFields(`${method} ${path}`));
-    if (method === 'GET') r.get(...chain);
-    else if (method === 'POST') r.post(...chain);
-    else if (method === 'PUT') r.put(...chain);
-    else r.delete(...chain);
+    chains.set(method, chain);
   }
-  r.all(authenticated(ctx, path), ...guards, methodNotAllowed(Object.keys(handlers)));
+  table.add(path, chains, [authenticated(ctx, path), ...guards, methodNotAllowed(Object.keys(handlers))]);
 }
 
 /** For answers that no route gives (404, 405): a path that needs a token still answers 401 without one. */
-export function authenticated(ctx: HttpContext, path?: string): RequestHandler {
-  return (req, res, next) => {
-    if (path !== undefined) res.locals.route = path;
-    if (!ctx.auth.enabled || !needsToken(path ?? req.path)) {
-      req.principal = null;
-      return next();
-    }
+export function authenticated(ctx: HttpContext, path?: string): Handler {
+  return (req, _res, next) => {
+    if (!ctx.auth.enabled || !needsToken(path ?? req.path)) return next();
     ctx.auth.authenticate(req.headers.authorization).then((principal) => {
       req.principal = principal;
       next();

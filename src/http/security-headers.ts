@@ -1,7 +1,7 @@
 import type { RequestListener, ServerResponse } from 'node:http';
 
 /**
- * On every answer of the API port and the metrics port, whoever writes it (express, the hot-route fast path,
+ * On every answer of the API port and the metrics port, whoever writes it (the route table's pipeline,
  * the metrics exporter, node-server.ts's own error answers):
  * - `X-Content-Type-Options: nosniff`: a browser never runs a JSON body (which may hold a payload someone
  *   enqueued) as HTML or script;

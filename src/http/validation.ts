@@ -158,9 +158,9 @@ const fieldsOf = (schema: z.ZodObject) => Object.keys(schema.shape);
 /**
  * Unknown request fields are refused: every field a route reads is listed here, by method and route
  * template, and a body holding any other field is 400 `unknown field "x"`, on every route (routes not listed
- * take no body fields at all) and on the fast path alike. A misspelt field is an error rather than a silent
- * default: `{"max_retires": 5}` would otherwise reset a topic's configuration to the defaults. route-table.ts
- * runs the check on every express route, fast-path.ts on the three hot routes.
+ * take no body fields at all). A misspelt field is an error rather than a silent default: `{"max_retires": 5}`
+ * would otherwise reset a topic's configuration to the defaults. route-table.ts runs the check in every
+ * route's chain.
  */
 export const BODY_FIELDS: Readonly<Record<string, readonly string[]>> = {
   'POST /api/messages': fieldsOf(enqueueBody),
@@ -280,7 +280,7 @@ export const auditLogQuery = paged({
   actor: queryText('actor', 'Only records by this caller: a username, `anonymous`, a resource name, or a user id.'),
 });
 
-/** A query (express's simple parser: a string, or an array when repeated) checked against its schema; 400 otherwise. */
+/** A query (node's querystring: a string, or an array when repeated) checked against its schema; 400 otherwise. */
 export function parseQuery<T extends z.ZodType>(schema: T, query: unknown): z.output<T> {
   const result = schema.safeParse(query);
   if (result.success) return result.data;

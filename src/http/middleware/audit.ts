@@ -1,7 +1,8 @@
-import type { Request, RequestHandler, Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { ANONYMOUS_ACTOR, type AuditAction, type AuditActor, type AuditEvent } from '../../queue/audit.js';
 import { isValidTopicName } from '../../queue/topic-names.js';
 import type { HttpContext } from '../context.js';
+import type { ApiRequest, Handler } from '../request.js';
 
 /** What an audited route's declaration sees once the answer is known. */
 export interface AuditCall<S = unknown> {
@@ -41,7 +42,7 @@ export type AuditTable = Record<string, AuditSpec<any>>;
  */
 const AUDIT_WAIT_MS = 2000;
 
-const actorOf = (req: Request): AuditActor => (req.principal ? { id: req.principal.userId, name: req.principal.username } : ANONYMOUS_ACTOR);
+const actorOf = (req: ApiRequest): AuditActor => (req.principal ? { id: req.principal.userId, name: req.principal.username } : ANONYMOUS_ACTOR);
 
 function within(work: Promise<void>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
@@ -53,46 +54,51 @@ function within(work: Promise<void>, ms: number): Promise<void> {
 }
 
 /**
- * Records one request of an audited route. Runs before the route's grant checks and body parsing (app.ts),
+ * Records one request of an audited route. Runs before the route's grant checks and body parsing (route-table.ts),
  * so a 403, a 400 for a malformed body and a 409 for a managed row are recorded just like a success. The
  * record is written when the answer is ready and before it is sent (res.end is held until the write is
  * done, at most AUDIT_WAIT_MS): a client that saw 2xx finds its change in the audit log.
  */
-function recorder(ctx: HttpContext, spec: AuditSpec): RequestHandler {
+function recorder(ctx: HttpContext, spec: AuditSpec): Handler {
   return async (req, res, next) => {
-    // The router resets req.params once the request leaves it (an error, say), so keep them as matched.
-    const params = { ...(req.params as Record<string, string>) };
+    const params = { ...req.params };
     let state: unknown;
     try {
       state = await spec.before?.(params, ctx);
     } catch {
       state = undefined;
     }
-    let response: unknown;
-    const json = res.json.bind(res);
-    res.json = (body: unknown) => {
-      response = body;
-      return json(body);
-    };
-    const end = res.end.bind(res) as (...args: unknown[]) => Response;
+    const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
     let ending = false;
     res.end = ((...args: unknown[]) => {
       if (ending) return res;
       ending = true;
       const status = res.statusCode;
+      const response = status < 400 ? answeredJson(res, args[0]) : undefined;
       // 401: nobody to hold to account (the access log has those lines).
       const write = status === 401 ? Promise.resolve() : ctx.maintenance.audit.record(eventOf(req, spec, { params, state, response, status }), req.log);
       void within(write, AUDIT_WAIT_MS).then(() => end(...args));
       return res;
-    }) as Response['end'];
+    }) as ServerResponse['end'];
     next();
   };
 }
 
-function eventOf(req: Request, spec: AuditSpec, answer: { params: Record<string, string>; state: unknown; response: unknown; status: number }) {
+/** The JSON a route answered (respond.ts writes it in one piece), for the declarations' `response`. */
+function answeredJson(res: ServerResponse, chunk: unknown): unknown {
+  if (!String(res.getHeader('Content-Type') ?? '').startsWith('application/json')) return undefined;
+  if (typeof chunk !== 'string' && !Buffer.isBuffer(chunk)) return undefined;
+  try {
+    return JSON.parse(chunk.toString());
+  } catch {
+    return undefined;
+  }
+}
+
+function eventOf(req: ApiRequest, spec: AuditSpec, answer: { params: Record<string, string>; state: unknown; response: unknown; status: number }) {
   const ok = answer.status < 400;
   const body = req.body !== null && typeof req.body === 'object' && !Array.isArray(req.body) ? (req.body as Record<string, unknown>) : {};
-  const call: AuditCall = { params: answer.params, body, query: req.query as Record<string, unknown>, response: answer.response, state: answer.state, ok };
+  const call: AuditCall = { params: answer.params, body, query: req.query, response: answer.response, state: answer.state, ok };
   // A declaration that trips over an odd body must not lose the record: keep what is known.
   const safely = <T>(f: () => T): T | undefined => {
     try {
@@ -120,7 +126,7 @@ function eventOf(req: Request, spec: AuditSpec, answer: { params: Record<string,
  * puts it in the route's own chain, after authentication (the principal is known) and before everything that
  * may refuse the request.
  */
-export function auditRecorder(ctx: HttpContext, table: AuditTable, route: string): RequestHandler | undefined {
+export function auditRecorder(ctx: HttpContext, table: AuditTable, route: string): Handler | undefined {
   const spec = table[route];
   return spec ? recorder(ctx, spec) : undefined;
 }

@@ -1,20 +1,13 @@
-import type { Request, RequestHandler } from 'express';
 import type { Principal, TopicAction } from '../../auth/authorizer.js';
 import type { HttpContext } from '../context.js';
-
-declare module 'express-serve-static-core' {
-  interface Request {
-    /** The caller behind the bearer token; null when auth is disabled or the path needs no token. */
-    principal: Principal | null;
-  }
-}
+import type { ApiRequest, Handler } from '../request.js';
 
 /** Spec Endpoints, access `none` (plus the /readyz probe and the OpenAPI document). Paths outside /api (the admin UI's files) are open too. */
 const OPEN_PATHS = new Set(['/healthz', '/readyz', '/api/version', '/api/openapi.json', '/api/auth/status', '/api/auth/login']);
 
 /**
  * Whether a path needs a bearer token (route-table.ts asks once per route template, and for paths no route
- * has). Express matches routes case-insensitively and ignores a trailing slash, so this check must too.
+ * has). The route table matches case-insensitively and ignores a trailing slash (router.ts), so this check must too.
  */
 export function needsToken(path: string): boolean {
   const normalised = path.toLowerCase().replace(/\/+$/, '');
@@ -22,7 +15,7 @@ export function needsToken(path: string): boolean {
 }
 
 /** Admin-only routes (spec Authorization 9, users, grants, maintenance). */
-export function requireAdmin(ctx: HttpContext): RequestHandler {
+export function requireAdmin(ctx: HttpContext): Handler {
   return (req, _res, next) => {
     ctx.auth.requireAdmin(req.principal);
     next();
@@ -33,7 +26,7 @@ export function requireAdmin(ctx: HttpContext): RequestHandler {
  * A per-topic grant on the topic `topicOf` names. A missing or non-string topic is left to the route's own
  * validation, which answers 400 before touching any topic.
  */
-export function requireTopic(ctx: HttpContext, action: TopicAction, topicOf: (req: Request) => unknown): RequestHandler {
+export function requireTopic(ctx: HttpContext, action: TopicAction, topicOf: (req: ApiRequest) => unknown): Handler {
   return (req, _res, next) => {
     const topic = topicOf(req);
     if (typeof topic === 'string') ctx.auth.requireTopic(req.principal, action, topic);
@@ -42,11 +35,7 @@ export function requireTopic(ctx: HttpContext, action: TopicAction, topicOf: (re
   };
 }
 
-/*
- * The grant checks of the three hot routes, as plain functions of the principal and the request: their
- * express chains (routes/messages.ts) and the dispatcher in front of express (fast-path.ts) both call these,
- * so a request is authorised by the same code whichever of the two serves it.
- */
+/* The grant checks of the message routes, as plain functions of the principal and the request. */
 
 /** Enqueue: write on the body's topic; a missing or non-string topic is left to validation's 400. */
 export function checkWriteOfBody(ctx: HttpContext, principal: Principal | null, body: unknown): void {
@@ -72,28 +61,28 @@ export async function checkConsumeOfMessage(ctx: HttpContext, principal: Princip
   if (topic !== null) ctx.auth.requireConsume(principal, topic, typeof group === 'string' ? group : undefined);
 }
 
-export function requireConsumeOfBody(ctx: HttpContext): RequestHandler {
+export function requireConsumeOfBody(ctx: HttpContext): Handler {
   return (req, _res, next) => {
     checkConsumeOfBody(ctx, req.principal, req.body);
     next();
   };
 }
 
-export function requireConsumeOfMessage(ctx: HttpContext): RequestHandler {
+export function requireConsumeOfMessage(ctx: HttpContext): Handler {
   return async (req, _res, next) => {
-    await checkConsumeOfMessage(ctx, req.principal, req.params.id as string, req.body);
+    await checkConsumeOfMessage(ctx, req.principal, req.params.id, req.body);
     next();
   };
 }
 
-export function requireWriteOfBody(ctx: HttpContext): RequestHandler {
+export function requireWriteOfBody(ctx: HttpContext): Handler {
   return (req, _res, next) => {
     checkWriteOfBody(ctx, req.principal, req.body);
     next();
   };
 }
 
-export function requireRequeueOfMessage(ctx: HttpContext): RequestHandler {
+export function requireRequeueOfMessage(ctx: HttpContext): Handler {
   return async (req, _res, next) => {
     if (!ctx.auth.enabled) return next();
     const topic = await ctx.messages.topicOf(req.params.id);
@@ -103,7 +92,7 @@ export function requireRequeueOfMessage(ctx: HttpContext): RequestHandler {
 }
 
 /** Batch ack (`{ids, consumer_group?}`): every topic the ids live in must be consumable by the caller. */
-export function requireConsumeOfMessages(ctx: HttpContext): RequestHandler {
+export function requireConsumeOfMessages(ctx: HttpContext): Handler {
   return async (req, _res, next) => {
     if (!ctx.auth.enabled) return next();
     const { ids, consumer_group: group } = (req.body ?? {}) as Record<string, unknown>;
@@ -114,9 +103,9 @@ export function requireConsumeOfMessages(ctx: HttpContext): RequestHandler {
 }
 
 /** Batch enqueue (`{messages: [{topic, ...}]}`): write on every topic named. */
-export function requireWriteOfBatch(ctx: HttpContext): RequestHandler {
+export function requireWriteOfBatch(ctx: HttpContext): Handler {
   return (req, _res, next) => {
-    const messages = (req.body ?? {}).messages;
+    const messages = ((req.body ?? {}) as Record<string, unknown>).messages;
     if (!Array.isArray(messages)) return next();
     const topics = new Set(messages.map((m: unknown) => (m as Record<string, unknown> | null)?.topic).filter((t): t is string => typeof t === 'string'));
     for (const topic of topics) ctx.auth.requireTopic(req.principal, 'write', topic);

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { ServerResponse } from 'node:http';
 import type { Logger } from '../../log/logger.js';
-import type { MetricsRegistry } from '../../metrics/registry.js';
+import type { HttpContext } from '../context.js';
+import type { ApiRequest } from '../request.js';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -32,26 +33,29 @@ export function logRequest(log: Logger, method: string, route: string, status: n
   log[level]({ method, route, status, ms: Math.round(seconds * 1e4) / 10 }, status >= 500 ? 'request failed' : status >= 400 ? 'request rejected' : 'request');
 }
 
+/** The route label of a request: the matched template, set once the route table has matched. */
+export interface RouteLabel {
+  route: string;
+}
+
 /**
- * Request id (the client's X-Request-Id when it is sane, else a new UUID), a child logger carrying it (made
- * when something first logs: most requests never do), and the duration histogram labelled with the route
- * template, never the raw path (bounded cardinality). The template is the one route-table.ts set for the
- * route that took the request, also when it refused it before its handler (401, 400 for the body).
+ * The first step of every request: its id (the client's X-Request-Id when it is sane, else a new UUID), its
+ * logger (a child carrying the id, made when something first logs: most requests never do), and, when the
+ * answer is sent, the duration histogram and the access line, labelled with the route template that took
+ * the request (also when it refused it before its handler: 401, 400 for the body), never the raw path
+ * (bounded cardinality); `unmatched` when no route did.
  */
-export function requestContext(logger: Logger, metrics: MetricsRegistry): RequestHandler {
-  return (req, res, next) => {
-    const started = process.hrtime.bigint();
-    const id = requestIdOf(req.headers['x-request-id'] as string | undefined);
-    req.id = id;
-    let log: Logger | undefined;
-    Object.defineProperty(req, 'log', { get: () => (log ??= logger.child({ reqId: id })), configurable: true });
-    res.setHeader('X-Request-Id', id);
-    res.on('finish', () => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const route = (res.locals.route as string | undefined) ?? 'unmatched';
-      metrics.httpRequest({ method: req.method, route, status: String(res.statusCode) }, seconds);
-      if (logger.isLevelEnabled(requestLogLevel(res.statusCode))) logRequest(req.log, req.method, route, res.statusCode, seconds);
-    });
-    next();
-  };
+export function beginRequest(ctx: HttpContext, req: ApiRequest, res: ServerResponse): RouteLabel {
+  const started = process.hrtime.bigint();
+  const id = requestIdOf(req.headers['x-request-id'] as string | undefined);
+  req.begin(id, ctx.logger);
+  res.setHeader('X-Request-Id', id);
+  const label: RouteLabel = { route: 'unmatched' };
+  res.on('finish', () => {
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const method = req.method ?? 'GET';
+    ctx.metrics.httpRequest({ method, route: label.route, status: String(res.statusCode) }, seconds);
+    if (ctx.logger.isLevelEnabled(requestLogLevel(res.statusCode))) logRequest(req.log, method, label.route, res.statusCode, seconds);
+  });
+  return label;
 }

@@ -15,7 +15,7 @@ export type Success = z.ZodType | 'empty' | 'text';
 
 export interface Operation {
   method: Method;
-  /** The express route template, `/api/messages/:id/ack`, exactly as registered in src/http/routes. */
+  /** The route template, `/api/messages/:id/ack`, exactly as registered in src/http/routes. */
   path: string;
   operationId: string;
   summary: string;

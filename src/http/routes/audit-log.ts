@@ -1,4 +1,5 @@
-import { Router } from 'express';
+import { sendJson } from '../respond.js';
+import type { RouteTable } from '../router.js';
 import type { AuditEntry } from '../../queue/audit.js';
 import type { HttpContext } from '../context.js';
 import { iso } from '../format.js';
@@ -19,8 +20,7 @@ const auditEntryJson = (e: AuditEntry) => ({
 });
 
 /** The audit trail, newest first (docs/http-api.md); admin only, like users and grants. */
-export function auditLogRoutes(ctx: HttpContext): Router {
-  const router = Router();
+export function auditLogRoutes(ctx: HttpContext, router: RouteTable): void {
   route(ctx, router, '/api/audit-log', {
     GET: [
       requireAdmin(ctx),
@@ -28,9 +28,8 @@ export function auditLogRoutes(ctx: HttpContext): Router {
         const { limit, offset, topic, actor } = parseQuery(auditLogQuery, req.query);
         const filter = { topic, actor };
         const page = await ctx.maintenance.audit.list(filter, limit, offset);
-        res.json({ items: page.items.map(auditEntryJson), total: page.total, limit, offset });
+        sendJson(res, 200, { items: page.items.map(auditEntryJson), total: page.total, limit, offset });
       },
     ],
   });
-  return router;
 }

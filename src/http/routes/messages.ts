@@ -1,9 +1,9 @@
-import { Router } from 'express';
+import type { RouteTable } from '../router.js';
 import type { z } from 'zod';
 import type { HttpContext } from '../context.js';
 import { dequeuedMessageJson, messageJson } from '../format.js';
 import { requireConsumeOfBody, requireConsumeOfMessage, requireConsumeOfMessages, requireRequeueOfMessage, requireWriteOfBatch, requireWriteOfBody } from '../middleware/auth.js';
-import { sendJson } from '../respond.js';
+import { sendEmpty, sendJson } from '../respond.js';
 import { route } from '../route-table.js';
 import { ackBatchBody, ackBody, dequeueBody, enqueueBody, listMessagesQuery, nackBody, parseBatchBody, parseBody, parseQuery } from '../validation.js';
 import type { EnqueueInput } from '../../queue/messages.js';
@@ -13,16 +13,12 @@ function toEnqueueInput(parsed: z.output<typeof enqueueBody>): EnqueueInput {
   return { topic: parsed.topic, payload: Buffer.from(parsed.payload, 'utf8'), metadata: parsed.metadata ?? undefined, key: parsed.key ?? null };
 }
 
-/**
- * The work of the three hot routes, shared by their express handlers and by the fast path (../fast-path.ts):
- * body validation, the domain call and the response body, so neither has a rule of its own.
- */
-export async function enqueueOne(ctx: HttpContext, body: unknown): Promise<{ id: string }> {
+async function enqueueOne(ctx: HttpContext, body: unknown): Promise<{ id: string }> {
   const { id } = await ctx.messages.enqueue(toEnqueueInput(parseBody(enqueueBody, body)));
   return { id };
 }
 
-export async function dequeueOf(ctx: HttpContext, rawBody: unknown) {
+async function dequeueOf(ctx: HttpContext, rawBody: unknown) {
   const body = parseBody(dequeueBody, rawBody);
   const messages = await ctx.messages.dequeue({
     topic: body.topic,
@@ -33,13 +29,12 @@ export async function dequeueOf(ctx: HttpContext, rawBody: unknown) {
   return { messages: messages.map(dequeuedMessageJson) };
 }
 
-export async function ackOne(ctx: HttpContext, id: unknown, rawBody: unknown): Promise<void> {
+async function ackOne(ctx: HttpContext, id: unknown, rawBody: unknown): Promise<void> {
   const body = parseBody(ackBody, rawBody);
   await ctx.messages.ack(id, body.consumer_group);
 }
 
-export function messageRoutes(ctx: HttpContext): Router {
-  const router = Router();
+export function messageRoutes(ctx: HttpContext, router: RouteTable): void {
   // Grants (contract §8) run first in each POST chain, before the handler; an unknown method still gets the 405.
   // In the chain rather than as layers of their own, which every request would walk path by path.
   route(ctx, router, '/api/messages', {
@@ -53,7 +48,7 @@ export function messageRoutes(ctx: HttpContext): Router {
         filter = { topics: ctx.auth.visibleTopics(req.principal, 'read', known), status };
       }
       const page = await ctx.topics.listMessages(filter, limit, offset);
-      res.json({ items: page.items.map(messageJson), total: page.total, limit, offset });
+      sendJson(res, 200, { items: page.items.map(messageJson), total: page.total, limit, offset });
     },
     POST: [
       requireWriteOfBody(ctx),
@@ -67,7 +62,7 @@ export function messageRoutes(ctx: HttpContext): Router {
       requireWriteOfBatch(ctx),
       async (req, res) => {
         const { messages } = parseBatchBody(req.body);
-        res.status(201).json(await ctx.messages.enqueueBatch(messages.map(toEnqueueInput)));
+        sendJson(res, 201, await ctx.messages.enqueueBatch(messages.map(toEnqueueInput)));
       },
     ],
   });
@@ -94,7 +89,7 @@ export function messageRoutes(ctx: HttpContext): Router {
       requireConsumeOfMessage(ctx),
       async (req, res) => {
         await ackOne(ctx, req.params.id, req.body);
-        res.status(204).end();
+        sendEmpty(res, 204);
       },
     ],
   });
@@ -104,7 +99,7 @@ export function messageRoutes(ctx: HttpContext): Router {
       async (req, res) => {
         const body = parseBody(nackBody, req.body);
         await ctx.messages.nack(req.params.id, body.error ?? '', body.consumer_group);
-        res.status(204).end();
+        sendEmpty(res, 204);
       },
     ],
   });
@@ -113,9 +108,8 @@ export function messageRoutes(ctx: HttpContext): Router {
       requireRequeueOfMessage(ctx),
       async (req, res) => {
         await ctx.messages.requeue(req.params.id);
-        res.status(204).end();
+        sendEmpty(res, 204);
       },
     ],
   });
-  return router;
 }

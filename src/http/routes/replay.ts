@@ -1,4 +1,5 @@
-import { Router } from 'express';
+import { sendJson } from '../respond.js';
+import type { RouteTable } from '../router.js';
 import type { HttpContext } from '../context.js';
 import { iso } from '../format.js';
 import { requireAdmin } from '../middleware/auth.js';
@@ -19,8 +20,7 @@ function logEntryJson(entry: LogEntryRow) {
   };
 }
 
-export function replayRoutes(ctx: HttpContext): Router {
-  const router = Router();
+export function replayRoutes(ctx: HttpContext, router: RouteTable): void {
   // Replay and the archive log are admin-only (spec: Replay and message log (admin)).
   const admin = requireAdmin(ctx);
   const archive = ctx.maintenance.archive;
@@ -28,16 +28,15 @@ export function replayRoutes(ctx: HttpContext): Router {
     GET: async (req, res) => {
       const { limit, offset } = parseQuery(messageLogQuery, req.query);
       const page = await archive.list(req.params.topic, limit, offset);
-      res.json({ items: page.items.map(logEntryJson), total: page.total, limit, offset });
+      sendJson(res, 200, { items: page.items.map(logEntryJson), total: page.total, limit, offset });
     },
-    DELETE: async (req, res) => void res.json({ deleted: await archive.deleteBefore(req.params.topic, parseQuery(messageLogDeleteQuery, req.query).before) }),
+    DELETE: async (req, res) => sendJson(res, 200, { deleted: await archive.deleteBefore(req.params.topic, parseQuery(messageLogDeleteQuery, req.query).before) }),
   }, admin);
   route(ctx, router, '/api/topics/:topic/replay', {
     POST: async (req, res) => {
       const { from_time } = parseBody(replayBody, req.body);
       const result = await archive.replay(req.params.topic, from_time);
-      res.json({ topic: result.topic, enqueued: result.enqueued, from_time: result.fromTime });
+      sendJson(res, 200, { topic: result.topic, enqueued: result.enqueued, from_time: result.fromTime });
     },
   }, admin);
-  return router;
 }

@@ -1,4 +1,5 @@
-import { Router } from 'express';
+import { sendJson, sendJsonText } from '../respond.js';
+import type { RouteTable } from '../router.js';
 import { checkDatabaseReady, NodeNotReady } from '../../store/galera-checks.js';
 import { VERSION } from '../../version.js';
 import type { HttpContext } from '../context.js';
@@ -8,9 +9,8 @@ import { route } from '../route-table.js';
 
 const READINESS_TIMEOUT_MS = 2000;
 
-export function serviceRoutes(ctx: HttpContext): Router {
-  const router = Router();
-  route(ctx, router, '/healthz', { GET: (_req, res) => void res.json({ status: 'ok' }) });
+export function serviceRoutes(ctx: HttpContext, router: RouteTable): void {
+  route(ctx, router, '/healthz', { GET: (_req, res) => sendJson(res, 200, { status: 'ok' }) });
   // Extension: ready only while the database answers, so a pod that lost its database leaves the Service; on a
   // Galera cluster also only while its node is ready for application use (wsrep_ready, src/store/galera-checks.ts).
   route(ctx, router, '/readyz', {
@@ -18,17 +18,16 @@ export function serviceRoutes(ctx: HttpContext): Router {
       const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), READINESS_TIMEOUT_MS).unref());
       try {
         await Promise.race([checkDatabaseReady(ctx.db), timeout]);
-        res.json({ status: 'ok' });
+        sendJson(res, 200, { status: 'ok' });
       } catch (err) {
         sendError(res, 503, err instanceof NodeNotReady ? err.message : 'database unavailable');
       }
     },
   });
-  route(ctx, router, '/api/version', { GET: (_req, res) => void res.json({ version: VERSION }) });
+  route(ctx, router, '/api/version', { GET: (_req, res) => sendJson(res, 200, { version: VERSION }) });
   // Open like /api/version: it describes the API, not its data. Built here, at start-up, once per process.
   const openApi = openApiDocument().text;
-  route(ctx, router, '/api/openapi.json', { GET: (_req, res) => void res.type('application/json').send(openApi) });
+  route(ctx, router, '/api/openapi.json', { GET: (_req, res) => sendJsonText(res, 200, openApi) });
   // With auth on, the authenticate middleware has already demanded a valid token here (spec: access `token`).
   route(ctx, router, '/metrics', { GET: (req, res) => ctx.metrics.handle(req, res) });
-  return router;
 }

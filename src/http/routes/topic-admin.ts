@@ -1,28 +1,27 @@
-import { Router } from 'express';
+import { sendJson } from '../respond.js';
+import type { RouteTable } from '../router.js';
 import type { HttpContext } from '../context.js';
 import { requireAdmin } from '../middleware/auth.js';
 import { route } from '../route-table.js';
 import { parseBody, purgeBody } from '../validation.js';
 
-export function topicAdminRoutes(ctx: HttpContext): Router {
-  const router = Router();
+export function topicAdminRoutes(ctx: HttpContext, router: RouteTable): void {
   // Maintenance is admin-only; stats show non-admins only the topics they may read (contract §8).
   const admin = requireAdmin(ctx);
   route(ctx, router, '/api/stats', {
     GET: async (req, res) => {
       const stats = await ctx.topics.stats();
       const visible = new Set(ctx.auth.visibleTopics(req.principal, 'read', [...new Set(stats.map((s) => s.topic))]));
-      res.json({ topics: stats.filter((s) => visible.has(s.topic)) });
+      sendJson(res, 200, { topics: stats.filter((s) => visible.has(s.topic)) });
     },
   });
   route(ctx, router, '/api/topics/:topic/purge', {
     POST: [admin, async (req, res) => {
       const { statuses } = parseBody(purgeBody, req.body);
-      res.json({ deleted: await ctx.topics.purge(req.params.topic, statuses) });
+      sendJson(res, 200, { deleted: await ctx.topics.purge(req.params.topic, statuses) });
     }],
   });
   route(ctx, router, '/api/topics/:topic/messages/by-key/:key', {
-    DELETE: [admin, async (req, res) => void res.json({ deleted: await ctx.topics.deleteByKey(req.params.topic, String(req.params.key)) })],
+    DELETE: [admin, async (req, res) => sendJson(res, 200, { deleted: await ctx.topics.deleteByKey(req.params.topic, String(req.params.key)) })],
   });
-  return router;
 }

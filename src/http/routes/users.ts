@@ -1,4 +1,5 @@
-import { Router } from 'express';
+import { sendEmpty, sendJson } from '../respond.js';
+import type { RouteTable } from '../router.js';
 import type { Grant, User } from '../../auth/users.js';
 import type { HttpContext } from '../context.js';
 import { iso } from '../format.js';
@@ -18,39 +19,37 @@ const grantJson = (g: Grant) => ({
 });
 
 /** Spec Users and Grants: admin only (spec Authorization 9); lists use the key `items` (contract §7). */
-export function userRoutes(ctx: HttpContext): Router {
-  const router = Router();
+export function userRoutes(ctx: HttpContext, router: RouteTable): void {
   const admin = requireAdmin(ctx);
   const users = ctx.users;
   route(ctx, router, '/api/users', {
-    GET: [admin, async (_req, res) => void res.json({ items: (await users.list()).map(userJson) })],
-    POST: [admin, async (req, res) => void res.status(201).json(userJson(await users.create(parseBody(createUserBody, req.body))))],
+    GET: [admin, async (_req, res) => sendJson(res, 200, { items: (await users.list()).map(userJson) })],
+    POST: [admin, async (req, res) => sendJson(res, 201, userJson(await users.create(parseBody(createUserBody, req.body))))],
   });
   route(ctx, router, '/api/users/:id', {
-    PUT: [admin, async (req, res) => void res.json(userJson(await users.update(String(req.params.id), parseBody(updateUserBody, req.body))))],
+    PUT: [admin, async (req, res) => sendJson(res, 200, userJson(await users.update(String(req.params.id), parseBody(updateUserBody, req.body))))],
     DELETE: [
       admin,
       async (req, res) => {
         await users.delete(String(req.params.id), req.principal?.userId ?? null);
-        res.status(204).end();
+        sendEmpty(res, 204);
       },
     ],
   });
   route(ctx, router, '/api/users/:id/grants', {
-    GET: [admin, async (req, res) => void res.json({ items: (await users.grants(String(req.params.id))).map(grantJson) })],
-    POST: [admin, async (req, res) => void res.status(201).json(grantJson(await users.addGrant(String(req.params.id), parseBody(grantBody, req.body))))],
+    GET: [admin, async (req, res) => sendJson(res, 200, { items: (await users.grants(String(req.params.id))).map(grantJson) })],
+    POST: [admin, async (req, res) => sendJson(res, 201, grantJson(await users.addGrant(String(req.params.id), parseBody(grantBody, req.body))))],
   });
   route(ctx, router, '/api/users/:id/grants/:grantId', {
     DELETE: [
       admin,
       async (req, res) => {
         await users.deleteGrant(String(req.params.id), String(req.params.grantId));
-        res.status(204).end();
+        sendEmpty(res, 204);
       },
     ],
   });
   route(ctx, router, '/api/users/:id/consumer-group-grants', {
-    POST: [admin, async (req, res) => void res.status(201).json(grantJson(await users.addConsumeGrant(String(req.params.id), parseBody(consumerGroupGrantBody, req.body))))],
+    POST: [admin, async (req, res) => sendJson(res, 201, grantJson(await users.addConsumeGrant(String(req.params.id), parseBody(consumerGroupGrantBody, req.body))))],
   });
-  return router;
 }
