@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CpuMeter } from './cpu.js';
 import { BenchClient, expectStatus } from './http-client.js';
 import { LatencyRecorder, type LatencySummary } from './latency.js';
@@ -14,6 +15,8 @@ export interface PhaseResult {
   dbCpuSeconds?: number;
   dbCpuUsPerMessage?: number;
   clientCpuSeconds: number;
+  /** Subscribe phases: the rate the producer offered; msg/s well below it means the phase fell behind. */
+  offeredPerSecond?: number;
 }
 
 export interface Processes {
@@ -79,9 +82,30 @@ export interface EnqueueOptions {
   payloadBytes: number;
 }
 
+const payloadsOf = (bytes: number) => Array.from({ length: 64 }, (_, i) => makePayload(bytes, i));
+
+async function enqueueOne(client: BenchClient, latency: LatencyRecorder, topic: string, payload: string): Promise<void> {
+  expectStatus(await latency.time(() => client.post('/api/messages', { topic, payload })), 201, 'enqueue');
+}
+
+/** One dequeue of up to `count` messages: the ids it claimed. */
+async function dequeueIds(client: BenchClient, latency: LatencyRecorder, topic: string, count: number): Promise<string[]> {
+  const res = await latency.time(() => client.post('/api/messages/dequeue', { topic, count }));
+  return (JSON.parse(expectStatus(res, 200, 'dequeue').body) as { messages: Array<{ id: string }> }).messages.map((m) => m.id);
+}
+
+/** Acks every id with a request of its own, `concurrency` of them in flight. */
+async function ackEach(client: BenchClient, latency: LatencyRecorder, ids: string[], concurrency: number): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < ids.length) expectStatus(await latency.time(() => client.post(`/api/messages/${ids[next++]}/ack`, {})), 204, 'ack');
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, ids.length) }, lane));
+}
+
 /** Phase 1: `concurrency` clients each send single-message enqueues back to back until `count` or the deadline. */
 export function enqueuePhase(client: BenchClient, procs: Processes, o: EnqueueOptions): Promise<PhaseResult> {
-  const payloads = Array.from({ length: 64 }, (_, i) => makePayload(o.payloadBytes, i));
+  const payloads = payloadsOf(o.payloadBytes);
   return measured('enqueue', procs, async (recorder) => {
     const latency = recorder('enqueue');
     const deadline = performance.now() + o.deadlineMs;
@@ -89,9 +113,7 @@ export function enqueuePhase(client: BenchClient, procs: Processes, o: EnqueueOp
     let stored = 0;
     const worker = async () => {
       while (issued < o.count && performance.now() < deadline) {
-        const n = issued++;
-        const res = await latency.time(() => client.post('/api/messages', { topic: o.topic, payload: payloads[n % payloads.length] }));
-        expectStatus(res, 201, 'enqueue');
+        await enqueueOne(client, latency, o.topic, payloads[issued++ % payloads.length]);
         stored++;
       }
     };
@@ -135,30 +157,66 @@ export function dequeueAckPhase(client: BenchClient, procs: Processes, o: DrainO
     const ackLatency = recorder(o.ackMode === 'single' ? 'ack' : 'ack-batch');
     const deadline = performance.now() + o.deadlineMs;
     let acked = 0;
-    const ackOne = async (id: string) => {
-      const res = await ackLatency.time(() => client.post(`/api/messages/${id}/ack`, {}));
-      expectStatus(res, 204, 'ack');
-    };
     const consumer = async () => {
       while (acked < o.expected && performance.now() < deadline) {
-        const res = await dequeueLatency.time(() => client.post('/api/messages/dequeue', { topic: o.topic, count: o.dequeueCount }));
-        const ids = (JSON.parse(expectStatus(res, 200, 'dequeue').body) as { messages: Array<{ id: string }> }).messages.map((m) => m.id);
+        const ids = await dequeueIds(client, dequeueLatency, o.topic, o.dequeueCount);
         if (ids.length === 0) return;
         if (o.ackMode === 'batch') {
           const ack = await ackLatency.time(() => client.post('/api/messages/ack', { ids }));
           const body = JSON.parse(expectStatus(ack, 200, 'batch ack').body) as { acked: string[] };
           if (body.acked.length !== ids.length) throw new Error(`batch ack: ${ids.length - body.acked.length} of ${ids.length} not acked`);
         } else {
-          let next = 0;
-          const lane = async () => {
-            while (next < ids.length) await ackOne(ids[next++]);
-          };
-          await Promise.all(Array.from({ length: Math.min(o.ackConcurrency, ids.length) }, lane));
+          await ackEach(client, ackLatency, ids, o.ackConcurrency);
         }
         acked += ids.length;
       }
     };
     await Promise.all(Array.from({ length: o.consumers }, consumer));
+    return acked;
+  });
+}
+
+export type PipelineOptions = EnqueueOptions & Pick<DrainOptions, 'consumers' | 'dequeueCount' | 'ackConcurrency'>;
+
+/** How long a pipeline consumer waits after an empty dequeue (dequeue never blocks, docs/http-api.md). */
+const POLL_MS = 5;
+
+/**
+ * Phase 4, the traffic of a user's system: phase 1's enqueue clients and phase 2's consumers (per-message
+ * acks) at the same time on one topic. It ends when `count` messages are stored and every one is acked, or
+ * at the deadline; a consumer that finds the topic empty polls again, as a real one waits for producers, and
+ * stops only once the producers are done and nothing is left unacked. msg/s counts acked messages.
+ */
+export function pipelinePhase(client: BenchClient, procs: Processes, o: PipelineOptions): Promise<PhaseResult> {
+  const payloads = payloadsOf(o.payloadBytes);
+  return measured('pipeline', procs, async (recorder) => {
+    const enqueueLatency = recorder('enqueue');
+    const dequeueLatency = recorder('dequeue');
+    const ackLatency = recorder('ack');
+    const deadline = performance.now() + o.deadlineMs;
+    let issued = 0;
+    let stored = 0;
+    let acked = 0;
+    let producing = true;
+    const producer = async () => {
+      while (issued < o.count && performance.now() < deadline) {
+        await enqueueOne(client, enqueueLatency, o.topic, payloads[issued++ % payloads.length]);
+        stored++;
+      }
+    };
+    const consumer = async () => {
+      while ((producing || acked < stored) && performance.now() < deadline) {
+        const ids = await dequeueIds(client, dequeueLatency, o.topic, o.dequeueCount);
+        if (ids.length === 0) {
+          await sleep(POLL_MS);
+          continue;
+        }
+        await ackEach(client, ackLatency, ids, o.ackConcurrency);
+        acked += ids.length;
+      }
+    };
+    const producers = Promise.all(Array.from({ length: o.concurrency }, producer)).finally(() => (producing = false));
+    await Promise.all([producers, ...Array.from({ length: o.consumers }, consumer)]);
     return acked;
   });
 }

@@ -60,7 +60,7 @@ type ToChild = { type: 'run'; total: number; rate: number } | { type: 'report' }
 type FromChild =
   | { type: 'ready' }
   | { type: 'armed' }
-  | { type: 'done'; latenciesMs: number[]; enqueueLatenciesMs?: number[] }
+  | { type: 'done'; latenciesMs: number[]; acked?: number; enqueueLatenciesMs?: number[] }
   | { type: 'error'; message: string };
 
 /** The parent's handle on a client process. */
@@ -69,9 +69,9 @@ export interface ClientProcess {
   /**
    * Starts a run once the child is ready for it (the subscriber counts from then on). Producer: sends
    * `total` Enqueues at `rate` per second; `finished` has their call latencies. Subscriber: `finished`
-   * resolves when `total` messages were delivered, with their enqueue-to-delivery latencies.
+   * resolves when `total` deliveries were acked, with their enqueue-to-delivery latencies and the count acked.
    */
-  begin(total: number, rate: number, timeoutMs: number): Promise<{ finished: Promise<number[]> }>;
+  begin(total: number, rate: number, timeoutMs: number): Promise<{ finished: Promise<{ latenciesMs: number[]; acked: number }> }>;
   stop(): Promise<void>;
 }
 
@@ -132,18 +132,20 @@ async function start(options: ClientOptions, role: Role, nodeArgs: string[], onD
   return {
     pid: child.pid!,
     async begin(total, rate, timeoutMs) {
+      // A 'done' that crossed the previous run's report in flight belongs to that run, not this one.
+      inbox.length = 0;
       child.send({ type: 'run', total, rate } satisfies ToChild);
       await next(30_000);
-      // A service that cannot keep up delivers fewer than `total` in time: the run then reports what arrived.
+      // A service that cannot keep up acks fewer than `total` in time: the run then reports what arrived.
       const finished = next(timeoutMs).catch(async () => {
         child.send({ type: 'report' } satisfies ToChild);
         return next(10_000);
       });
       return {
         finished: finished.then((message) => {
-          if (message.type !== 'done') return [];
+          if (message.type !== 'done') return { latenciesMs: [], acked: 0 };
           onDone(message);
-          return message.latenciesMs;
+          return { latenciesMs: message.latenciesMs, acked: message.acked ?? 0 };
         }),
       };
     },
@@ -159,6 +161,7 @@ async function start(options: ClientOptions, role: Role, nodeArgs: string[], onD
 type QueueClient = grpc.Client &
   Record<string, (request: object, callback: (err: grpc.ServiceError | null) => void) => void> & {
     Subscribe(request: object): grpc.ClientReadableStream<{ id: string; payload: Buffer }>;
+    AckBatch(request: { ids: string[] }, callback: (err: grpc.ServiceError | null, reply: { acked: string[] }) => void): void;
   };
 
 function connect(port: number, token?: string): QueueClient {
@@ -208,40 +211,60 @@ function produce(client: QueueClient, options: ClientOptions & ProducerOptions, 
   return { partial: () => latenciesMs };
 }
 
-/** Opens the streams and acks every delivery; a run counts and times the deliveries until `total`. */
-function subscribe(client: QueueClient, options: ClientOptions & SubscriberOptions, done: (latenciesMs: number[]) => void) {
-  let run: { total: number; latenciesMs: number[] } | undefined;
-  const ignore = () => undefined;
+/** One subscriber run: the enqueue-to-delivery latencies, and how many of those deliveries the service acked. */
+interface Run {
+  total: number;
+  latenciesMs: number[];
+  acked: number;
+  /** Done or reported: later deliveries and acks no longer count. */
+  ended: boolean;
+}
+
+/**
+ * Opens the streams and acks every delivery; a run counts and times the deliveries until `total` of them are
+ * acked (the Ack or AckBatch replied): a stream's window frees when an ack arrives, before its commit, so
+ * deliveries alone could run ahead of what the service has settled.
+ */
+function subscribe(client: QueueClient, options: ClientOptions & SubscriberOptions, done: (run: Run) => void) {
+  let run: Run | undefined;
+  const settled = (of: Run | undefined, count: number) => {
+    if (!of || of.ended) return;
+    of.acked += count;
+    if (of.acked >= of.total) {
+      of.ended = true;
+      done(of);
+    }
+  };
   const streams = Array.from({ length: options.streams }, () => {
     const request = { topic: options.topic, visibility_timeout_seconds: 60, ...(options.maxInFlight ? { max_in_flight: options.maxInFlight } : {}) };
     const stream = client.Subscribe(request);
     let unacked: string[] = [];
-    const ack = (id: string) => {
-      if (options.acks === 'each') return client.Ack({ id }, ignore);
+    const ack = (id: string, of: Run | undefined) => {
+      if (options.acks === 'each') return client.Ack({ id }, (err) => err || settled(of, 1));
       // What one read of the stream delivered goes back as one AckBatch, as Pub/Sub-style clients batch acks.
       if (unacked.push(id) > 1) return;
       setImmediate(() => {
         const ids = unacked;
         unacked = [];
-        client.AckBatch({ ids }, ignore);
+        client.AckBatch({ ids }, (err, reply) => err || settled(of, reply.acked.length));
       });
     };
     stream.on('data', (message) => {
       const sentAt = BigInt(message.payload.toString('latin1', 0, SENT_AT_WIDTH).trim());
-      ack(message.id);
-      if (!run) return;
-      run.latenciesMs.push(Number(process.hrtime.bigint() - sentAt) / 1e6);
-      if (run.latenciesMs.length === run.total) {
-        done(run.latenciesMs);
-        run = undefined;
-      }
+      const of = run && !run.ended ? run : undefined;
+      of?.latenciesMs.push(Number(process.hrtime.bigint() - sentAt) / 1e6);
+      ack(message.id, of);
     });
-    stream.on('error', ignore);
+    stream.on('error', () => undefined);
     return stream;
   });
   return {
-    start: (total: number) => void (run = { total, latenciesMs: [] }),
-    partial: () => run?.latenciesMs ?? [],
+    start: (total: number) => void (run = { total, latenciesMs: [], acked: 0, ended: false }),
+    /** The run so far, which ends it (a late 'done' would reach the parent as the next run's reply). */
+    report: (): Run => {
+      if (run) run.ended = true;
+      return run ?? { total: 0, latenciesMs: [], acked: 0, ended: true };
+    },
     close: () => streams.forEach((stream) => stream.cancel()),
   };
 }
@@ -250,12 +273,13 @@ function subscribe(client: QueueClient, options: ClientOptions & SubscriberOptio
 function serve(options: ClientOptions & Role): void {
   const client = connect(options.port, options.token);
   // Combined: one report once both halves are done (deliveries, and the producer's call latencies).
-  let deliveries: number[] | undefined;
+  let deliveries: Run | undefined;
   let enqueues: number[] | undefined;
   const combinedDone = () => {
-    if (deliveries && enqueues) send({ type: 'done', latenciesMs: deliveries, enqueueLatenciesMs: enqueues });
+    if (deliveries && enqueues) send({ type: 'done', latenciesMs: deliveries.latenciesMs, acked: deliveries.acked, enqueueLatenciesMs: enqueues });
   };
-  const onDelivered = options.role === 'combined' ? (ms: number[]) => ((deliveries = ms), combinedDone()) : (ms: number[]) => send({ type: 'done', latenciesMs: ms });
+  const onDelivered =
+    options.role === 'combined' ? (r: Run) => ((deliveries = r), combinedDone()) : (r: Run) => send({ type: 'done', latenciesMs: r.latenciesMs, acked: r.acked });
   const onProduced = options.role === 'combined' ? (ms: number[]) => ((enqueues = ms), combinedDone()) : (ms: number[]) => send({ type: 'done', latenciesMs: ms });
   const subscriber = options.role === 'producer' ? undefined : subscribe(client, options, onDelivered);
   let producing: { partial(): number[] } | undefined;
@@ -268,8 +292,9 @@ function serve(options: ClientOptions & Role): void {
       return;
     }
     if (message.type === 'report') {
-      const arrived = options.role === 'producer' ? producing!.partial() : subscriber!.partial();
-      send({ type: 'done', latenciesMs: [...arrived], enqueueLatenciesMs: options.role === 'combined' ? [...producing!.partial()] : undefined });
+      if (!subscriber) return send({ type: 'done', latenciesMs: [...producing!.partial()] });
+      const arrived = subscriber.report();
+      send({ type: 'done', latenciesMs: arrived.latenciesMs, acked: arrived.acked, enqueueLatenciesMs: options.role === 'combined' ? [...producing!.partial()] : undefined });
       return;
     }
     subscriber?.close();
