@@ -105,6 +105,25 @@ describeEachEngine('gRPC authentication and grants', (engine) => {
     await admin.call('Ack', { id });
   });
 
+  it('acks a streamed delivery on its topic, and needs a grant on the dead-letter topic once the message moved there', async () => {
+    expect((await server.admin.put('/api/topic-configs/moved', { max_retries: 1 })).status).toBe(200);
+    const client = as((await createUser(server, ['write:moved'])).token);
+    const rec = new StreamRecorder(client.subscribe({ topic: 'moved' }));
+    const kept = await client.call('Enqueue', { topic: 'moved', payload: Buffer.from('a') });
+    await rec.until(() => rec.received.length === 1, 5000, 'the first delivery');
+    expect(await client.call('Ack', { id: kept.id })).toEqual({});
+    expect((await server.admin.get('/api/messages?topic=moved')).body.total).toBe(0);
+
+    // Delivered to the stream, then moved to the dead-letter topic and claimed there by another instance,
+    // which this one does not hear of (no Redis here): its stream still holds the delivery on `moved`.
+    const moved = await client.call('Enqueue', { topic: 'moved', payload: Buffer.from('b') });
+    await rec.until(() => rec.received.length === 2, 5000, 'the second delivery');
+    expect(await server.db('messages').where({ id: moved.id }).update({ topic: 'moved.dlq', original_topic: 'moved' })).toBe(1);
+    await expectGrpcError(client.call('Ack', { id: moved.id }), status.PERMISSION_DENIED);
+    expect(await server.db('messages').where({ id: moved.id, topic: 'moved.dlq', status: 'processing' }).count({ n: '*' })).toEqual([{ n: 1 }]);
+    rec.stream.cancel();
+  });
+
   it('does not let a read grant produce or consume', async () => {
     const client = as(reader.token);
     await expectGrpcError(client.call('Enqueue', { topic: 'orders', payload: Buffer.from('x') }), status.PERMISSION_DENIED);

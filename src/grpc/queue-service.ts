@@ -5,7 +5,7 @@ import type { Logger } from '../log/logger.js';
 import { MAX_DEQUEUE_COUNT, type MessageService } from '../queue/messages.js';
 import type { SubscriptionHub } from '../queue/subscriptions.js';
 import type { Access, CallGuard } from './auth.js';
-import { notFound } from '../queue/errors.js';
+import { DomainError, notFound } from '../queue/errors.js';
 import { codeName, grpcError, toGrpcError, type GrpcError } from './errors.js';
 import { isMalformed, malformedType, type MalformedRequest } from './malformed.js';
 import {
@@ -37,7 +37,9 @@ export interface QueueServiceDeps {
   streams: UpDownCounter;
 }
 
-type Unary<Req> = (request: Req) => Promise<object>;
+type Unary<Req> = (request: Req, metadata: Metadata) => Promise<object>;
+/** The handler checks access itself (Ack: on the topic of the delivery it settles, src/grpc/subscribe.ts). */
+const BY_HANDLER = 'by handler';
 
 /** The transport of QueueService: each RPC checks access, calls the domain and shapes the reply; no rules here. */
 export class QueueServiceHandlers {
@@ -76,11 +78,7 @@ export class QueueServiceHandlers {
       // not when the settle has committed: the consumer is done with it either way (an ack that then fails
       // leaves the message `processing`, back through the visibility timeout), and the stream's next claim
       // overlaps the commit instead of waiting a round of group commit for it.
-      Ack: this.unary<AckRequest>('Ack', (r) => settle([r.id], r), async (r) => {
-        this.deliveries.release(groupOf(r), [r.id]);
-        await messages.ack(r.id, groupOf(r));
-        return {};
-      }),
+      Ack: this.unary<AckRequest>('Ack', BY_HANDLER, (r, metadata) => this.ack(r, metadata)),
       Nack: this.unary<NackRequest>('Nack', (r) => settle([r.id], r), async (r) => {
         this.deliveries.release(groupOf(r), [r.id]);
         await messages.nack(r.id, r.error, groupOf(r));
@@ -101,7 +99,7 @@ export class QueueServiceHandlers {
     for (const stream of this.active) stream.shutdown();
   }
 
-  private unary<Req>(method: string, access: (request: Req) => Access | Access[], handle: Unary<Req>) {
+  private unary<Req>(method: string, access: ((request: Req) => Access | Access[]) | typeof BY_HANDLER, handle: Unary<Req>) {
     return (call: ServerUnaryCall<Req, unknown>, callback: (error: GrpcError | null, response?: object) => void) => {
       const started = performance.now();
       const respond = (error: GrpcError | null, response?: object) => {
@@ -109,8 +107,7 @@ export class QueueServiceHandlers {
         callback(error, response);
       };
       if (isMalformed(call.request)) return respond(malformed(call.request));
-      this.authorize(call.metadata, access(call.request))
-        .then(() => handle(call.request))
+      (access === BY_HANDLER ? handle(call.request, call.metadata) : this.authorize(call.metadata, access(call.request)).then(() => handle(call.request, call.metadata)))
         .then(
           (response) => respond(null, response),
           (err) => respond(this.toError(err)),
@@ -165,6 +162,40 @@ export class QueueServiceHandlers {
       release();
       this.active.delete(stream);
       this.record('Subscribe', code, started);
+    }
+  }
+
+  /**
+   * An Ack of a delivery that a stream of this instance holds is checked against that stream's topic and
+   * settles the message only while it is on that topic (MessageService.ackOnTopic), without reading the
+   * message's topic first. Whatever that way does not settle (the message moved or is gone, the grant does
+   * not cover the stream's topic), and every other Ack, goes the ordinary way: the grant on the topic read
+   * from the message, then the ack, with their usual answers.
+   */
+  private async ack(r: AckRequest, metadata: Metadata): Promise<object> {
+    const group = groupOf(r);
+    const held = group === undefined ? this.deliveries.topicOf(undefined, r.id) : undefined;
+    let released = false;
+    if (held !== undefined && (await this.mayConsume(metadata, held))) {
+      this.deliveries.release(group, [r.id]);
+      released = true;
+      if (await this.deps.messages.ackOnTopic(r.id, held)) return {};
+    }
+    await this.authorize(metadata, settle([r.id], r));
+    // Not twice: a second release would tell the peers about a delivery none of them holds.
+    if (!released) this.deliveries.release(group, [r.id]);
+    await this.deps.messages.ack(r.id, group);
+    return {};
+  }
+
+  /** Whether the caller may consume `topic` without a group; other refusals (no valid token) throw. */
+  private async mayConsume(metadata: Metadata, topic: string): Promise<boolean> {
+    try {
+      await this.authorize(metadata, { action: 'consume', topic });
+      return true;
+    } catch (err) {
+      if (err instanceof DomainError && err.code === 'forbidden') return false;
+      throw err;
     }
   }
 

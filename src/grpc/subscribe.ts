@@ -51,6 +51,11 @@ export class DeliveryTracker {
     });
   }
 
+  /** The topic of the stream holding the delivery here, undefined when no stream of this instance does. */
+  topicOf(group: string | undefined, id: string): string | undefined {
+    return this.holders.get(deliveryKey(group, id))?.stream.topic;
+  }
+
   hold(group: string | undefined, id: string, stream: SubscribeStream): void {
     this.holders.set(deliveryKey(group, id), { stream, id });
   }
@@ -92,7 +97,7 @@ export class SubscribeStream implements Subscriber {
   private done = false;
   private ended: () => void = () => {};
   private subscription?: Subscription;
-  private readonly topic: string;
+  readonly topic: string;
   private readonly group?: string;
   private readonly visibleMs: number;
 

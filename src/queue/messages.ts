@@ -4,7 +4,7 @@ import type { Config } from '../config/schema.js';
 import { findTopicsById } from '../store/messages/browse.js';
 import { claimMessages } from '../store/messages/claim.js';
 import { BatchRejected, insertMessages, newMessageRow, type InsertOutcome, type NewMessage } from '../store/messages/insert.js';
-import { ackMessages, nackMessage, releaseExpired, requeueDeadLetter, type AttemptResult } from '../store/messages/settle.js';
+import { ackMessages, nackMessage, releaseExpired, requeueDeadLetter, type AckTarget, type AttemptResult } from '../store/messages/settle.js';
 import { archiveMessages } from '../store/message-log.js';
 import { catchUpWithCluster } from '../store/cluster-catch-up.js';
 import { FanOut } from './fan-out.js';
@@ -70,7 +70,7 @@ export function normaliseMessageId(id: unknown): string | null {
 export class MessageService {
   private readonly now: () => number;
   private readonly enqueues: GroupCommitter<NewMessage, InsertOutcome>;
-  private readonly acks: GroupCommitter<string, boolean>;
+  private readonly acks: GroupCommitter<AckTarget, boolean>;
   /** The primary-key reads of topicOf and topicsOf, batched as group commit batches: one SELECT for every id asked for meanwhile. */
   private readonly topicReads: GroupCommitter<string, string | null>;
   private readonly claims: ClaimCombiner<MessageRow>;
@@ -88,7 +88,7 @@ export class MessageService {
     // One ack flush at a time on either engine: acks that arrive meanwhile make the next DELETE bigger instead of
     // a second statement. On MariaDB that cut the Subscribe p99 (fewer statements competing with the enqueue
     // INSERTs) at the same batch-ack throughput (docs/benchmark.md, fourth round).
-    this.acks = new GroupCommitter((ids) => this.ackFlush(ids), { maxBatch: 1000, maxConcurrent: 1 });
+    this.acks = new GroupCommitter((targets) => this.ackFlush(targets), { maxBatch: 1000, maxConcurrent: 1 });
     // With auth on, every ack and nack by id first reads its message's topic for the grant check.
     this.topicReads = new GroupCommitter(
       async (ids) => {
@@ -176,7 +176,28 @@ export class MessageService {
   private async ackOne(messageId: string, consumerGroup?: string): Promise<boolean> {
     const routes = await this.fanOut.settleRoutes([messageId], consumerGroup);
     if (routes.group.length > 0) return (await this.ackGroup(routes.group, consumerGroup!)).size > 0;
-    return routes.plain.length > 0 && (await this.acks.submit(messageId));
+    return routes.plain.length > 0 && (await this.acks.submit({ id: messageId }));
+  }
+
+  /**
+   * The ack of a delivery this instance made on `topic` (a Subscribe stream's), by a caller whose grant was
+   * checked on `topic` instead of on the topic read from the message: it settles the message only while it is
+   * processing on that topic, so the grant held for the topic the message was deleted from, and the read is
+   * saved (with auth on it was one statement per ack batch besides the DELETE). False when the message is not
+   * there (acked already, moved to its dead-letter topic, unknown) or anything else needs a look: the caller
+   * then takes the ordinary way (the topic's grant, then `ack`), which gives that case its usual answer.
+   */
+  async ackOnTopic(id: unknown, topic: string): Promise<boolean> {
+    const messageId = normaliseMessageId(id);
+    if (!messageId) return false;
+    let plain: boolean;
+    try {
+      // A fan-out message needs a consumer group: the ordinary way refuses it, after its own grant check.
+      plain = (await this.fanOut.settleRoutes([messageId], undefined)).plain.length > 0;
+    } catch {
+      return false;
+    }
+    return plain && this.acks.submit({ id: messageId, topic });
   }
 
   /**
@@ -208,7 +229,7 @@ export class MessageService {
   private async ackSome(ids: string[], consumerGroup?: string): Promise<Set<string>> {
     const routes = await this.fanOut.settleRoutes(ids, consumerGroup);
     // Through the ack group commit: concurrent batch acks share delete transactions, as single acks do.
-    const settled = await Promise.all(routes.plain.map((id) => this.acks.submit(id)));
+    const settled = await Promise.all(routes.plain.map((id) => this.acks.submit({ id })));
     const found = new Set(routes.plain.filter((_, i) => settled[i]));
     if (routes.group.length > 0) for (const id of await this.ackGroup(routes.group, consumerGroup!)) found.add(id);
     return found;
@@ -387,21 +408,27 @@ export class MessageService {
     });
   }
 
-  private async ackFlush(ids: string[]): Promise<boolean[]> {
-    const acked = new Set((await this.ackRows([...new Set(ids)])).map((a) => a.id));
+  private async ackFlush(targets: AckTarget[]): Promise<boolean[]> {
+    const acked = new Map((await this.ackRows(targets)).map((a) => [a.id, a.topic]));
     // Two acks of one message in one batch: only the first settles it; the other finds it gone (404), as it
-    // would have in separate transactions.
-    return ids.map((id) => acked.delete(id));
+    // would have in separate transactions. An ack bound to a topic did not settle a message of another one
+    // (topic "": gone after a lost answer, see ackMessages).
+    return targets.map(({ id, topic }) => {
+      const found = acked.get(id);
+      if (found === undefined || (topic !== undefined && found !== topic && found !== '')) return false;
+      acked.delete(id);
+      return true;
+    });
   }
 
-  private async ackRows(ids: string[]) {
+  private async ackRows(targets: AckTarget[]) {
     // Replayable topics: archived inside the ack's transaction, so a failed ack archives nothing (contract §3).
     // Without any, the store may ack in one statement.
     const archive = async (trx: Knex.Transaction, rows: Array<{ id: string; topic: string }>) => {
       const replayable = rows.filter((r) => this.deps.catalog.config(r.topic)?.replayable === true).map((r) => r.id);
       if (replayable.length > 0) await archiveMessages(trx, replayable, this.now());
     };
-    const acked = await ackMessages(this.deps.db, ids, this.deps.catalog.hasReplayableTopics() ? archive : undefined);
+    const acked = await ackMessages(this.deps.db, targets, this.deps.catalog.hasReplayableTopics() ? archive : undefined);
     const perTopic = new Map<string, number>();
     // Topic "": acked by an attempt whose answer was lost, topic unknown (src/store/messages/settle.ts); not counted.
     for (const a of acked) if (a.topic) perTopic.set(a.topic, (perTopic.get(a.topic) ?? 0) + 1);

@@ -134,8 +134,20 @@ export interface AckedMessage {
 }
 
 /**
+ * One ack of a group-committed batch. With `topic`, the message is settled only while it is on that topic:
+ * the caller checked its grant on that topic without reading the message first (an Ack of a delivery made
+ * by a Subscribe stream of this instance, src/grpc/queue-service.ts), and a message that moved meanwhile (to
+ * its dead-letter topic) is not settled under a grant of another topic. Without, by id alone.
+ */
+export interface AckTarget {
+  id: string;
+  topic?: string;
+}
+
+/**
  * Acks a group-committed batch: locks the processing rows, lets `beforeDelete` copy replayable ones to the
- * archive log in the same transaction, deletes them. Ids that are not processing are simply not returned.
+ * archive log in the same transaction, deletes them. Ids that are not processing (on their target's topic,
+ * when it names one) are simply not returned.
  * Without `beforeDelete`, where the engine has it, one `DELETE ... RETURNING` does all that in one statement
  * (four round trips fewer per batch: BEGIN, the locking SELECT, COMMIT).
  *
@@ -147,18 +159,19 @@ export interface AckedMessage {
  */
 export async function ackMessages(
   db: Knex,
-  ids: string[],
+  targets: AckTarget[],
   beforeDelete?: (trx: Knex.Transaction, acked: AckedMessage[]) => Promise<void>,
 ): Promise<AckedMessage[]> {
   const oneStatement = !beforeDelete && (await canDeleteReturning(db));
+  const which = targetCondition(targets);
   const seen = new Map<string, string>();
   return withDbRetry(db, async (attempt) => {
-    if (oneStatement && !attempt.uncertain) return deleteProcessing(db, ids);
+    if (oneStatement && !attempt.uncertain) return deleteProcessing(db, which);
     return db.transaction(async (trx) => {
-      const acked: AckedMessage[] = (await lockForSettle(trx, trx('messages').select('id', 'topic').whereIn('id', ids).andWhere({ status: 'processing' }))).map(
+      const acked: AckedMessage[] = (await lockForSettle(trx, trx('messages').select('id', 'topic').whereRaw(which.sql, which.bindings).andWhere({ status: 'processing' }))).map(
         (r: { id: string; topic: string }) => ({ id: String(r.id), topic: String(r.topic) }),
       );
-      const gone = attempt.uncertain ? await goneIds(trx, ids) : [];
+      const gone = attempt.uncertain ? await goneIds(trx, [...new Set(targets.map((t) => t.id))]) : [];
       for (const a of acked) seen.set(a.id, a.topic);
       if (acked.length > 0) {
         if (beforeDelete) await beforeDelete(trx, acked);
@@ -174,6 +187,38 @@ export async function ackMessages(
   });
 }
 
+interface Condition {
+  sql: string;
+  bindings: string[];
+}
+
+/**
+ * `id IN (...)` for the targets without a topic, `(topic = ? AND id IN (...))` per topic named: a range of
+ * the primary key (MariaDB reads messages_queue instead only where the topic has fewer processing rows than
+ * the batch names, which are then the rows it deletes). Written out rather than through the query builder:
+ * it runs for every ack batch, and the builder cost ~30 µs of CPU per statement against ~24 for the text.
+ */
+function targetCondition(targets: AckTarget[]): Condition {
+  const byTopic = new Map<string | undefined, Set<string>>();
+  for (const { id, topic } of targets) {
+    const ids = byTopic.get(topic);
+    if (ids) ids.add(id);
+    else byTopic.set(topic, new Set([id]));
+  }
+  const parts: string[] = [];
+  const bindings: string[] = [];
+  for (const [topic, ids] of byTopic) {
+    const list = `id IN (${Array.from(ids, () => '?').join(', ')})`;
+    if (topic === undefined) parts.push(list);
+    else {
+      parts.push(`(topic = ? AND ${list})`);
+      bindings.push(topic);
+    }
+    bindings.push(...ids);
+  }
+  return { sql: parts.length === 1 ? parts[0] : `(${parts.join(' OR ')})`, bindings };
+}
+
 /** The ids among `ids` that have no message row (at all, in any status). */
 export async function goneIds(trx: Knex.Transaction, ids: string[]): Promise<string[]> {
   const present = new Set<string>();
@@ -183,9 +228,8 @@ export async function goneIds(trx: Knex.Transaction, ids: string[]): Promise<str
   return ids.filter((id) => !present.has(id));
 }
 
-async function deleteProcessing(db: Knex, ids: string[]): Promise<AckedMessage[]> {
-  const del = db('messages').whereIn('id', ids).andWhere({ status: 'processing' }).delete().toSQL();
-  const result = await db.raw(`${del.sql} RETURNING id, topic`, del.bindings as Knex.RawBinding[]);
+async function deleteProcessing(db: Knex, which: Condition): Promise<AckedMessage[]> {
+  const result = await db.raw(`DELETE FROM messages WHERE ${which.sql} AND status = 'processing' RETURNING id, topic`, which.bindings);
   const rows = (engineOf(db) === 'mysql' ? result[0] : result) as Array<{ id: string; topic: string }>;
   return rows.map((r) => ({ id: String(r.id), topic: String(r.topic) }));
 }
