@@ -62,7 +62,7 @@ function bodyReadError(err: { type?: unknown; status?: unknown; statusCode?: unk
 
 /**
  * Status, message and Retry-After for any error a route or its body reader (body-reader.ts) may raise: every
- * error answer of the API goes through this one mapping (answerError below; the admin UI reads it too).
+ * error answer of the API goes through this one mapping (answerError below).
  */
 export function errorResponse(err: unknown, log: Logger): { status: number; message: string; retryAfter?: string } {
   if (err instanceof DomainError) {

@@ -5,8 +5,8 @@ import type { Logger } from '../log/logger.js';
 /**
  * A request as the API's pipeline sees it: node's own IncomingMessage, made by node:http as this class
  * (node-server.ts passes it as the server's `IncomingMessage`), with the fields the pipeline fills in. Every
- * request has the same shape from its first byte: nothing swaps its prototype or adds properties on the way,
- * which is what made express cost ~30 µs of CPU per request here (docs/benchmark.md).
+ * request has the same shape from its first byte: nothing swaps its prototype on the way, which is what made
+ * express cost ~30 µs of CPU per request here (docs/benchmark.md).
  */
 export class ApiRequest extends IncomingMessage {
   /** The request id: the client's X-Request-Id when it is sane, else a new UUID. */
