@@ -4,7 +4,7 @@ import { ConfigError, validateConfig } from '../src/config/load.js';
 import { createHttpServer } from '../src/http/node-server.js';
 import { startAuthServer, createUser, ADMIN, type AuthServer } from './helpers/auth.js';
 import { engineByName } from './helpers/engines.js';
-import { freePort } from './helpers/prometheus.js';
+import { freePort } from './helpers/free-ports.js';
 import { errorShapeProblem, rawRequest, rawSocket, type RawResponse } from './helpers/raw-http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 

@@ -7,7 +7,8 @@ import { startFakeKube } from './fake-kube/index.js';
 import { startTestController, waitForReady } from './helpers/controller.js';
 import { engineByName } from './helpers/engines.js';
 import { QueueClient, StreamRecorder, sleep } from './helpers/grpc.js';
-import { freePort, startPrometheus, type RunningPrometheus, type ScrapeJob } from './helpers/prometheus.js';
+import { freePort } from './helpers/free-ports.js';
+import { startPrometheus, type RunningPrometheus, type ScrapeJob } from './helpers/prometheus.js';
 import { startChildServer, type ChildServer } from './helpers/server.js';
 
 /**

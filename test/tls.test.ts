@@ -20,6 +20,7 @@ import { startServer, type RunningServer } from '../src/server.js';
 import { TestPki, type Issued } from './helpers/certs.js';
 import { runCli, tempDirs } from './helpers/cli.js';
 import { engineByName, type TestDatabase } from './helpers/engines.js';
+import { freePort } from './helpers/free-ports.js';
 import { testConfig, type ConfigOverrides } from './helpers/server.js';
 
 const HOST = '127.0.0.1';
@@ -290,18 +291,6 @@ describe('mutual TLS (server.tls_client_ca_file)', () => {
     await expect(plainHttp(withMetrics.server.httpPort, '/healthz')).rejects.toThrow();
   });
 });
-
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, HOST, () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 

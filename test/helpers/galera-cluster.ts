@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, chmodSync, constants, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, join } from 'node:path';
 import mysql from 'mysql2/promise';
+import { freePorts } from './free-ports.js';
 
 /**
  * A real three-node MariaDB Galera cluster on loopback, for the suites that prove what Conveyor promises on a
@@ -89,26 +89,6 @@ interface NodePorts {
   group: number;
   ist: number;
   sst: number;
-}
-
-/** Distinct free loopback ports: all held open at once, then released together. */
-async function freePorts(count: number): Promise<number[]> {
-  const servers: Server[] = [];
-  try {
-    const ports: number[] = [];
-    for (let i = 0; i < count; i++) {
-      const server = createServer();
-      servers.push(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, '127.0.0.1', resolve);
-      });
-      ports.push((server.address() as { port: number }).port);
-    }
-    return ports;
-  } finally {
-    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-  }
 }
 
 /** Runs a program to completion within a time bound; rejects with its output on failure. */

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './free-ports.js';
 
 /** The Debian package's binaries; override with PROMETHEUS_BIN / PROMTOOL_BIN. */
 export const PROMETHEUS_BIN = process.env.PROMETHEUS_BIN ?? '/usr/bin/prometheus';
@@ -39,17 +39,6 @@ export interface RunningPrometheus {
   setJobs(jobs: ScrapeJob[]): Promise<void>;
   output(): string;
   stop(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function configYaml(jobs: ScrapeJob[], ruleFiles: string[], scrapeInterval: string): string {
