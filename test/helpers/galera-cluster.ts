@@ -146,7 +146,21 @@ function writeSstShim(dir: string): string {
   return dir;
 }
 
+/**
+ * The ports are free when chosen, but nothing holds them until each mariadbd binds its own; should another
+ * process take one meanwhile, the cluster is started afresh on other ports (twice at most).
+ */
 export async function startGaleraCluster(options: { nodes?: number } = {}): Promise<GaleraCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnFreshPorts(options);
+    } catch (err) {
+      if (attempt === 3 || !/Address already in use/.test((err as Error).message)) throw err;
+    }
+  }
+}
+
+async function startOnFreshPorts(options: { nodes?: number }): Promise<GaleraCluster> {
   const missing = galeraMissing();
   if (missing) throw new Error(missing);
   const count = options.nodes ?? 3;
