@@ -9,7 +9,8 @@ import { mysqlDatabase, sqliteDatabase, type BenchDatabase, type Engine } from '
 import { BenchClient } from './http-client.js';
 import { loadAverage, machineInfo } from './machine.js';
 import { dequeueAckPhase, enqueuePhase, pipelinePhase, preload, type PhaseResult, type Processes } from './phases.js';
-import { startService } from './server-process.js';
+import { referenceCosts, type ReferenceCosts } from './reference.js';
+import { SERVICE_NODE_ARGS, startService } from './server-process.js';
 
 const USAGE = `usage: npm run bench -- [options]
 
@@ -29,6 +30,10 @@ const USAGE = `usage: npm run bench -- [options]
   --server-env K=V        extra environment for the service, repeatable (e.g. CONVEYOR_DB_POOL_SIZE=8)
   --server-script FILE    experiments: start this script instead of dist/src/cli.js (same env, same API)
   --out FILE              JSON results (default bench/results/latest.json)
+
+Before and after the phases, the run measures this machine's reference costs (bench/reference.ts): the
+server CPU of a no-op HTTP request and of a no-op gRPC unary call. The summary's last column is a phase's
+server CPU per message in no-op gRPC calls, which compares runs of different days.
 
 MySQL/MariaDB: MYSQL_URL (default mysql://root@127.0.0.1:3306); a fresh database is created and dropped.`;
 
@@ -204,13 +209,18 @@ function formatPhase(engine: Engine, auth: AuthMode, r: PhaseResult): string {
   return `${engine.padEnd(6)} auth ${auth.padEnd(3)} ${r.phase.padEnd(18)} ${String(r.msgsPerSecond).padStart(6)} msg/s${lag}  (${r.messages} msgs in ${r.seconds} s; ${lat}; CPU ${cpu})`;
 }
 
+function formatReference(when: 'before' | 'after', costs: ReferenceCosts): string {
+  return `reference ${when}: a no-op HTTP request ${costs.httpNoopUs} µs, a no-op gRPC unary call ${costs.grpcNoopUs} µs of server CPU (bench/reference.ts)`;
+}
+
 /** Markdown rows for docs/benchmark.md: msg/s, then p50/p99 of the phase's main request (pipeline: the enqueue), then server CPU. */
-function summaryTable(results: EngineResult[]): string {
-  const lines = ['| engine | auth | phase | msg/s | p50 ms | p99 ms | server CPU µs/msg | db CPU µs/msg |', '|---|---|---|---:|---:|---:|---:|---:|'];
+function summaryTable(results: EngineResult[], noopCallUs: number): string {
+  const inCalls = (us: number | undefined) => (us === undefined ? '' : (us / noopCallUs).toFixed(2));
+  const lines = ['| engine | auth | phase | msg/s | p50 ms | p99 ms | server CPU µs/msg | db CPU µs/msg | server CPU in no-op gRPC calls |', '|---|---|---|---:|---:|---:|---:|---:|---:|'];
   for (const r of results) {
     for (const p of r.phases) {
       const main = p.latency['enqueue-to-delivery'] ?? p.latency.enqueue ?? p.latency['enqueue-batch'] ?? p.latency.ack ?? p.latency['ack-batch'] ?? p.latency.dequeue;
-      lines.push(`| ${r.database} | ${r.auth} | ${p.phase} | ${p.msgsPerSecond}${behind(p) ? ' (behind)' : ''} | ${main?.p50Ms ?? ''} | ${main?.p99Ms ?? ''} | ${p.serverCpuUsPerMessage ?? ''} | ${p.dbCpuUsPerMessage ?? ''} |`);
+      lines.push(`| ${r.database} | ${r.auth} | ${p.phase} | ${p.msgsPerSecond}${behind(p) ? ' (behind)' : ''} | ${main?.p50Ms ?? ''} | ${main?.p99Ms ?? ''} | ${p.serverCpuUsPerMessage ?? ''} | ${p.dbCpuUsPerMessage ?? ''} | ${inCalls(p.serverCpuUsPerMessage)} |`);
     }
   }
   return lines.join('\n');
@@ -222,7 +232,8 @@ async function main(): Promise<void> {
   // draining, 0.5 s setup twice).
   const phasesPerEngine = (runHttp ? 1 + ackModes.length + (ackModes.length > 0 ? 1 : 0) : 0) + (runGrpc ? 3 : 0);
   const extraSeconds = runGrpc ? 100 : 0;
-  const limitMs = engines.length * authModes.length * (phasesPerEngine * options.durationSeconds * 2 + extraSeconds + 120) * 1000;
+  // Plus two reference measurements of about 10 s each.
+  const limitMs = (engines.length * authModes.length * (phasesPerEngine * options.durationSeconds * 2 + extraSeconds + 120) + 60) * 1000;
   setTimeout(() => {
     process.stderr.write(`bench: gave up after ${Math.round(limitMs / 1000)} s\n`);
     process.exit(1);
@@ -233,6 +244,8 @@ async function main(): Promise<void> {
     `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}, load ${machine.loadAverage ?? '?'}\n` +
       `options: ${JSON.stringify({ ...options, transport })}${nodeArgs.length ? ` node args ${nodeArgs.join(' ')}` : ''}${Object.keys(serverEnv).length ? ` env ${JSON.stringify(serverEnv)}` : ''}\n`,
   );
+  const referenceBefore = await referenceCosts(SERVICE_NODE_ARGS);
+  process.stdout.write(`${formatReference('before', referenceBefore)}\n`);
   const results: EngineResult[] = [];
   for (const engine of engines) {
     for (const auth of authModes) {
@@ -241,10 +254,14 @@ async function main(): Promise<void> {
       results.push(result);
     }
   }
-  process.stdout.write(`\n${summaryTable(results)}\n`);
+  // The machine's speed drifts within a run too: the reference again, after the phases.
+  const referenceAfter = await referenceCosts(SERVICE_NODE_ARGS);
+  process.stdout.write(`${formatReference('after', referenceAfter)}\n`);
+  const noopCallUs = (referenceBefore.grpcNoopUs + referenceAfter.grpcNoopUs) / 2;
+  process.stdout.write(`\n${summaryTable(results, noopCallUs)}\n`);
   const report = {
     date: new Date().toISOString(),
-    machine: { ...machine, loadAverageAfter: loadAverage() },
+    machine: { ...machine, loadAverageAfter: loadAverage(), reference: { before: referenceBefore, after: referenceAfter } },
     options: { ...options, transport, auth: authModes },
     nodeArgs,
     serverEnv,

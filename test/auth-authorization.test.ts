@@ -105,6 +105,22 @@ describeEachEngine('authorization by grants', (engine) => {
     expect((await user.api.post('/api/messages/batch', { messages: [{ topic: 'orders', payload: 'a' }] })).status).toBe(201);
   });
 
+  it('an ack of a message dequeued here is checked on its topic, and needs a grant on the dead-letter topic once the message moved there', async () => {
+    const user = await createUser(server, ['write:moving']);
+    for (const payload of ['kept', 'moved']) expect((await user.api.enqueue('moving', payload)).status).toBe(201);
+    const [kept, moved] = (await user.api.dequeue('moving', { count: 2 })).body.messages;
+    // Another user, without a grant on the topic, is refused although the ack names a message dequeued here.
+    expectForbidden(await (await createUser(server, ['write:orders'])).api.post(`/api/messages/${kept.id}/ack`));
+    expect((await user.api.post(`/api/messages/${kept.id.toUpperCase()}/ack`)).status).toBe(204);
+    expectErrorBody(await user.api.post(`/api/messages/${kept.id}/ack`), 404);
+
+    // Moved to the dead-letter topic (and claimed there) by another instance, which this one does not hear of.
+    expect(await server.db('messages').where({ id: moved.id }).update({ topic: 'moving.dlq', original_topic: 'moving' })).toBe(1);
+    expectForbidden(await user.api.post(`/api/messages/${moved.id}/ack`));
+    expect(await server.db('messages').where({ id: moved.id, topic: 'moving.dlq', status: 'processing' }).count({ n: '*' })).toEqual([{ n: 1 }]);
+    expect((await server.admin.post(`/api/messages/${moved.id}/ack`)).status).toBe(204);
+  });
+
   it('write: requeue of a dead letter with write on its original topic or on the dead-letter topic', async () => {
     await server.admin.put('/api/topic-configs/rq', { max_retries: 1 });
     const deadLetter = async () => {

@@ -124,6 +124,18 @@ describeEachEngine('gRPC authentication and grants', (engine) => {
     rec.stream.cancel();
   });
 
+  it('acks a message of a unary Dequeue on its topic, and needs a grant on the dead-letter topic once the message moved there', async () => {
+    const client = as((await createUser(server, ['write:unary'])).token);
+    for (const text of ['a', 'b']) await client.call('Enqueue', { topic: 'unary', payload: Buffer.from(text) });
+    const { messages } = await client.call('BatchDequeue', { topic: 'unary', count: 2 });
+    expect(messages).toHaveLength(2);
+    const [kept, moved] = messages;
+    expect(await client.call('Ack', { id: kept.id })).toEqual({});
+    expect(await server.db('messages').where({ id: moved.id }).update({ topic: 'unary.dlq', original_topic: 'unary' })).toBe(1);
+    await expectGrpcError(client.call('Ack', { id: moved.id }), status.PERMISSION_DENIED);
+    expect(await server.db('messages').where({ id: moved.id, topic: 'unary.dlq', status: 'processing' }).count({ n: '*' })).toEqual([{ n: 1 }]);
+  });
+
   it('does not let a read grant produce or consume', async () => {
     const client = as(reader.token);
     await expectGrpcError(client.call('Enqueue', { topic: 'orders', payload: Buffer.from('x') }), status.PERMISSION_DENIED);

@@ -11,6 +11,7 @@
  *   requireAdmin(principal)                              else DomainError('forbidden', 'admin access required')
  *   requireTopic(principal, 'read'|'write'|'admin', topic)  else DomainError('forbidden', 'insufficient permissions')
  *   requireConsume(principal, topic, consumerGroup?)     dequeue, ack, nack: consume-group rules, else write
+ *   allowsConsume(principal, topic, consumerGroup?)      the same as a yes or no
  *   requireRequeue(principal, deadLetterTopic)           write on the dead-letter topic or its original topic
  *   visibleTopics(principal, action, topics): string[]   filters lists for non-admins (all for admins / auth off)
  *   login(username, password, clientAddress) / refresh(principal) / status(header)
@@ -98,6 +99,11 @@ export class Authorizer {
     if (!this.enabled) return;
     if (!principal) throw unauthenticated(MISSING_HEADER);
     if (!mayConsume(principal, topic, consumerGroup || undefined)) throw insufficient();
+  }
+
+  /** Whether requireConsume would pass, for a caller that has another way to go when it would not. */
+  allowsConsume(principal: Principal | null, topic: string, consumerGroup?: string): boolean {
+    return !this.enabled || (principal !== null && mayConsume(principal, topic, consumerGroup || undefined));
   }
 
   /** A requeue moves a dead letter back to its original topic, so write on either side of the move suffices. */

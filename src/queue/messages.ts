@@ -15,6 +15,7 @@ import { DomainError, invalid, messageNotFound } from './errors.js';
 import { ClaimCombiner } from './claim-combiner.js';
 import { GroupCommitter } from './group-commit.js';
 import { keyError } from './message-keys.js';
+import { DequeuedTopics } from './dequeued-topics.js';
 import { toMessage, type Message } from './message.js';
 import type { MessageRow } from '../store/messages/rows.js';
 import type { QueueMetrics } from './metrics-port.js';
@@ -79,6 +80,7 @@ export class MessageService {
   readonly subscriptions: SubscriptionHub;
   /** Topic (and group) -> service time of the last expiry probe that found nothing. */
   private readonly quietProbes = new Map<string, number>();
+  private readonly dequeuedTopics = new DequeuedTopics();
 
   constructor(private readonly deps: MessageServiceDeps) {
     this.now = deps.now ?? Date.now;
@@ -162,14 +164,25 @@ export class MessageService {
       await this.releaseExpiredUnlessQuiet(topic, now, () => releaseExpired(this.deps.db, topic, now, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED));
       const lane = JSON.stringify(['topic', topic, route.deadLetterGroup ?? null, visibleMs]);
       rows = await this.claims.claim(lane, count, (limit) => this.counted(topic, claimMessages(this.deps.db, { ...claim(limit), consumerGroup: route.deadLetterGroup })));
+      if (route.deadLetterGroup === undefined) for (const row of rows) this.dequeuedTopics.remember(row.id, row.topic, row.visible_at);
     }
     if (rows.length > 0) this.deps.metrics.message('dequeued', topic, rows.length);
     return rows.map(toMessage);
   }
 
+  /**
+   * The topic a group-less dequeue of this instance took the message from, while its visibility lasts: an ack
+   * may try `ackOnTopic` with it (src/queue/dequeued-topics.ts).
+   */
+  dequeuedTopicOf(id: unknown): string | undefined {
+    const messageId = normaliseMessageId(id);
+    return messageId ? this.dequeuedTopics.topicOf(messageId, this.now()) : undefined;
+  }
+
   async ack(id: unknown, consumerGroup?: string): Promise<void> {
     const messageId = normaliseMessageId(id);
     if (!messageId) throw messageNotFound();
+    this.dequeuedTopics.forget(messageId);
     if (!(await this.orAfterCatchUp(() => this.ackOne(messageId, consumerGroup), (found) => !found))) throw messageNotFound();
   }
 
@@ -190,6 +203,7 @@ export class MessageService {
   async ackOnTopic(id: unknown, topic: string): Promise<boolean> {
     const messageId = normaliseMessageId(id);
     if (!messageId) return false;
+    this.dequeuedTopics.forget(messageId);
     let plain: boolean;
     try {
       // A fan-out message needs a consumer group: the ordinary way refuses it, after its own grant check.
@@ -238,6 +252,7 @@ export class MessageService {
   async nack(id: unknown, reason = '', consumerGroup?: string): Promise<void> {
     const messageId = normaliseMessageId(id);
     if (!messageId) throw messageNotFound();
+    this.dequeuedTopics.forget(messageId);
     const error = boundedLastError(reason);
     const decide = (row: Parameters<typeof decideAttempt>[1]) => decideAttempt(this.policy(), row);
     const attempt = async (): Promise<AttemptResult | null> => {

@@ -1,8 +1,9 @@
 import type { RouteTable } from '../router.js';
 import type { z } from 'zod';
 import type { HttpContext } from '../context.js';
+import type { ApiRequest } from '../request.js';
 import { dequeuedMessageJson, messageJson } from '../format.js';
-import { requireConsumeOfBody, requireConsumeOfMessage, requireConsumeOfMessages, requireRequeueOfMessage, requireWriteOfBatch, requireWriteOfBody } from '../middleware/auth.js';
+import { checkConsumeOfMessage, requireConsumeOfBody, requireConsumeOfMessage, requireConsumeOfMessages, requireRequeueOfMessage, requireWriteOfBatch, requireWriteOfBody } from '../middleware/auth.js';
 import { sendEmpty, sendJson } from '../respond.js';
 import { route } from '../route-table.js';
 import { ackBatchBody, ackBody, dequeueBody, enqueueBody, listMessagesQuery, nackBody, parseBatchBody, parseBody, parseQuery } from '../validation.js';
@@ -32,6 +33,24 @@ async function dequeueOf(ctx: HttpContext, rawBody: unknown) {
 async function ackOne(ctx: HttpContext, id: unknown, rawBody: unknown): Promise<void> {
   const body = parseBody(ackBody, rawBody);
   await ctx.messages.ack(id, body.consumer_group);
+}
+
+/**
+ * A group-less ack of a message this instance dequeued: the grant is checked on the topic it was dequeued
+ * from, and the message is settled only while it is still on that topic (MessageService.ackOnTopic), so no
+ * read of its topic is needed. False leaves the ack to the ordinary way (the grant on the topic read from the
+ * message, then the ack), which gives everything else its usual answer in the usual order: a body that does
+ * not parse, a message that moved (to its dead-letter topic), was acked already or was dequeued elsewhere.
+ */
+async function ackOnDequeuedTopic(ctx: HttpContext, req: ApiRequest): Promise<boolean> {
+  const topic = ctx.messages.dequeuedTopicOf(req.params.id);
+  if (topic === undefined || !ctx.auth.allowsConsume(req.principal, topic)) return false;
+  try {
+    if (parseBody(ackBody, req.body).consumer_group) return false;
+  } catch {
+    return false;
+  }
+  return ctx.messages.ackOnTopic(req.params.id, topic);
 }
 
 export function messageRoutes(ctx: HttpContext, router: RouteTable): void {
@@ -85,13 +104,13 @@ export function messageRoutes(ctx: HttpContext, router: RouteTable): void {
     ],
   });
   route(ctx, router, '/api/messages/:id/ack', {
-    POST: [
-      requireConsumeOfMessage(ctx),
-      async (req, res) => {
+    POST: async (req, res) => {
+      if (!(await ackOnDequeuedTopic(ctx, req))) {
+        await checkConsumeOfMessage(ctx, req.principal, req.params.id, req.body);
         await ackOne(ctx, req.params.id, req.body);
-        sendEmpty(res, 204);
-      },
-    ],
+      }
+      sendEmpty(res, 204);
+    },
   });
   route(ctx, router, '/api/messages/:id/nack', {
     POST: [
