@@ -168,9 +168,10 @@ export class QueueServiceHandlers {
   /**
    * An Ack of a delivery that a stream of this instance holds, or of a message a group-less Dequeue of this
    * instance handed out, is checked against that stream's (the dequeue's) topic and settles the message only
-   * while it is on that topic (MessageService.ackOnTopic), without reading the message's topic first. Whatever that way does not settle (the message moved or is gone, the grant does
-   * not cover the stream's topic), and every other Ack, goes the ordinary way: the grant on the topic read
-   * from the message, then the ack, with their usual answers.
+   * while it is on that topic (MessageService.ackOnTopic), without reading the message's topic first.
+   * Whatever that way does not settle (the message moved or is gone, the grant does not cover that topic),
+   * and every other Ack, goes the ordinary way: the grant on the topic read from the message, then the ack,
+   * with their usual answers.
    */
   private async ack(r: AckRequest, metadata: Metadata): Promise<object> {
     const group = groupOf(r);

@@ -55,7 +55,8 @@ async function ackOnDequeuedTopic(ctx: HttpContext, req: ApiRequest): Promise<bo
 
 export function messageRoutes(ctx: HttpContext, router: RouteTable): void {
   // Grants (contract §8) run first in each POST chain, before the handler; an unknown method still gets the 405.
-  // In the chain rather than as layers of their own, which every request would walk path by path.
+  // In the chain rather than as layers of their own, which every request would walk path by path. The ack by
+  // id checks its grant in its handler: on the topic of the dequeue, when this instance made it.
   route(ctx, router, '/api/messages', {
     GET: async (req, res) => {
       const { limit, offset, topic, status } = parseQuery(listMessagesQuery, req.query);
