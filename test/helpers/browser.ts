@@ -13,7 +13,13 @@ export { launchBrowser } from './chromium.js';
  * here, when the test file imports this module: an afterAll registered from inside a beforeAll never runs.
  */
 const started: Array<() => Promise<void>> = [];
+/**
+ * Starts still under way: a beforeAll that fails early (no Chromium: `Promise.all([launchBrowser(),
+ * startUiServer()])` rejects at once) must not leave behind a server that finishes starting afterwards.
+ */
+const starting: Array<Promise<unknown>> = [];
 afterAll(async () => {
+  await Promise.allSettled(starting.splice(0));
   await Promise.all(started.splice(0).map((stop) => stop()));
 });
 
@@ -31,7 +37,13 @@ export interface UiServer {
  * A real `conveyor serve` (its own OS process, the UI served from dist/ui) on a fresh database of `engine`,
  * stopped after the file. With `auth`, the bootstrap admin is ADMIN and `api` is logged in as that admin.
  */
-export async function startUiServer(engine: Engine, options: { auth?: boolean; env?: Record<string, string> } = {}): Promise<UiServer> {
+export function startUiServer(engine: Engine, options: { auth?: boolean; env?: Record<string, string> } = {}): Promise<UiServer> {
+  const start = startServer(engine, options);
+  starting.push(start);
+  return start;
+}
+
+async function startServer(engine: Engine, options: { auth?: boolean; env?: Record<string, string> }): Promise<UiServer> {
   const database: TestDatabase = await engine.createDatabase();
   // Info: startChildServer reads the port from the start-up line.
   const env: Record<string, string> = { CONVEYOR_DB_URL: database.url, CONVEYOR_LOG_LEVEL: 'info', ...options.env };
