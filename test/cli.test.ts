@@ -1,8 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { validateConfig } from '../src/config/load.js';
+import { SERVE_V8_FLAGS } from '../src/cli/gc-policy.js';
 import { configSchema } from '../src/config/schema.js';
 import { runCli, tempDirs } from './helpers/cli.js';
 
@@ -227,5 +229,15 @@ describe('conveyor config check', () => {
     const run = await conveyor(['config', 'check'], { CONVEYOR_DB_URI: 'mysql://x' });
     expect(run.code).toBe(0);
     expect(run.stderr).toBe('conveyor: warning: CONVEYOR_DB_URI is not a configuration variable and is ignored\n');
+  });
+});
+
+describe('conveyor serve: garbage-collection policy', () => {
+  it('the V8 flags serve sets for itself exist in this Node (setting an unknown one only prints to stderr)', () => {
+    const known = spawnSync(process.execPath, [...SERVE_V8_FLAGS, '-e', '0'], { encoding: 'utf8' });
+    expect(known.stderr).toBe('');
+    expect(known.status).toBe(0);
+    // What a flag a Node release dropped would do on the command line.
+    expect(spawnSync(process.execPath, ['--no-such-v8-flag', '-e', '0'], { encoding: 'utf8' }).status).not.toBe(0);
   });
 });
