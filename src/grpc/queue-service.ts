@@ -1,7 +1,8 @@
 import { status as Status, type Metadata, type ServerUnaryCall, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
-import type { Histogram, UpDownCounter } from '@opentelemetry/api';
+import type { UpDownCounter } from '@opentelemetry/api';
 import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../log/logger.js';
+import type { HistogramSeries, TallyHistogram } from '../metrics/tallies.js';
 import { MAX_DEQUEUE_COUNT, type MessageService } from '../queue/messages.js';
 import type { SubscriptionHub } from '../queue/subscriptions.js';
 import type { Access, CallGuard } from './auth.js';
@@ -33,7 +34,7 @@ export interface QueueServiceDeps {
   defaultVisibilitySeconds: number;
   /** server.subscribe_streams_per_user: open Subscribe streams per principal (auth off: per connection). */
   subscribeStreamsPerUser: number;
-  duration: Histogram;
+  duration: TallyHistogram;
   streams: UpDownCounter;
 }
 
@@ -48,6 +49,8 @@ export class QueueServiceHandlers {
   private readonly hub: SubscriptionHub;
   private readonly active = new Set<SubscribeStream>();
   private readonly subscribeQuota: StreamQuota;
+  /** Per method, its duration series by status code: found without building a key per call. */
+  private readonly durationSeries = new Map<string, HistogramSeries[]>();
 
   constructor(private readonly deps: QueueServiceDeps) {
     this.deliveries = new DeliveryTracker(deps.peers);
@@ -209,7 +212,10 @@ export class QueueServiceHandlers {
   }
 
   private record(method: string, code: Status, started: number): void {
-    this.deps.duration.record((performance.now() - started) / 1000, { method, code: codeName(code) });
+    let byCode = this.durationSeries.get(method);
+    if (!byCode) this.durationSeries.set(method, (byCode = []));
+    const series = (byCode[code] ??= this.deps.duration.of(`${method} ${code}`, () => ({ method, code: codeName(code) })));
+    series.record((performance.now() - started) / 1000);
   }
 }
 

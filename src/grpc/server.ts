@@ -52,7 +52,7 @@ export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer
     peers: deps.peers,
     defaultVisibilitySeconds: config.queue.visibility_timeout,
     subscribeStreamsPerUser: config.server.subscribe_streams_per_user,
-    duration: metrics.histogram('conveyor_grpc_request_duration_seconds', 'gRPC call duration by method and status code (streams: their lifetime)'),
+    duration: metrics.durations('conveyor_grpc_request_duration_seconds', 'gRPC call duration by method and status code (streams: their lifetime)'),
     streams: metrics.meter.createUpDownCounter('conveyor_subscribe_streams', { description: 'Open Subscribe streams by topic' }),
   });
   const queue = loadQueuePackage();

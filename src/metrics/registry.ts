@@ -1,9 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Attributes, Counter, Histogram, Meter } from '@opentelemetry/api';
+import type { Attributes, Histogram, Meter } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { metrics as sdkMetrics, resources } from '@opentelemetry/sdk-node';
 import { observeProcessMetrics } from './process-metrics.js';
+import { Tallies, type TallyCounter, type TallyHistogram } from './tallies.js';
 import type { MessageEvent, NackOutcome, QueueMetrics, RejectReason } from '../queue/metrics-port.js';
+
+const topicAttributes = (topic: string): Attributes => ({ topic });
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -20,59 +23,57 @@ export class MetricsRegistry implements QueueMetrics {
   readonly meter: Meter;
   private readonly exporter: PrometheusExporter;
   private readonly provider: sdkMetrics.MeterProvider;
-  private readonly messageCounters = new Map<MessageEvent, Counter>();
-  private readonly nackCounter: Counter;
-  private readonly rejectCounter: Counter;
-  private readonly claimCounter: Counter;
-  private readonly httpDuration: Histogram;
+  /** What the per-message and per-request paths count (src/metrics/tallies.ts says why not `meter`). */
+  private readonly tallies: Tallies;
+  private readonly messageCounters = new Map<MessageEvent, TallyCounter>();
+  private readonly nackCounter: TallyCounter;
+  private readonly rejectCounter: TallyCounter;
+  private readonly claimCounter: TallyCounter;
+  private readonly httpDuration: TallyHistogram;
   private readonly stopProcessMetrics: () => void;
 
   constructor() {
-    this.exporter = new PrometheusExporter({ preventServerStart: true });
-    this.provider = new sdkMetrics.MeterProvider({
-      readers: [this.exporter],
-      resource: resources.resourceFromAttributes({ 'service.name': 'conveyor' }),
-    });
+    const resource = resources.resourceFromAttributes({ 'service.name': 'conveyor' });
+    this.tallies = new Tallies(resource, 'conveyor');
+    this.exporter = new PrometheusExporter({ preventServerStart: true, metricProducers: [this.tallies] });
+    this.provider = new sdkMetrics.MeterProvider({ readers: [this.exporter], resource });
     this.meter = this.provider.getMeter('conveyor');
     const events: MessageEvent[] = ['enqueued', 'dequeued', 'handed_over', 'acked', 'requeued', 'redelivered', 'superseded', 'expired', 'deleted', 'replayed'];
-    for (const event of events) {
-      this.messageCounters.set(event, this.meter.createCounter(`conveyor_messages_${event}_total`, { description: `Messages ${event}, by topic` }));
-    }
-    this.nackCounter = this.meter.createCounter('conveyor_messages_nacked_total', { description: 'Nacks by topic and outcome (retry, failed, dlq)' });
-    this.rejectCounter = this.meter.createCounter('conveyor_enqueue_rejected_total', {
-      description: 'Rejected enqueues by topic and reason (depth, schema, registration, invalid)',
-    });
-    this.claimCounter = this.meter.createCounter('conveyor_claims_total', {
-      description: 'Claim transactions by topic and result (found: took messages, empty: found none)',
-    });
-    this.httpDuration = this.meter.createHistogram('conveyor_http_request_duration_seconds', {
-      description: 'HTTP request duration by method, route template and status',
-      unit: 's',
-      advice: { explicitBucketBoundaries: LATENCY_BUCKETS },
-    });
+    for (const event of events) this.messageCounters.set(event, this.tallies.counter(`conveyor_messages_${event}_total`, `Messages ${event}, by topic`));
+    this.nackCounter = this.tallies.counter('conveyor_messages_nacked_total', 'Nacks by topic and outcome (retry, failed, dlq)');
+    this.rejectCounter = this.tallies.counter('conveyor_enqueue_rejected_total', 'Rejected enqueues by topic and reason (depth, schema, registration, invalid)');
+    this.claimCounter = this.tallies.counter('conveyor_claims_total', 'Claim transactions by topic and result (found: took messages, empty: found none)');
+    this.httpDuration = this.durations('conveyor_http_request_duration_seconds', 'HTTP request duration by method, route template and status');
     this.stopProcessMetrics = observeProcessMetrics(this.meter);
   }
 
   message(event: MessageEvent, topic: string, count = 1): void {
-    this.messageCounters.get(event)?.add(count, { topic });
+    this.messageCounters.get(event)?.of(topic, topicAttributes).add(count);
   }
 
   nacked(topic: string, outcome: NackOutcome): void {
-    this.nackCounter.add(1, { topic, outcome });
+    this.nackCounter.of(`${outcome} ${topic}`, () => ({ topic, outcome })).add(1);
   }
 
   rejected(topic: string, reason: RejectReason): void {
-    this.rejectCounter.add(1, { topic, reason });
+    this.rejectCounter.of(`${reason} ${topic}`, () => ({ topic, reason })).add(1);
   }
 
   claim(topic: string, found: number): void {
-    this.claimCounter.add(1, { topic, result: found > 0 ? 'found' : 'empty' });
+    const result = found > 0 ? 'found' : 'empty';
+    this.claimCounter.of(`${result} ${topic}`, () => ({ topic, result })).add(1);
   }
 
-  httpRequest(attributes: Attributes, seconds: number): void {
-    this.httpDuration.record(seconds, attributes);
+  httpRequest(method: string, route: string, status: number, seconds: number): void {
+    this.httpDuration.of(`${method} ${status} ${route}`, () => ({ method, route, status: String(status) })).record(seconds);
   }
 
+  /** A duration histogram in seconds for a hot path, in the buckets of every other. */
+  durations(name: string, description: string): TallyHistogram {
+    return this.tallies.histogram(name, description, 's', LATENCY_BUCKETS);
+  }
+
+  /** A duration histogram on OpenTelemetry's own instrument, for what runs rarely (the controller's reconciles). */
   histogram(name: string, description: string): Histogram {
     return this.meter.createHistogram(name, { description, unit: 's', advice: { explicitBucketBoundaries: LATENCY_BUCKETS } });
   }

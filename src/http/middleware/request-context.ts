@@ -54,7 +54,7 @@ export function beginRequest(ctx: HttpContext, req: ApiRequest, res: ServerRespo
   res.on('finish', () => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const method = req.method ?? 'GET';
-    ctx.metrics.httpRequest({ method, route: label.route, status: String(res.statusCode) }, seconds);
+    ctx.metrics.httpRequest(method, label.route, res.statusCode, seconds);
     if (ctx.logger.isLevelEnabled(requestLogLevel(res.statusCode))) logRequest(req.log, method, label.route, res.statusCode, seconds);
   });
   return label;
