@@ -15,6 +15,8 @@ import { metrics as sdkMetrics, type resources } from '@opentelemetry/sdk-node';
 const MAX_SERIES = 2000;
 const OVERFLOW: Attributes = { 'otel.metric.overflow': true };
 
+const CUMULATIVE = sdkMetrics.AggregationTemporality.CUMULATIVE;
+
 type HrTime = [number, number];
 const hrTime = (ms: number): HrTime => [Math.trunc(ms / 1000), Math.round((ms % 1000) * 1e6)];
 
@@ -78,10 +80,12 @@ abstract class Tally<S extends Series> {
     return made;
   }
 
-  all(): S[] {
+  /** Every series as a data point ending now, or undefined when none has been used yet (nothing to show). */
+  protected points<V>(endTime: HrTime, value: (series: S) => V) {
     const all = [...this.series.values()];
     if (this.overflow) all.push(this.overflow);
-    return all;
+    if (all.length === 0) return undefined;
+    return all.map((s) => ({ attributes: s.attributes, startTime: hrTime(s.startMs), endTime, value: value(s) }));
   }
 
   protected abstract create(attributes: Attributes): S;
@@ -94,15 +98,10 @@ export class TallyCounter extends Tally<CounterSeries> {
   }
 
   collect(endTime: HrTime): sdkMetrics.MetricData | undefined {
-    const series = this.all();
-    if (series.length === 0) return undefined;
-    return {
-      descriptor: this.descriptor,
-      aggregationTemporality: sdkMetrics.AggregationTemporality.CUMULATIVE,
-      dataPointType: sdkMetrics.DataPointType.SUM,
-      isMonotonic: true,
-      dataPoints: series.map((s) => ({ attributes: s.attributes, startTime: hrTime(s.startMs), endTime, value: s.total })),
-    };
+    const dataPoints = this.points(endTime, (s) => s.total);
+    if (!dataPoints) return undefined;
+    const { descriptor } = this;
+    return { descriptor, aggregationTemporality: CUMULATIVE, dataPointType: sdkMetrics.DataPointType.SUM, isMonotonic: true, dataPoints };
   }
 }
 
@@ -119,24 +118,15 @@ export class TallyHistogram extends Tally<HistogramSeries> {
   }
 
   collect(endTime: HrTime): sdkMetrics.MetricData | undefined {
-    const series = this.all();
-    if (series.length === 0) return undefined;
-    return {
-      descriptor: this.descriptor,
-      aggregationTemporality: sdkMetrics.AggregationTemporality.CUMULATIVE,
-      dataPointType: sdkMetrics.DataPointType.HISTOGRAM,
-      dataPoints: series.map((s) => ({
-        attributes: s.attributes,
-        startTime: hrTime(s.startMs),
-        endTime,
-        value: {
-          buckets: { boundaries: [...this.boundaries], counts: [...s.counts] },
-          sum: s.sum,
-          count: s.count,
-          ...(s.count > 0 ? { min: s.min, max: s.max } : {}),
-        },
-      })),
-    };
+    const dataPoints = this.points(endTime, (s) => ({
+      buckets: { boundaries: [...this.boundaries], counts: [...s.counts] },
+      sum: s.sum,
+      count: s.count,
+      ...(s.count > 0 ? { min: s.min, max: s.max } : {}),
+    }));
+    if (!dataPoints) return undefined;
+    const { descriptor } = this;
+    return { descriptor, aggregationTemporality: CUMULATIVE, dataPointType: sdkMetrics.DataPointType.HISTOGRAM, dataPoints };
   }
 }
 

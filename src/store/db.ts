@@ -178,6 +178,10 @@ function createMysql(url: string, poolSize: number, common: Pick<Knex.Config, 'l
       charset: 'utf8mb4',
       // Timestamps are epoch milliseconds in BIGINT columns; they fit a JS number exactly.
       supportBigNumbers: false,
+      // knex sends text queries only, never prepared statements, yet mysql2 preallocates its statement cache
+      // (four arrays of this many slots) on every connection: 0.5 MB each at its default of 16,000, which
+      // every full garbage collection then scans (docs/benchmark.md, ninth round).
+      maxPreparedStatements: 16,
     },
     pool: {
       min: 0,
