@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { startFakeKube, type FakeKube } from './fake-kube/index.js';
 import { leaseHolder, startControllerProcess, waitForReady, type ControllerProcess } from './helpers/controller.js';
 import { describeEachEngine } from './helpers/engines.js';
-import { metricValue } from './helpers/metrics.js';
+import { metricValue, parseMetrics, valueOf } from './helpers/metrics.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'conveyor-leader-'));
@@ -51,6 +51,12 @@ describeEachEngine('controller: leader election between two replicas', (engine) 
     expect(await metricValue(follower.api, 'conveyor_controller_leader', {})).toBe(0);
     expect(await metricValue(leader.api, 'conveyor_controller_reconciles_total', { kind: 'TopicConfig', result: 'success' })).toBeGreaterThan(0);
     expect(await metricValue(follower.api, 'conveyor_controller_reconciles_total', { kind: 'TopicConfig', result: 'success' })).toBe(0);
+    // Each reconcile is timed as well: as many durations as reconciles, only where they ran.
+    const samples = parseMetrics((await leader.api.get('/metrics')).text);
+    const reconciled = samples.filter((m) => m.name === 'conveyor_controller_reconciles_total' && m.labels.kind === 'TopicConfig').reduce((sum, m) => sum + m.value, 0);
+    expect(reconciled).toBeGreaterThan(0);
+    expect(valueOf(samples, 'conveyor_controller_reconcile_duration_seconds_count', { kind: 'TopicConfig' })).toBe(reconciled);
+    expect(await metricValue(follower.api, 'conveyor_controller_reconcile_duration_seconds_count', { kind: 'TopicConfig' })).toBe(0);
 
     const killedAt = Date.now();
     await leader.stop('SIGKILL');

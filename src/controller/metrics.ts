@@ -1,5 +1,6 @@
-import type { Counter, Histogram } from '@opentelemetry/api';
+import type { Attributes, Counter } from '@opentelemetry/api';
 import type { MetricsRegistry } from '../metrics/registry.js';
+import type { TallyHistogram } from '../metrics/tallies.js';
 import type { ReconcileResult } from './reconciler.js';
 
 export interface ControllerState {
@@ -9,10 +10,12 @@ export interface ControllerState {
   readiness(): Map<string, { ready: number; notReady: number }>;
 }
 
+const kindAttributes = (kind: string): Attributes => ({ kind });
+
 /** The controller's instruments, on the same registry (and Prometheus text) as the service's. */
 export class ControllerMetrics {
   private readonly reconciles: Counter;
-  private readonly duration: Histogram;
+  private readonly duration: TallyHistogram;
   private readonly watchRestarts: Counter;
 
   constructor(registry: MetricsRegistry, state: ControllerState) {
@@ -20,7 +23,7 @@ export class ControllerMetrics {
     this.reconciles = meter.createCounter('conveyor_controller_reconciles_total', {
       description: 'Reconciles by kind and result (success, invalid, conflict, error)',
     });
-    this.duration = registry.histogram('conveyor_controller_reconcile_duration_seconds', 'Reconcile duration by kind');
+    this.duration = registry.durations('conveyor_controller_reconcile_duration_seconds', 'Reconcile duration by kind');
     this.watchRestarts = meter.createCounter('conveyor_controller_watch_restarts_total', {
       description: 'Watches restarted after an error, a 410 Gone or a silent watch, by kind',
     });
@@ -44,7 +47,7 @@ export class ControllerMetrics {
 
   reconciled(kind: string, result: ReconcileResult, seconds: number): void {
     this.reconciles.add(1, { kind, result });
-    this.duration.record(seconds, { kind });
+    this.duration.of(kind, kindAttributes).record(seconds);
   }
 
   watchRestarted(kind: string): void {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Attributes, Histogram, Meter } from '@opentelemetry/api';
+import type { Attributes, Meter } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { metrics as sdkMetrics, resources } from '@opentelemetry/sdk-node';
 import { observeProcessMetrics } from './process-metrics.js';
@@ -68,14 +68,9 @@ export class MetricsRegistry implements QueueMetrics {
     this.httpDuration.of(`${method} ${status} ${route}`, () => ({ method, route, status: String(status) })).record(seconds);
   }
 
-  /** A duration histogram in seconds for a hot path, in the buckets of every other. */
+  /** A duration histogram in seconds, in the buckets of every other. */
   durations(name: string, description: string): TallyHistogram {
     return this.tallies.histogram(name, description, 's', LATENCY_BUCKETS);
-  }
-
-  /** A duration histogram on OpenTelemetry's own instrument, for what runs rarely (the controller's reconciles). */
-  histogram(name: string, description: string): Histogram {
-    return this.meter.createHistogram(name, { description, unit: 's', advice: { explicitBucketBoundaries: LATENCY_BUCKETS } });
   }
 
   observeQueues(source: QueueGaugeSource): void {
