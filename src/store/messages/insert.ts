@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
+import { runStatement } from '../statement.js';
 import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 
@@ -261,11 +262,12 @@ async function insertUngrouped(db: Knex, messages: NewMessage[]): Promise<boolea
   const bindings: Knex.RawBinding[] = [];
   for (const m of messages) bindings.push(...Object.values(newMessageRow(m)));
   const rest = messages.length > 1 ? ` UNION ALL VALUES ${Array.from({ length: messages.length - 1 }, () => ROW_PLACEHOLDERS).join(', ')}` : '';
-  const [result] = (await db.raw(
+  const result = (await runStatement(
+    db,
     `INSERT INTO messages (${NEW_ROW_COLUMNS.join(', ')}) SELECT * FROM (SELECT ${FIRST_ROW}${rest}) AS new_rows ` +
       `WHERE NOT EXISTS (SELECT 1 FROM consumer_groups WHERE topic IN (${topics.map(() => '?').join(', ')}))`,
     [...bindings, ...topics],
-  )) as [{ affectedRows: number }];
+  )) as { affectedRows: number };
   if (result.affectedRows !== 0 && result.affectedRows !== messages.length) {
     throw new Error(`stored ${result.affectedRows} of ${messages.length} messages in one statement`);
   }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { canDeleteReturning, engineOf, isUniqueViolation } from '../dialect.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
+import { runStatement } from '../statement.js';
 import { normaliseRow, type MessageRow } from './rows.js';
 
 /** What the domain decided for a failed delivery attempt (nack or visibility timeout). */
@@ -229,8 +230,7 @@ export async function goneIds(trx: Knex.Transaction, ids: string[]): Promise<str
 }
 
 async function deleteProcessing(db: Knex, which: Condition): Promise<AckedMessage[]> {
-  const result = await db.raw(`DELETE FROM messages WHERE ${which.sql} AND status = 'processing' RETURNING id, topic`, which.bindings);
-  const rows = (engineOf(db) === 'mysql' ? result[0] : result) as Array<{ id: string; topic: string }>;
+  const rows = (await runStatement(db, `DELETE FROM messages WHERE ${which.sql} AND status = 'processing' RETURNING id, topic`, which.bindings)) as Array<{ id: string; topic: string }>;
   return rows.map((r) => ({ id: String(r.id), topic: String(r.topic) }));
 }
 
