@@ -16,7 +16,7 @@ interface PoolClient {
  * One autocommit statement with `?` placeholders; what it returns: the rows of a SELECT or a RETURNING, or
  * MySQL's result header (affectedRows) of any other statement.
  *
- * On MySQL it goes to mysql2 on a connection of the pool (`db`, never a transaction), not through knex's raw
+ * On MySQL, outside a transaction, it goes to mysql2 on a connection of the pool, not through knex's raw
  * query: knex rewrites every placeholder of a raw statement before mysql2 formats them again, then runs the
  * statement through its query runner. For the service's hottest statements, a group commit's INSERT of many
  * rows and an ack batch's DELETE, that was about a third of the database client's CPU (docs/benchmark.md,
@@ -25,7 +25,9 @@ interface PoolClient {
  * SQLite: knex's raw statement, whose result is the rows already.
  */
 export async function runStatement(db: Knex, sql: string, values: readonly unknown[]): Promise<unknown> {
-  if (engineOf(db) !== 'mysql' || db.isTransaction) return db.raw(sql, values as Knex.RawBinding[]);
+  if (engineOf(db) !== 'mysql') return db.raw(sql, values as Knex.RawBinding[]);
+  // A transaction's statements must run on its own connection; knex's MySQL raw result is [rows, fields].
+  if (db.isTransaction) return ((await db.raw(sql, values as Knex.RawBinding[])) as [unknown])[0];
   const client = db.client as PoolClient;
   // The shape knex's `debug` hands its logger (src/store/db.ts turns it into a line without values).
   if (client.config.debug) client.logger.debug({ sql, bindings: values });
