@@ -136,6 +136,41 @@ describeEachEngine('gRPC authentication and grants', (engine) => {
     expect(await server.db('messages').where({ id: moved.id, topic: 'unary.dlq', status: 'processing' }).count({ n: '*' })).toEqual([{ n: 1 }]);
   });
 
+  it('AckBatch acks streamed and dequeued deliveries on their topic, and acks nothing when another id lies on a topic the caller may not consume', async () => {
+    const admin = as((await createUser(server, [], true)).token);
+    const secret = await admin.call('Enqueue', { topic: 'payments', payload: Buffer.from('s') });
+    expect((await admin.call('Dequeue', { topic: 'payments' })).id).toBe(secret.id);
+    const client = as((await createUser(server, ['write:held'])).token);
+    const rec = new StreamRecorder(client.subscribe({ topic: 'held' }));
+    const streamed = await client.call('Enqueue', { topic: 'held', payload: Buffer.from('a') });
+    await rec.until(() => rec.received.length === 1, 5000, 'the streamed delivery');
+    rec.stream.cancel();
+    await client.call('Enqueue', { topic: 'held', payload: Buffer.from('b') });
+    const [dequeued] = (await client.call('BatchDequeue', { topic: 'held', count: 1 })).messages;
+    expect(dequeued).toBeDefined();
+    const processing = async (id: string) => Number((await server.db('messages').where({ id, status: 'processing' }).count({ n: '*' }))[0].n);
+
+    await expectGrpcError(client.call('AckBatch', { ids: [streamed.id, dequeued.id, secret.id] }), status.PERMISSION_DENIED);
+    for (const id of [streamed.id, dequeued.id, secret.id]) expect(await processing(id)).toBe(1);
+
+    const reply = await client.call('AckBatch', { ids: [dequeued.id, UNKNOWN_ID, streamed.id, dequeued.id] });
+    expect(reply).toEqual({ acked: [dequeued.id, streamed.id, dequeued.id], not_found: [UNKNOWN_ID] });
+    for (const id of [streamed.id, dequeued.id]) expect(await processing(id)).toBe(0);
+    expect(await client.call('AckBatch', { ids: [dequeued.id] })).toEqual({ acked: [], not_found: [dequeued.id] });
+    await expectGrpcError(as('junk').call('AckBatch', { ids: [secret.id] }), status.UNAUTHENTICATED);
+    await admin.call('Ack', { id: secret.id });
+  });
+
+  it('AckBatch needs a grant on the dead-letter topic for a delivery that moved there, and still acks the others', async () => {
+    const client = as((await createUser(server, ['write:batchmove'])).token);
+    for (const text of ['a', 'b']) await client.call('Enqueue', { topic: 'batchmove', payload: Buffer.from(text) });
+    const [kept, moved] = (await client.call('BatchDequeue', { topic: 'batchmove', count: 2 })).messages;
+    expect(await server.db('messages').where({ id: moved.id }).update({ topic: 'batchmove.dlq', original_topic: 'batchmove' })).toBe(1);
+    await expectGrpcError(client.call('AckBatch', { ids: [kept.id, moved.id] }), status.PERMISSION_DENIED);
+    expect(await server.db('messages').where({ id: moved.id, topic: 'batchmove.dlq', status: 'processing' }).count({ n: '*' })).toEqual([{ n: 1 }]);
+    expect(await server.db('messages').where({ id: kept.id }).count({ n: '*' })).toEqual([{ n: 0 }]);
+  });
+
   it('does not let a read grant produce or consume', async () => {
     const client = as(reader.token);
     await expectGrpcError(client.call('Enqueue', { topic: 'orders', payload: Buffer.from('x') }), status.PERMISSION_DENIED);

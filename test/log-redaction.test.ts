@@ -2,32 +2,15 @@ import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/log/logger.js';
 import { safeError, statementShape } from '../src/log/redact.js';
 import { DomainError } from '../src/queue/errors.js';
 import { startServer, type RunningServer } from '../src/server.js';
 import { describeEachEngine, type Engine, type TestDatabase } from './helpers/engines.js';
 import { QueueClient } from './helpers/grpc.js';
 import { Api, type ApiResponse } from './helpers/http.js';
+import { captureLogger, type LogLine as Line } from './helpers/log-capture.js';
 import { testConfig } from './helpers/server.js';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.js';
-
-type Line = Record<string, any>;
-
-/** Every line the server writes, raw and parsed: the logger at trace, so knex's query lines are there too. */
-function captureLogger() {
-  const raw: string[] = [];
-  const lines: Line[] = [];
-  const logger = createLogger('trace', {
-    write(chunk: string) {
-      for (const l of chunk.split('\n').filter(Boolean)) {
-        raw.push(l);
-        lines.push(JSON.parse(l));
-      }
-    },
-  });
-  return { logger, raw, lines };
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -180,7 +163,8 @@ describeEachEngine('logs never hold payloads, keys, metadata values, passwords, 
     const { url, broken } = engine.name === 'sqlite' ? await breakableSqlite(database, () => server!) : await breakableMysql(database, urlPassword);
     cleanups.push(() => broken.close());
 
-    const { logger, raw, lines } = captureLogger();
+    // At trace, so knex's query lines are there too.
+    const { logger, raw, lines } = captureLogger('trace');
     const config = testConfig(url, {
       auth: { enabled: true, jwt_secret: jwtSecret, username: 'admin', password: adminPassword },
       // Nothing listens on port 1: the Redis clients fail and retry with this password in their URL.

@@ -5,7 +5,6 @@ import { KubeConfig } from '@kubernetes/client-node';
 import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { startController } from '../src/controller/controller.js';
-import { createLogger, type Logger } from '../src/log/logger.js';
 import { RepeatedFailure } from '../src/log/repeated.js';
 import { connectRedisRateLimiter } from '../src/auth/rate-limit.js';
 import { RedisPeerRelay } from '../src/pubsub/redis-peer-relay.js';
@@ -15,26 +14,12 @@ import { createDb } from '../src/store/db.js';
 import { startFakeKube } from './fake-kube/index.js';
 import { engineByName, type TestDatabase } from './helpers/engines.js';
 import { Api } from './helpers/http.js';
+import { captureLogger, type LogLine as Line } from './helpers/log-capture.js';
 import { testConfig, type ConfigOverrides } from './helpers/server.js';
 import { startTcpProxy } from './helpers/tcp-proxy.js';
 
 const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-
-type Line = Record<string, any>;
-
-/** A logger writing into an array, one parsed JSON object per line. */
-function captureLogger(level = 'info'): { logger: Logger; lines: Line[]; text: () => string } {
-  const raw: string[] = [];
-  const lines: Line[] = [];
-  const logger = createLogger(level, {
-    write(chunk: string) {
-      raw.push(chunk);
-      for (const l of chunk.split('\n').filter(Boolean)) lines.push(JSON.parse(l));
-    },
-  });
-  return { logger, lines, text: () => raw.join('') };
-}
 
 const withMsg = (lines: Line[], msg: string) => lines.filter((l) => l.msg === msg);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -3,7 +3,7 @@ import type { UpDownCounter } from '@opentelemetry/api';
 import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../log/logger.js';
 import type { HistogramSeries, TallyHistogram } from '../metrics/tallies.js';
-import { MAX_DEQUEUE_COUNT, type MessageService } from '../queue/messages.js';
+import { MAX_DEQUEUE_COUNT, normaliseMessageId, type MessageService } from '../queue/messages.js';
 import type { SubscriptionHub } from '../queue/subscriptions.js';
 import type { Access, CallGuard } from './auth.js';
 import { DomainError, notFound } from '../queue/errors.js';
@@ -87,12 +87,7 @@ export class QueueServiceHandlers {
         await messages.nack(r.id, r.error, groupOf(r));
         return {};
       }),
-      AckBatch: this.unary<AckBatchRequest>('AckBatch', (r) => settle(r.ids, r), async (r) => {
-        // An oversized batch is refused whole (INVALID_ARGUMENT) and releases nothing.
-        if (r.ids.length <= MAX_DEQUEUE_COUNT) this.deliveries.release(groupOf(r), r.ids);
-        const { acked, notFound } = await messages.ackBatch(r.ids, groupOf(r));
-        return { acked, not_found: notFound };
-      }),
+      AckBatch: this.unary<AckBatchRequest>('AckBatch', BY_HANDLER, (r, metadata) => this.ackBatch(r, metadata)),
       Subscribe: (call: ServerWritableStream<SubscribeRequest, unknown>) => void this.subscribe(call),
     };
   }
@@ -178,7 +173,7 @@ export class QueueServiceHandlers {
    */
   private async ack(r: AckRequest, metadata: Metadata): Promise<object> {
     const group = groupOf(r);
-    const held = group === undefined ? (this.deliveries.topicOf(undefined, r.id) ?? this.deps.messages.dequeuedTopicOf(r.id)) : undefined;
+    const held = group === undefined ? this.heldTopicOf(r.id) : undefined;
     let released = false;
     if (held !== undefined && (await this.mayConsume(metadata, held))) {
       this.deliveries.release(group, [r.id]);
@@ -190,6 +185,54 @@ export class QueueServiceHandlers {
     if (!released) this.deliveries.release(group, [r.id]);
     await this.deps.messages.ack(r.id, group);
     return {};
+  }
+
+  /** The topic of a group-less delivery a stream of this instance holds, or a group-less Dequeue here handed out. */
+  private heldTopicOf(id: string): string | undefined {
+    return this.deliveries.topicOf(undefined, id) ?? this.deps.messages.dequeuedTopicOf(id);
+  }
+
+  /**
+   * AckBatch the way of Ack: the held deliveries are checked against their topic and settled only while on it
+   * (MessageService.ackOnTopics), without reading their topics; the other ids take the ordinary way. Those
+   * are authorised before anything is acked, so a batch naming a message on a topic the caller may not
+   * consume acks nothing. What the first way does not settle (a held delivery that was acked already or
+   * moved, to its dead-letter topic say) goes the ordinary way after it, with its usual answer: a delivery
+   * that moved to a topic the caller may not consume then refuses the call, the others acked by then.
+   */
+  private async ackBatch(r: AckBatchRequest, metadata: Metadata): Promise<object> {
+    const group = groupOf(r);
+    const byTopic = new Map<string, Set<string>>();
+    const rest: string[] = [];
+    // An oversized batch is refused whole (INVALID_ARGUMENT, by the ordinary way) and releases nothing.
+    const mayHold = group === undefined && r.ids.length <= MAX_DEQUEUE_COUNT;
+    for (const id of r.ids) {
+      const topic = mayHold ? this.heldTopicOf(id) : undefined;
+      if (topic === undefined) rest.push(id);
+      else byTopic.set(topic, (byTopic.get(topic) ?? new Set()).add(id));
+    }
+    const held: Array<{ id: string; topic: string }> = [];
+    for (const [topic, ids] of byTopic) {
+      if (await this.mayConsume(metadata, topic)) for (const id of ids) held.push({ id, topic });
+      else rest.push(...ids);
+    }
+    // Every call needs a valid token: checked here unless a grant check above did.
+    if (rest.length > 0 || held.length === 0) await this.authorize(metadata, settle(rest, r));
+    const settled = new Set<string>();
+    if (held.length > 0) {
+      this.deliveries.release(group, held.map((h) => h.id));
+      for (const id of await this.deps.messages.ackOnTopics(held)) settled.add(id);
+    }
+    const misses = held.map((h) => h.id).filter((id) => !settled.has(normaliseMessageId(id) ?? id));
+    if (misses.length > 0) await this.authorize(metadata, settle(misses, r));
+    if (rest.length > 0 && r.ids.length <= MAX_DEQUEUE_COUNT) this.deliveries.release(group, rest);
+    if (rest.length + misses.length > 0) {
+      for (const id of (await this.deps.messages.ackBatch([...rest, ...misses], group)).acked) settled.add(normaliseMessageId(id) ?? id);
+    }
+    const acked: string[] = [];
+    const notFound: string[] = [];
+    for (const id of r.ids) (settled.has(normaliseMessageId(id) ?? '') ? acked : notFound).push(id);
+    return { acked, not_found: notFound };
   }
 
   /** Whether the caller may consume `topic` without a group; other refusals (no valid token) throw. */

@@ -201,17 +201,32 @@ export class MessageService {
    * then takes the ordinary way (the topic's grant, then `ack`), which gives that case its usual answer.
    */
   async ackOnTopic(id: unknown, topic: string): Promise<boolean> {
-    const messageId = normaliseMessageId(id);
-    if (!messageId) return false;
-    this.dequeuedTopics.forget(messageId);
-    let plain: boolean;
+    return (await this.ackOnTopics([{ id, topic }])).size > 0;
+  }
+
+  /**
+   * `ackOnTopic` for several deliveries at once (an AckBatch), each on its own topic, through the same ack
+   * group commit. Resolves to the (normalised) ids settled; the others need the ordinary way.
+   */
+  async ackOnTopics(held: ReadonlyArray<{ id: unknown; topic: string }>): Promise<Set<string>> {
+    const topics = new Map<string, string>();
+    for (const { id, topic } of held) {
+      const messageId = normaliseMessageId(id);
+      if (!messageId) continue;
+      this.dequeuedTopics.forget(messageId);
+      topics.set(messageId, topic);
+    }
+    const settled = new Set<string>();
+    if (topics.size === 0) return settled;
+    let plain: string[];
     try {
       // A fan-out message needs a consumer group: the ordinary way refuses it, after its own grant check.
-      plain = (await this.fanOut.settleRoutes([messageId], undefined)).plain.length > 0;
+      plain = (await this.fanOut.settleRoutes([...topics.keys()], undefined)).plain;
     } catch {
-      return false;
+      return settled;
     }
-    return plain && this.acks.submit({ id: messageId, topic });
+    await Promise.all(plain.map(async (id) => void ((await this.acks.submit({ id, topic: topics.get(id)! })) && settled.add(id))));
+    return settled;
   }
 
   /**

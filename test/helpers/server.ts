@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Knex } from 'knex';
 import { validateConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
-import { createLogger } from '../../src/log/logger.js';
+import { createLogger, type Logger } from '../../src/log/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import type { Engine, TestDatabase } from './engines.js';
 import { Api } from './http.js';
@@ -43,12 +43,12 @@ export function testConfig(dbUrl: string, overrides: ConfigOverrides = {}): Conf
 /** Starts a real server in this process on an ephemeral port, over `database` (or a fresh one). */
 export async function startTestServer(
   engine: Engine,
-  options: { overrides?: ConfigOverrides; database?: TestDatabase; now?: () => number } = {},
+  options: { overrides?: ConfigOverrides; database?: TestDatabase; now?: () => number; logger?: Logger } = {},
 ): Promise<TestServer & { database: TestDatabase }> {
   const database = options.database ?? (await engine.createDatabase());
   const ownsDatabase = options.database === undefined;
   const config = testConfig(database.url, options.overrides);
-  const server = await startServer(config, { logger: createLogger('silent'), now: options.now });
+  const server = await startServer(config, { logger: options.logger ?? createLogger('silent'), now: options.now });
   const url = `http://127.0.0.1:${server.httpPort}`;
   return {
     api: new Api(url),
