@@ -52,6 +52,17 @@ describeEachEngine('gRPC with consumer groups', (engine) => {
     expect(rec.ended!.code).toBe(status.INVALID_ARGUMENT);
   });
 
+  it('refuses an AckBatch without a group that names a fan-out message, and acks none of the batch', async () => {
+    const topic = await fanOutTopic('solo');
+    const fanned = await client.call('Enqueue', { topic, payload: Buffer.from('f') });
+    const plain = `plain-${++n}`;
+    const { id } = await client.call('Enqueue', { topic: plain, payload: Buffer.from('p') });
+    expect((await client.call('Dequeue', { topic: plain })).id).toBe(id);
+    await expectGrpcError(client.call('AckBatch', { ids: [id, fanned.id] }), status.INVALID_ARGUMENT, /consumer_group is required/);
+    expect(await server.db('messages').where({ id, status: 'processing' }).count({ n: '*' })).toEqual([{ n: 1 }]);
+    expect(await client.call('AckBatch', { ids: [id] })).toEqual({ acked: [id], not_found: [] });
+  });
+
   it('pushes each message to a Subscribe stream of every group', async () => {
     const topic = await fanOutTopic('a', 'b');
     const a = new StreamRecorder(client.subscribe({ topic, consumer_group: 'a' }));

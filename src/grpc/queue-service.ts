@@ -194,20 +194,20 @@ export class QueueServiceHandlers {
 
   /**
    * AckBatch the way of Ack: the held deliveries are checked against their topic and settled only while on it
-   * (MessageService.ackOnTopics), without reading their topics; the other ids take the ordinary way. Those
-   * are authorised before anything is acked, so a batch naming a message on a topic the caller may not
-   * consume acks nothing. What the first way does not settle (a held delivery that was acked already or
-   * moved, to its dead-letter topic say) goes the ordinary way after it, with its usual answer: a delivery
-   * that moved to a topic the caller may not consume then refuses the call, the others acked by then.
+   * (MessageService.ackOnTopics), without reading their topics. The other ids take the ordinary way first,
+   * so whatever refuses them (a topic the caller may not consume, a fan-out message without a group, an
+   * oversized batch) refuses the call before anything is acked. What the first way does not settle (a held
+   * delivery acked already, or moved: to its dead-letter topic, say) takes the ordinary way last, with its
+   * usual answer: a delivery that moved to a topic the caller may not consume refuses the call then, with
+   * the others acked.
    */
   private async ackBatch(r: AckBatchRequest, metadata: Metadata): Promise<object> {
     const group = groupOf(r);
+    const withinLimit = r.ids.length <= MAX_DEQUEUE_COUNT;
     const byTopic = new Map<string, Set<string>>();
     const rest: string[] = [];
-    // An oversized batch is refused whole (INVALID_ARGUMENT, by the ordinary way) and releases nothing.
-    const mayHold = group === undefined && r.ids.length <= MAX_DEQUEUE_COUNT;
     for (const id of r.ids) {
-      const topic = mayHold ? this.heldTopicOf(id) : undefined;
+      const topic = group === undefined && withinLimit ? this.heldTopicOf(id) : undefined;
       if (topic === undefined) rest.push(id);
       else byTopic.set(topic, (byTopic.get(topic) ?? new Set()).add(id));
     }
@@ -216,18 +216,22 @@ export class QueueServiceHandlers {
       if (await this.mayConsume(metadata, topic)) for (const id of ids) held.push({ id, topic });
       else rest.push(...ids);
     }
-    // Every call needs a valid token: checked here unless a grant check above did.
-    if (rest.length > 0 || held.length === 0) await this.authorize(metadata, settle(rest, r));
     const settled = new Set<string>();
+    /** The grant on the topics read from the messages, then the ack; `release` unless released already. */
+    const theOrdinaryWay = async (ids: string[], release: boolean) => {
+      await this.authorize(metadata, settle(ids, r));
+      // An oversized batch is refused whole (INVALID_ARGUMENT) and releases nothing.
+      if (release && withinLimit) this.deliveries.release(group, ids);
+      for (const id of (await this.deps.messages.ackBatch(ids, group)).acked) settled.add(normaliseMessageId(id) ?? id);
+    };
+    // Every call needs a valid token: the ordinary way checks it when no grant check above did.
+    if (rest.length > 0 || held.length === 0) await theOrdinaryWay(rest, true);
     if (held.length > 0) {
       this.deliveries.release(group, held.map((h) => h.id));
       for (const id of await this.deps.messages.ackOnTopics(held)) settled.add(id);
-    }
-    const misses = held.map((h) => h.id).filter((id) => !settled.has(normaliseMessageId(id) ?? id));
-    if (misses.length > 0) await this.authorize(metadata, settle(misses, r));
-    if (rest.length > 0 && r.ids.length <= MAX_DEQUEUE_COUNT) this.deliveries.release(group, rest);
-    if (rest.length + misses.length > 0) {
-      for (const id of (await this.deps.messages.ackBatch([...rest, ...misses], group)).acked) settled.add(normaliseMessageId(id) ?? id);
+      // Released above already: a second release would tell the peers about a delivery none of them holds.
+      const misses = held.map((h) => h.id).filter((id) => !settled.has(normaliseMessageId(id) ?? id));
+      if (misses.length > 0) await theOrdinaryWay(misses, false);
     }
     const acked: string[] = [];
     const notFound: string[] = [];

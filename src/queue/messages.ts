@@ -225,7 +225,11 @@ export class MessageService {
     } catch {
       return settled;
     }
-    await Promise.all(plain.map(async (id) => void ((await this.acks.submit({ id, topic: topics.get(id)! })) && settled.add(id))));
+    await Promise.all(
+      plain.map(async (id) => {
+        if (await this.acks.submit({ id, topic: topics.get(id)! })) settled.add(id);
+      }),
+    );
     return settled;
   }
 
