@@ -121,6 +121,40 @@ describeEachEngine('authorization by grants', (engine) => {
     expect((await server.admin.post(`/api/messages/${moved.id}/ack`)).status).toBe(204);
   });
 
+  it('a batch ack of messages dequeued here acks nothing when another id lies on a topic the caller may not consume', async () => {
+    const secret = (await server.admin.enqueue('payments', 'batch-secret')).body.id as string;
+    const user = await createUser(server, ['write:batchheld']);
+    for (const payload of ['a', 'b']) expect((await user.api.enqueue('batchheld', payload)).status).toBe(201);
+    const ids = (await user.api.dequeue('batchheld', { count: 2 })).body.messages.map((m: { id: string }) => m.id);
+    const processing = async (id: string) => Number((await server.db('messages').where({ id, status: 'processing' }).count({ n: '*' }))[0].n);
+    expect((await server.admin.dequeue('payments', { count: 10 })).body.messages.map((m: { id: string }) => m.id)).toContain(secret);
+
+    expectForbidden(await user.api.post('/api/messages/ack', { ids: [...ids, secret] }));
+    for (const id of [...ids, secret]) expect(await processing(id)).toBe(1);
+    // Another user, without a grant on the topic, is refused although the ids were dequeued here.
+    expectForbidden(await (await createUser(server, ['write:orders'])).api.post('/api/messages/ack', { ids }));
+    for (const id of ids) expect(await processing(id)).toBe(1);
+
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    const res = await user.api.post('/api/messages/ack', { ids: [ids[1], unknown, ids[0].toUpperCase(), ids[1]] });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ acked: [ids[1], ids[0].toUpperCase(), ids[1]], not_found: [unknown] });
+    for (const id of ids) expect(await processing(id)).toBe(0);
+    expect((await user.api.post('/api/messages/ack', { ids })).body).toEqual({ acked: [], not_found: ids });
+    expect((await server.admin.post(`/api/messages/${secret}/ack`)).status).toBe(204);
+  });
+
+  it('a batch ack needs a grant on the dead-letter topic for a message dequeued here that moved there, and still acks the others', async () => {
+    const user = await createUser(server, ['write:batchmove']);
+    for (const payload of ['kept', 'moved']) expect((await user.api.enqueue('batchmove', payload)).status).toBe(201);
+    const [kept, moved] = (await user.api.dequeue('batchmove', { count: 2 })).body.messages;
+    expect(await server.db('messages').where({ id: moved.id }).update({ topic: 'batchmove.dlq', original_topic: 'batchmove' })).toBe(1);
+    expectForbidden(await user.api.post('/api/messages/ack', { ids: [kept.id, moved.id] }));
+    expect(await server.db('messages').where({ id: moved.id, topic: 'batchmove.dlq', status: 'processing' }).count({ n: '*' })).toEqual([{ n: 1 }]);
+    expect(await server.db('messages').where({ id: kept.id }).count({ n: '*' })).toEqual([{ n: 0 }]);
+    expect((await server.admin.post('/api/messages/ack', { ids: [moved.id] })).body).toEqual({ acked: [moved.id], not_found: [] });
+  });
+
   it('write: requeue of a dead letter with write on its original topic or on the dead-letter topic', async () => {
     await server.admin.put('/api/topic-configs/rq', { max_retries: 1 });
     const deadLetter = async () => {

@@ -3,10 +3,11 @@ import type { UpDownCounter } from '@opentelemetry/api';
 import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../log/logger.js';
 import type { HistogramSeries, TallyHistogram } from '../metrics/tallies.js';
-import { MAX_DEQUEUE_COUNT, normaliseMessageId, type MessageService } from '../queue/messages.js';
+import type { MessageService } from '../queue/messages.js';
 import type { SubscriptionHub } from '../queue/subscriptions.js';
 import type { Access, CallGuard } from './auth.js';
 import { DomainError, notFound } from '../queue/errors.js';
+import { ackBatchOfHeld } from '../queue/held-ack-batch.js';
 import { codeName, grpcError, toGrpcError, type GrpcError } from './errors.js';
 import { isMalformed, malformedType, type MalformedRequest } from './malformed.js';
 import {
@@ -193,49 +194,17 @@ export class QueueServiceHandlers {
   }
 
   /**
-   * AckBatch the way of Ack: the held deliveries are checked against their topic and settled only while on it
-   * (MessageService.ackOnTopics), without reading their topics. The other ids take the ordinary way first,
-   * so whatever refuses them (a topic the caller may not consume, a fan-out message without a group, an
-   * oversized batch) refuses the call before anything is acked. What the first way does not settle (a held
-   * delivery acked already, or moved: to its dead-letter topic, say) takes the ordinary way last, with its
-   * usual answer: a delivery that moved to a topic the caller may not consume refuses the call then, with
-   * the others acked.
+   * AckBatch the way of Ack: the deliveries this instance holds are settled without reading their topics, the
+   * rest the ordinary way first (src/queue/held-ack-batch.ts); every call needs a valid token.
    */
   private async ackBatch(r: AckBatchRequest, metadata: Metadata): Promise<object> {
     const group = groupOf(r);
-    const withinLimit = r.ids.length <= MAX_DEQUEUE_COUNT;
-    const byTopic = new Map<string, Set<string>>();
-    const rest: string[] = [];
-    for (const id of r.ids) {
-      const topic = group === undefined && withinLimit ? this.heldTopicOf(id) : undefined;
-      if (topic === undefined) rest.push(id);
-      else byTopic.set(topic, (byTopic.get(topic) ?? new Set()).add(id));
-    }
-    const held: Array<{ id: string; topic: string }> = [];
-    for (const [topic, ids] of byTopic) {
-      if (await this.mayConsume(metadata, topic)) for (const id of ids) held.push({ id, topic });
-      else rest.push(...ids);
-    }
-    const settled = new Set<string>();
-    /** The grant on the topics read from the messages, then the ack; `release` unless released already. */
-    const theOrdinaryWay = async (ids: string[], release: boolean) => {
-      await this.authorize(metadata, settle(ids, r));
-      // An oversized batch is refused whole (INVALID_ARGUMENT) and releases nothing.
-      if (release && withinLimit) this.deliveries.release(group, ids);
-      for (const id of (await this.deps.messages.ackBatch(ids, group)).acked) settled.add(normaliseMessageId(id) ?? id);
-    };
-    // Every call needs a valid token: the ordinary way checks it when no grant check above did.
-    if (rest.length > 0 || held.length === 0) await theOrdinaryWay(rest, true);
-    if (held.length > 0) {
-      this.deliveries.release(group, held.map((h) => h.id));
-      for (const id of await this.deps.messages.ackOnTopics(held)) settled.add(id);
-      // Released above already: a second release would tell the peers about a delivery none of them holds.
-      const misses = held.map((h) => h.id).filter((id) => !settled.has(normaliseMessageId(id) ?? id));
-      if (misses.length > 0) await theOrdinaryWay(misses, false);
-    }
-    const acked: string[] = [];
-    const notFound: string[] = [];
-    for (const id of r.ids) (settled.has(normaliseMessageId(id) ?? '') ? acked : notFound).push(id);
+    const { acked, notFound } = await ackBatchOfHeld(this.deps.messages, r.ids, group, {
+      heldTopicOf: (id) => this.heldTopicOf(id),
+      mayConsume: (topic) => this.mayConsume(metadata, topic),
+      authorize: async (ids) => void (await this.authorize(metadata, settle(ids, r))),
+      release: (ids) => this.deliveries.release(group, ids),
+    });
     return { acked, not_found: notFound };
   }
 

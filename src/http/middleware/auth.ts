@@ -92,14 +92,11 @@ export function requireRequeueOfMessage(ctx: HttpContext): Handler {
 }
 
 /** Batch ack (`{ids, consumer_group?}`): every topic the ids live in must be consumable by the caller. */
-export function requireConsumeOfMessages(ctx: HttpContext): Handler {
-  return async (req, _res, next) => {
-    if (!ctx.auth.enabled) return next();
-    const { ids, consumer_group: group } = (req.body ?? {}) as Record<string, unknown>;
-    if (!Array.isArray(ids)) return next();
-    for (const topic of await ctx.messages.topicsOf(ids)) ctx.auth.requireConsume(req.principal, topic, typeof group === 'string' ? group : undefined);
-    next();
-  };
+export async function checkConsumeOfMessages(ctx: HttpContext, principal: Principal | null, body: unknown): Promise<void> {
+  if (!ctx.auth.enabled) return;
+  const { ids, consumer_group: group } = (body ?? {}) as Record<string, unknown>;
+  if (!Array.isArray(ids)) return;
+  for (const topic of await ctx.messages.topicsOf(ids)) ctx.auth.requireConsume(principal, topic, typeof group === 'string' ? group : undefined);
 }
 
 /** Batch enqueue (`{messages: [{topic, ...}]}`): write on every topic named. */

@@ -3,10 +3,11 @@ import type { z } from 'zod';
 import type { HttpContext } from '../context.js';
 import type { ApiRequest } from '../request.js';
 import { dequeuedMessageJson, messageJson } from '../format.js';
-import { checkConsumeOfMessage, requireConsumeOfBody, requireConsumeOfMessage, requireConsumeOfMessages, requireRequeueOfMessage, requireWriteOfBatch, requireWriteOfBody } from '../middleware/auth.js';
+import { checkConsumeOfMessage, checkConsumeOfMessages, requireConsumeOfBody, requireConsumeOfMessage, requireRequeueOfMessage, requireWriteOfBatch, requireWriteOfBody } from '../middleware/auth.js';
 import { sendEmpty, sendJson } from '../respond.js';
 import { route } from '../route-table.js';
 import { ackBatchBody, ackBody, dequeueBody, enqueueBody, listMessagesQuery, nackBody, parseBatchBody, parseBody, parseQuery } from '../validation.js';
+import { ackBatchOfHeld } from '../../queue/held-ack-batch.js';
 import type { EnqueueInput } from '../../queue/messages.js';
 import type { MessageFilter } from '../../store/messages/browse.js';
 
@@ -53,10 +54,32 @@ async function ackOnDequeuedTopic(ctx: HttpContext, req: ApiRequest): Promise<bo
   return ctx.messages.ackOnTopic(req.params.id, topic);
 }
 
+/**
+ * A batch ack: the messages this instance dequeued without a group are checked against the topic of their
+ * dequeue and settled only while still on it, without reading their topics, as a single ack by id is; the
+ * other ids get the grant on the topics read from the messages first (src/queue/held-ack-batch.ts). A body
+ * that does not parse gets that grant check on all its ids, then its 400.
+ */
+async function ackBatchOf(ctx: HttpContext, req: ApiRequest) {
+  let body: z.output<typeof ackBatchBody>;
+  try {
+    body = parseBody(ackBatchBody, req.body);
+  } catch (err) {
+    await checkConsumeOfMessages(ctx, req.principal, req.body);
+    throw err;
+  }
+  const group = body.consumer_group;
+  return ackBatchOfHeld(ctx.messages, body.ids, group, {
+    heldTopicOf: (id) => ctx.messages.dequeuedTopicOf(id),
+    mayConsume: (topic) => ctx.auth.allowsConsume(req.principal, topic),
+    authorize: (ids) => checkConsumeOfMessages(ctx, req.principal, { ids, consumer_group: group }),
+  });
+}
+
 export function messageRoutes(ctx: HttpContext, router: RouteTable): void {
   // Grants (contract §8) run first in each POST chain, before the handler; an unknown method still gets the 405.
-  // In the chain rather than as layers of their own, which every request would walk path by path. The ack by
-  // id checks its grant in its handler: on the topic of the dequeue, when this instance made it.
+  // In the chain rather than as layers of their own, which every request would walk path by path. The acks
+  // (by id and batch) check their grants in their handlers: on the topic of the dequeue, when this instance made it.
   route(ctx, router, '/api/messages', {
     GET: async (req, res) => {
       const { limit, offset, topic, status } = parseQuery(listMessagesQuery, req.query);
@@ -95,14 +118,10 @@ export function messageRoutes(ctx: HttpContext, router: RouteTable): void {
     ],
   });
   route(ctx, router, '/api/messages/ack', {
-    POST: [
-      requireConsumeOfMessages(ctx),
-      async (req, res) => {
-        const body = parseBody(ackBatchBody, req.body);
-        const { acked, notFound } = await ctx.messages.ackBatch(body.ids, body.consumer_group);
-        sendJson(res, 200, { acked, not_found: notFound });
-      },
-    ],
+    POST: async (req, res) => {
+      const { acked, notFound } = await ackBatchOf(ctx, req);
+      sendJson(res, 200, { acked, not_found: notFound });
+    },
   });
   route(ctx, router, '/api/messages/:id/ack', {
     POST: async (req, res) => {
