@@ -13,21 +13,19 @@ interface PoolClient {
 }
 
 /**
- * One autocommit statement with `?` placeholders; what it returns: the rows of a SELECT or a RETURNING, or
- * MySQL's result header (affectedRows) of any other statement.
+ * One statement with `?` placeholders, autocommit or in the transaction `db` is; what it returns: the rows of a
+ * SELECT or a RETURNING, or MySQL's result header (affectedRows) of any other statement.
  *
- * On MySQL, outside a transaction, it goes to mysql2 on a connection of the pool, not through knex's raw
- * query: knex rewrites every placeholder of a raw statement before mysql2 formats them again, then runs the
+ * On MySQL it goes to mysql2 on a connection of the pool, not through knex's raw query: knex rewrites every placeholder of a raw statement before mysql2 formats them again, then runs the
  * statement through its query runner. For the service's hottest statements, a group commit's INSERT of many
  * rows and an ack batch's DELETE, that was about a third of the database client's CPU (docs/benchmark.md,
  * tenth round). What stays the same: the pool (its session settings, its checks of a connection before
- * reuse), mysql2's errors (which the retry policy and the log redaction read) and knex's trace line.
+ * reuse), mysql2's errors (which the retry policy and the log redaction read) and knex's trace line. Given a
+ * transaction, the connection is the transaction's: knex's transaction client hands out only that one.
  * SQLite: knex's raw statement, whose result is the rows already.
  */
 export async function runStatement(db: Knex, sql: string, values: readonly unknown[]): Promise<unknown> {
   if (engineOf(db) !== 'mysql') return db.raw(sql, values as Knex.RawBinding[]);
-  // A transaction's statements must run on its own connection; knex's MySQL raw result is [rows, fields].
-  if (db.isTransaction) return ((await db.raw(sql, values as Knex.RawBinding[])) as [unknown])[0];
   const client = db.client as PoolClient;
   // The shape knex's `debug` hands its logger (src/store/db.ts turns it into a line without values).
   if (client.config.debug) client.logger.debug({ sql, bindings: values });
