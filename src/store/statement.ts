@@ -16,8 +16,9 @@ interface PoolClient {
  * One statement with `?` placeholders, autocommit or in the transaction `db` is; what it returns: the rows of a
  * SELECT or a RETURNING, or MySQL's result header (affectedRows) of any other statement.
  *
- * On MySQL it goes to mysql2 on a connection of the pool, not through knex's raw query: knex rewrites every placeholder of a raw statement before mysql2 formats them again, then runs the
- * statement through its query runner. For the service's hottest statements, a group commit's INSERT of many
+ * On MySQL it goes to mysql2 on a connection of the pool, not through knex's raw query: knex rewrites every
+ * placeholder of a raw statement before mysql2 formats them again, then runs the statement through its query
+ * runner. For the service's hottest statements, a group commit's INSERT of many
  * rows and an ack batch's DELETE, that was about a third of the database client's CPU (docs/benchmark.md,
  * tenth round). What stays the same: the pool (its session settings, its checks of a connection before
  * reuse), mysql2's errors (which the retry policy and the log redaction read) and knex's trace line. Given a
