@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { canDeleteReturning, engineOf, isUniqueViolation } from '../dialect.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
 import { runStatement } from '../statement.js';
-import { normaliseRow, type MessageRow } from './rows.js';
+import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from './rows.js';
 
 /** What the domain decided for a failed delivery attempt (nack or visibility timeout). */
 export type AttemptOutcome = 'retry' | 'dlq' | 'failed';
@@ -11,21 +11,7 @@ export type AttemptResult = { id: string; topic: string; outcome: AttemptOutcome
 export type DecideAttempt = (row: MessageRow) => AttemptOutcome;
 
 /** Every column but the payload: settling never needs the body, and it can be a megabyte. */
-const SETTLE_COLUMNS = [
-  'id',
-  'topic',
-  'msg_key',
-  'metadata',
-  'status',
-  'retry_count',
-  'max_retries',
-  'last_error',
-  'visible_at',
-  'expires_at',
-  'created_at',
-  'original_topic',
-  'dlq_moved_at',
-];
+const SETTLE_COLUMNS = MESSAGE_COLUMNS.filter((column) => column !== 'payload');
 
 export const dlqTopicOf = (topic: string) => `${topic}.dlq`;
 
