@@ -205,7 +205,7 @@ export class MessageService {
   }
 
   /**
-   * `ackOnTopic` for several deliveries at once (an AckBatch), each on its own topic, through the same ack
+   * `ackOnTopic` for several deliveries at once (a batch ack, gRPC or HTTP), each on its own topic, through the same ack
    * group commit. Resolves to the (normalised) ids settled; the others need the ordinary way.
    */
   async ackOnTopics(held: ReadonlyArray<{ id: unknown; topic: string }>): Promise<Set<string>> {
