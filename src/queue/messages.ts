@@ -205,8 +205,8 @@ export class MessageService {
   }
 
   /**
-   * `ackOnTopic` for several deliveries at once (a batch ack, gRPC or HTTP), each on its own topic, through the same ack
-   * group commit. Resolves to the (normalised) ids settled; the others need the ordinary way.
+   * `ackOnTopic` for several deliveries at once (a batch ack, gRPC or HTTP), each on its own topic, through
+   * the same ack group commit. Resolves to the (normalised) ids settled; the others need the ordinary way.
    */
   async ackOnTopics(held: ReadonlyArray<{ id: unknown; topic: string }>): Promise<Set<string>> {
     const topics = new Map<string, string>();

@@ -18,11 +18,11 @@ interface PoolClient {
  *
  * On MySQL it goes to mysql2 on a connection of the pool, not through knex's raw query: knex rewrites every
  * placeholder of a raw statement before mysql2 formats them again, then runs the statement through its query
- * runner. For the service's hottest statements, a group commit's INSERT of many
- * rows and an ack batch's DELETE, that was about a third of the database client's CPU (docs/benchmark.md,
- * tenth round). What stays the same: the pool (its session settings, its checks of a connection before
- * reuse), mysql2's errors (which the retry policy and the log redaction read) and knex's trace line. Given a
- * transaction, the connection is the transaction's: knex's transaction client hands out only that one.
+ * runner. For the service's hottest statements, a group commit's INSERT of many rows and an ack batch's
+ * DELETE, that was about a third of the database client's CPU (docs/benchmark.md, tenth round). What stays
+ * the same: the pool (its session settings, its checks of a connection before reuse), mysql2's errors
+ * (which the retry policy and the log redaction read) and knex's trace line. Given a transaction, the
+ * connection is the transaction's: knex's transaction client hands out only that one.
  * SQLite: knex's raw statement, whose result is the rows already.
  */
 export async function runStatement(db: Knex, sql: string, values: readonly unknown[]): Promise<unknown> {
