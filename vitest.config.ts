@@ -25,8 +25,12 @@ const galeraSuites = [
 /**
  * expect.poll waits up to 10 s (vitest's default is 1 s): a browser suite's click reaches the service and
  * comes back rendered well within that on an idle machine, but not always within 1 s on a loaded CI run.
+ *
+ * isolate: false lets a worker keep the modules it has loaded from one test file to the next. Loading the
+ * service's module graph afresh for every file took ~2 s each, 200 s of a full run; every file starts and
+ * closes its own servers and databases and restores what it changes in the process (environment, spies).
  */
-const shared = { pool: 'forks', testTimeout: 60_000, hookTimeout: 60_000, expect: { poll: { timeout: 10_000 } } } as const;
+const shared = { pool: 'forks', isolate: false, testTimeout: 60_000, hookTimeout: 60_000, expect: { poll: { timeout: 10_000 } } } as const;
 
 export default defineConfig({
   test: {

@@ -68,7 +68,9 @@ describeEachEngine('controller: Kubernetes API faults', (engine) => {
     await waitForReady(kube, ref('after-silence'));
   });
 
-  it('survives the API server being away for 30 s and converges afterwards, without a restart', async () => {
+  // The outage is the Kubernetes API's: nothing this test checks depends on the database engine, so its
+  // 30 s wait runs once, on SQLite, which every machine has.
+  if (engine.name === 'sqlite') it('survives the API server being away for 30 s and converges afterwards, without a restart', async () => {
     await kube.goAway();
     await expect.poll(async () => (await controller.api.get('/readyz')).status, { timeout: 15_000 }).toBe(503);
     expect((await controller.api.get('/readyz')).body.error).toBe('Kubernetes API unreachable');
