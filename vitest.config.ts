@@ -28,9 +28,10 @@ const galeraSuites = [
  *
  * isolate: false lets a worker keep the modules it has loaded from one test file to the next. Loading the
  * service's module graph afresh for every file took ~2 s each, 200 s of a full run; every file starts and
- * closes its own servers and databases and restores what it changes in the process (environment, spies).
+ * closes its own servers and databases and restores what it changes in the process (environment, spies);
+ * test/helpers/per-file-setup.ts fails a file that leaves a child process running.
  */
-const shared = { pool: 'forks', isolate: false, testTimeout: 60_000, hookTimeout: 60_000, expect: { poll: { timeout: 10_000 } } } as const;
+const shared = { pool: 'forks', isolate: false, setupFiles: ['test/helpers/per-file-setup.ts'], testTimeout: 60_000, hookTimeout: 60_000, expect: { poll: { timeout: 10_000 } } } as const;
 
 export default defineConfig({
   test: {

@@ -1,16 +1,17 @@
 import axe from 'axe-core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, expect } from 'vitest';
+import { expect } from 'vitest';
 import { ADMIN, JWT_SECRET } from './auth.js';
 import type { Engine, TestDatabase } from './engines.js';
+import { onFileEnd } from './file-end.js';
 import { Api } from './http.js';
 import { startChildServer, type ChildServer } from './server.js';
 
 export { launchBrowser } from './chromium.js';
 
 /**
- * Servers started by this file's tests, stopped (and their databases dropped) after the file. Registered
- * here, when the test file imports this module: an afterAll registered from inside a beforeAll never runs.
+ * Servers started by the current file's tests, stopped (and their databases dropped) when the file ends (an
+ * afterAll registered from inside a beforeAll never runs, so the test files do not register one each).
  */
 const started: Array<() => Promise<void>> = [];
 /**
@@ -18,10 +19,10 @@ const started: Array<() => Promise<void>> = [];
  * startUiServer()])` rejects at once) must not leave behind a server that finishes starting afterwards.
  */
 const starting: Array<Promise<unknown>> = [];
-afterAll(async () => {
+async function stopStarted(): Promise<void> {
   await Promise.allSettled(starting.splice(0));
   await Promise.all(started.splice(0).map((stop) => stop()));
-});
+}
 
 export interface UiServer {
   url: string;
@@ -39,6 +40,7 @@ export interface UiServer {
  */
 export function startUiServer(engine: Engine, options: { auth?: boolean; env?: Record<string, string> } = {}): Promise<UiServer> {
   const start = startServer(engine, options);
+  if (started.length === 0 && starting.length === 0) onFileEnd(stopStarted);
   starting.push(start);
   return start;
 }

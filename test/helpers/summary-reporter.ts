@@ -1,12 +1,17 @@
 import type { Reporter, TestModule } from 'vitest/node';
 
-/** Prints one plain closing line, "tests: N passed, N failed, N skipped", that CI tooling can read. */
+/**
+ * Prints one plain closing line, "tests: N passed, N failed, N skipped", that CI tooling can read, followed by
+ * how many test files failed outside their tests (a hook, or the per-file check for leftover processes).
+ */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
     let passed = 0;
     let failed = 0;
     let skipped = 0;
+    let fileErrors = 0;
     for (const module of testModules) {
+      if (module.errors().length > 0) fileErrors++;
       for (const test of module.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed++;
@@ -14,6 +19,7 @@ export default class SummaryReporter implements Reporter {
         else skipped++;
       }
     }
-    process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
+    const files = fileErrors > 0 ? `; ${fileErrors} test file(s) failed outside their tests` : '';
+    process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped${files}\n`);
   }
 }
