@@ -309,13 +309,14 @@ describe('database retries: SQLite busy [sqlite]', () => {
 
   it('an enqueue that meets SQLITE_BUSY (another process writing for longer than busy_timeout) is retried and stored once', async () => {
     const file = server.database.url.slice('sqlite:'.length);
-    // Another process (as `conveyor reap` would be) holds the write lock for 5.5 s; busy_timeout is 5 s.
+    // Another process (as `conveyor reap` would be) holds the write lock for 8 s; busy_timeout is 5 s, and the
+    // 3 s beyond it leave room for a busy machine between the lock being taken and the enqueue reaching it.
     const holder = spawn(
       process.execPath,
       [
         '-e',
         `const D = require('better-sqlite3'); const d = new D(${JSON.stringify(file)}); d.pragma('busy_timeout = 5000'); d.exec('BEGIN IMMEDIATE');
-         console.log('locked'); setTimeout(() => { d.exec('COMMIT'); d.close(); }, 5500);`,
+         console.log('locked'); setTimeout(() => { d.exec('COMMIT'); d.close(); }, 8000);`,
       ],
       { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] },
     );

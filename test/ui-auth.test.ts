@@ -20,8 +20,10 @@ async function tokenUser(server: UiServer, token: string): Promise<string | null
  * The UI with `token` already in the tab's session storage, as after an earlier sign-in; no login request, so
  * the login rate limit (10 a minute) stays free, and no pointer or key event, so the user counts as idle.
  */
-async function openWithToken(browser: Browser, server: UiServer, token: string, path: string): Promise<UiPage> {
+async function openWithToken(browser: Browser, server: UiServer, token: string, path: string, options: { fakeClock?: boolean } = {}): Promise<UiPage> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  // The page's clock, installed before the page loads: it runs on as usual until the test moves it forward.
+  if (options.fakeClock) await context.clock.install();
   await context.addInitScript(([key, value]) => sessionStorage.setItem(key, value), [TOKEN_KEY, token] as const);
   const page = await context.newPage();
   const errors: string[] = [];
@@ -134,7 +136,11 @@ describe('admin UI: sign-in and session (SQLite, auth on)', () => {
   });
 
   it('opens the sign-in dialog when the session runs out', async () => {
-    const { page, errors } = await openWithToken(browser, server, await adminToken(4), '#/overview');
+    // Signed in first, then the page's clock moves past the token's expiry: no race with how long the page
+    // takes to load on a busy machine.
+    const { page, errors } = await openWithToken(browser, server, await adminToken(60), '#/overview', { fakeClock: true });
+    expect(await signInDialog(page).isVisible()).toBe(false);
+    await page.clock.fastForward(61_000);
     await expect.poll(() => signInDialog(page).isVisible(), { timeout: 15_000 }).toBe(true);
     expect(unexpected(errors)).toEqual([]);
   });
