@@ -40,7 +40,8 @@ export interface UiServer {
  */
 export function startUiServer(engine: Engine, options: { auth?: boolean; env?: Record<string, string> } = {}): Promise<UiServer> {
   const start = startServer(engine, options);
-  if (started.length === 0 && starting.length === 0) onFileEnd(stopStarted);
+  // Every server passes through `starting`, which stays filled until the file ends: the first start registers.
+  if (starting.length === 0) onFileEnd(stopStarted);
   starting.push(start);
   return start;
 }
