@@ -220,7 +220,7 @@ describeEachEngine('audit log (auth on)', (engine) => {
       if (expected[i].details) expect(record.details, expected[i].action).toMatchObject(expected[i].details!);
     });
     // The time a replay started from and the ids are recorded as given back.
-    expect(records.find((r) => r.action === 'topic.replay' && r.result === 'ok').details.from_time).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+    expect(records.find((r) => r.action === 'topic.replay' && r.result === 'ok').details.replayed_from).toMatch(/^\d{4}-\d{2}-\d{2}T/);
     expect(records.find((r) => r.action === 'grant.create').details.grant_id).toBe(grant.id);
   });
 

@@ -253,21 +253,21 @@ describeEachEngine('replay answers the time it replayed from', (engine) => {
     await archive(api, 'win', 'a');
     clock.advance(30_500);
     const res = await api.post('/api/topics/win/replay');
-    expect(res.body).toEqual({ topic: 'win', enqueued: 1, from_time: '2026-11-22T09:59:30.500Z' });
+    expect(res.body).toEqual({ topic: 'win', enqueued: 1, from_time: '', replayed_from: '2026-11-22T09:59:30.500Z' });
   });
 
   it('without from_time and without a window: the created_at of the oldest entry, or the request time on an empty log', async () => {
     const { api } = server;
     await api.put('/api/topic-configs/all', { replayable: true });
-    expect((await api.post('/api/topics/all/replay', {})).body).toEqual({ topic: 'all', enqueued: 0, from_time: '2026-11-22T10:00:00.000Z' });
+    expect((await api.post('/api/topics/all/replay', {})).body).toEqual({ topic: 'all', enqueued: 0, from_time: '', replayed_from: '2026-11-22T10:00:00.000Z' });
     clock.advance(1234);
     await archive(api, 'all', 'first');
     clock.advance(10 * 86_400_000);
     await archive(api, 'all', 'second');
     const res = await api.post('/api/topics/all/replay');
-    expect(res.body).toEqual({ topic: 'all', enqueued: 2, from_time: '2026-11-22T10:00:01.234Z' });
+    expect(res.body).toEqual({ topic: 'all', enqueued: 2, from_time: '', replayed_from: '2026-11-22T10:00:01.234Z' });
     // Replaying again from that time takes the same entries.
-    expect((await api.post('/api/topics/all/replay', { from_time: res.body.from_time })).body.enqueued).toBe(2);
+    expect((await api.post('/api/topics/all/replay', { from_time: res.body.replayed_from })).body.enqueued).toBe(2);
   });
 
   it('with from_time: that instant, in UTC with milliseconds', async () => {
@@ -275,11 +275,12 @@ describeEachEngine('replay answers the time it replayed from', (engine) => {
     await api.put('/api/topic-configs/given', { replayable: true });
     await archive(api, 'given', 'x');
     const res = await api.post('/api/topics/given/replay', { from_time: '2026-11-22T11:00:00+02:00' });
-    expect(res.body).toEqual({ topic: 'given', enqueued: 1, from_time: '2026-11-22T09:00:00.000Z' });
+    expect(res.body).toEqual({ topic: 'given', enqueued: 1, from_time: '2026-11-22T09:00:00.000Z', replayed_from: '2026-11-22T09:00:00.000Z' });
     expect((await api.post('/api/topics/given/replay', { from_time: '2026-11-22T10:00:00.001Z' })).body).toEqual({
       topic: 'given',
       enqueued: 0,
       from_time: '2026-11-22T10:00:00.001Z',
+      replayed_from: '2026-11-22T10:00:00.001Z',
     });
   });
 });

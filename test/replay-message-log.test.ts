@@ -117,14 +117,14 @@ describeEachEngine('archive log and replay', (engine) => {
 
     const atStart = await api.post('/api/topics/win/replay', { from_time: windowStart });
     expect(atStart.status, atStart.text).toBe(200);
-    expect(atStart.body).toEqual({ topic: 'win', enqueued: 1, from_time: windowStart });
+    expect(atStart.body).toEqual({ topic: 'win', enqueued: 1, from_time: windowStart, replayed_from: windowStart });
     const replayed = await pending(api, 'win');
     expect(replayed.map((m) => [m.payload, m.retry_count])).toEqual([['mid', 0]]);
 
     await api.post(`/api/topics/win/purge`);
     const noFrom = await api.post('/api/topics/win/replay');
-    // Without from_time the answer names where the replay started: the window start.
-    expect(noFrom.body).toEqual({ topic: 'win', enqueued: 1, from_time: windowStart });
+    // Without from_time the spec's from_time is "", and replayed_from names where the replay started: the window start.
+    expect(noFrom.body).toEqual({ topic: 'win', enqueued: 1, from_time: '', replayed_from: windowStart });
     expect((await pending(api, 'win')).map((m) => m.payload)).toEqual(['mid']);
   });
 
@@ -138,7 +138,7 @@ describeEachEngine('archive log and replay', (engine) => {
 
     const res = await api.post('/api/topics/all/replay', {});
     // No window: the whole log, from its oldest entry.
-    expect(res.body).toMatchObject({ topic: 'all', from_time: '2026-11-22T10:00:00.000Z' });
+    expect(res.body).toMatchObject({ topic: 'all', from_time: '', replayed_from: '2026-11-22T10:00:00.000Z' });
     const now = await pending(api, 'all');
     // Both entries carry key k: the second replayed one upserts the first (one pending message per key).
     expect(now).toHaveLength(1);

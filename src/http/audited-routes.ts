@@ -97,7 +97,7 @@ export const AUDITED_ROUTES: AuditTable = {
   'POST /api/topics/:topic/replay': {
     action: 'topic.replay',
     topic: topicParam,
-    details: (c) => (c.ok ? { from_time: short(c.response?.from_time), enqueued: number(c.response?.enqueued) } : {}),
+    details: (c) => (c.ok ? { replayed_from: short(c.response?.replayed_from), enqueued: number(c.response?.enqueued) } : {}),
   },
   // The dead letter's topic, read before the requeue moves it.
   'POST /api/messages/:id/requeue': {

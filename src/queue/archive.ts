@@ -46,12 +46,13 @@ export class ArchiveService {
    * when the topic has no window). Streams the log in keyset pages, so a large log is never all in memory,
    * and stops at the newest entry that existed when it began.
    *
-   * `fromTime` in the answer is the time the replay actually started from, RFC 3339 in UTC with milliseconds:
-   * the requested time; without one, the window start (now - replay_window_seconds); without a window, the
-   * `created_at` of the oldest entry in the log, or the time of the request when the log is empty (nothing
-   * older existed). Replaying again from that time replays the same entries.
+   * `requestedFrom` in the answer is the requested time, RFC 3339 in UTC with milliseconds (null when none
+   * was given); `replayedFrom` the time the replay actually started from: the requested time; without one,
+   * the window start (now - replay_window_seconds); without a window, the `created_at` of the oldest entry in
+   * the log, or the time of the request when the log is empty (nothing older existed). Replaying again from
+   * that time replays the same entries.
    */
-  async replay(topicName: unknown, fromTime: unknown): Promise<{ topic: string; enqueued: number; fromTime: string }> {
+  async replay(topicName: unknown, fromTime: unknown): Promise<{ topic: string; enqueued: number; requestedFrom: string | null; replayedFrom: string }> {
     const topic = assertTopicName(topicName);
     const config = this.deps.catalog.config(topic);
     if (!config?.replayable) throw unprocessable(`topic "${topic}" is not replayable`);
@@ -69,7 +70,8 @@ export class ArchiveService {
     }
     const { enqueued, oldest } = await this.stream(topic, from);
     if (enqueued > 0) this.deps.metrics.message('replayed', topic, enqueued);
-    return { topic, enqueued, fromTime: new Date(from ?? oldest ?? now).toISOString() };
+    const replayedFrom = new Date(from ?? oldest ?? now).toISOString();
+    return { topic, enqueued, requestedFrom: given ? replayedFrom : null, replayedFrom };
   }
 
   /** Replays entries created at or after `from` (all when null); `oldest` is the created_at of the first one read. */

@@ -126,7 +126,8 @@ export const MessageLogPage = page(LogEntry);
 export const ReplayResult = z.strictObject({
   topic: z.string(),
   enqueued: count(),
-  from_time: timestamp().meta({ description: 'Where the replay actually started.' }),
+  from_time: z.union([timestamp(), z.literal('')]).meta({ description: 'The requested from_time in UTC; an empty string when the request had none.' }),
+  replayed_from: timestamp().meta({ description: 'Where the replay actually started: the requested time, else the window start, else the oldest log entry (the request time on an empty log).' }),
 });
 
 export const ExpiryReaperRun = z.strictObject({ expired: count() });

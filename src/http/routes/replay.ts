@@ -36,7 +36,8 @@ export function replayRoutes(ctx: HttpContext, router: RouteTable): void {
     POST: async (req, res) => {
       const { from_time } = parseBody(replayBody, req.body);
       const result = await archive.replay(req.params.topic, from_time);
-      sendJson(res, 200, { topic: result.topic, enqueued: result.enqueued, from_time: result.fromTime });
+      // The spec's from_time is "" when the request had none; replayed_from (an extension) says where it began.
+      sendJson(res, 200, { topic: result.topic, enqueued: result.enqueued, from_time: result.requestedFrom ?? '', replayed_from: result.replayedFrom });
     },
   }, admin);
 }

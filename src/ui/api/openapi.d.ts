@@ -883,11 +883,13 @@ export interface components {
         ReplayResult: {
             topic: string;
             enqueued: number;
+            /** @description The requested from_time in UTC; an empty string when the request had none. */
+            from_time: string | "";
             /**
              * Format: date-time
-             * @description Where the replay actually started.
+             * @description Where the replay actually started: the requested time, else the window start, else the oldest log entry (the request time on an empty log).
              */
-            from_time: string;
+            replayed_from: string;
         };
         Stats: {
             topics: components["schemas"]["TopicStatusCount"][];

@@ -75,7 +75,7 @@ export function ReplayForm(props: { config: TopicConfig }) {
         </div>
         {replay.isSuccess && (
           <p role="status" className="ok-text">
-            Enqueued {formatNumber(replay.data.enqueued)} {replay.data.enqueued === 1 ? 'message' : 'messages'} again, replayed from {formatTime(replay.data.from_time)} ({replay.data.from_time}).
+            Enqueued {formatNumber(replay.data.enqueued)} {replay.data.enqueued === 1 ? 'message' : 'messages'} again, replayed from {formatTime(replay.data.replayed_from)} ({replay.data.replayed_from}).
           </p>
         )}
         <ErrorMessage error={replay.error} />
