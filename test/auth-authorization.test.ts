@@ -73,7 +73,19 @@ describeEachEngine('authorization by grants', (engine) => {
 
     const nobody = await createUser(server);
     expect((await nobody.api.get('/api/messages')).body).toMatchObject({ items: [], total: 0 });
-    expect((await nobody.api.get('/api/stats')).body).toEqual({ topics: [] });
+    expect((await nobody.api.get('/api/stats')).body).toEqual({ topics: [], consumer_groups: [] });
+  });
+
+  it('read: the consumer groups of /api/stats are filtered like its topics', async () => {
+    expect((await server.admin.enqueue('ledger.eu', 'x')).status).toBe(201);
+    expect((await server.admin.enqueue('ledger.us', 'y')).status).toBe(201);
+    for (const topic of ['ledger.eu', 'ledger.us']) expect((await server.admin.post(`/api/topics/${topic}/consumer-groups`, { consumer_group: 'audit' })).status).toBe(201);
+    const user = await createUser(server, ['read:ledger.eu']);
+    const stats = (await user.api.get('/api/stats')).body;
+    expect(stats.topics).toEqual([{ topic: 'ledger.eu', status: 'pending', count: 1 }]);
+    expect(stats.consumer_groups).toEqual([{ topic: 'ledger.eu', consumer_group: 'audit', status: 'pending', count: 1 }]);
+    const all = (await server.admin.get('/api/stats')).body;
+    expect(all.consumer_groups.map((g: any) => g.topic).sort()).toEqual(['ledger.eu', 'ledger.us']);
   });
 
   it('write: enqueue, dequeue, ack, nack and requeue on granted topics only', async () => {

@@ -200,7 +200,7 @@ describeEachEngine('consumer groups', (engine) => {
     await dequeueGroup(api, 'once', 'x');
     expect((await nack(api, id, 'x', 'bad')).status).toBe(204);
     expect(await topicMessages(api, 'once.dlq')).toEqual([]);
-    const stats = (await api.get('/api/stats')).body.topics.filter((t: any) => t.topic === 'once');
+    const stats = (await api.get('/api/stats')).body.consumer_groups.filter((t: any) => t.topic === 'once');
     expect(stats).toContainEqual({ topic: 'once', consumer_group: 'x', status: 'failed', count: 1 });
     expect(await dequeueGroup(api, 'once', 'x')).toEqual([]);
     expect((await dequeueGroup(api, 'once', 'y')).map((m) => m.id)).toEqual([id]);
@@ -273,14 +273,13 @@ describeEachEngine('consumer groups', (engine) => {
     const { id } = (await api.enqueue('ttl', 'x')).body;
     await dequeueGroup(api, 'ttl', 'quick');
 
-    const stats = (await api.get('/api/stats')).body.topics.filter((s: any) => s.topic === 'ttl');
-    expect(stats).toEqual(
-      expect.arrayContaining([
-        { topic: 'ttl', status: 'processing', count: 1 },
-        { topic: 'ttl', consumer_group: 'quick', status: 'processing', count: 1 },
-        { topic: 'ttl', consumer_group: 'late', status: 'pending', count: 1 },
-      ]),
-    );
+    const stats = (await api.get('/api/stats')).body;
+    // The message counts once in `topics` (the spec's list); its deliveries are listed apart, per group.
+    expect(stats.topics.filter((s: any) => s.topic === 'ttl')).toEqual([{ topic: 'ttl', status: 'processing', count: 1 }]);
+    expect(stats.consumer_groups.filter((s: any) => s.topic === 'ttl')).toEqual([
+      { topic: 'ttl', consumer_group: 'late', status: 'pending', count: 1 },
+      { topic: 'ttl', consumer_group: 'quick', status: 'processing', count: 1 },
+    ]);
 
     clock.advance(11_000);
     // Past its TTL the message is never handed out, even before the reaper marks it.

@@ -147,7 +147,8 @@ describeEachEngine('list, stats, purge and delete by key', (engine) => {
       await fill('s2', 3);
       const res = await server.api.get('/api/stats');
       expect(res.status).toBe(200);
-      expect(Object.keys(res.body)).toEqual(['topics']);
+      expect(Object.keys(res.body)).toEqual(['topics', 'consumer_groups']);
+      expect(res.body.consumer_groups).toEqual([]);
       const sorted = [...res.body.topics].sort((x: any, y: any) => `${x.topic}/${x.status}`.localeCompare(`${y.topic}/${y.status}`));
       expect(sorted).toEqual([
         { topic: 's1', status: 'expired', count: 2 },
@@ -159,7 +160,7 @@ describeEachEngine('list, stats, purge and delete by key', (engine) => {
     });
 
     it('is empty without messages', async () => {
-      expect((await server.api.get('/api/stats')).body).toEqual({ topics: [] });
+      expect((await server.api.get('/api/stats')).body).toEqual({ topics: [], consumer_groups: [] });
     });
   });
 

@@ -4,7 +4,7 @@ import { countByStatus, listMessages, type MessageFilter, type StatusCount } fro
 import type { MessageStatus } from '../store/messages/rows.js';
 import { deleteByKey, purgeTopic } from '../store/messages/remove.js';
 import { purgeFanOutTopic } from '../store/deliveries/purge.js';
-import { countDeliveriesByStatus } from '../store/deliveries/requeue.js';
+import { countDeliveriesByStatus, type DeliveryCount } from '../store/deliveries/requeue.js';
 import { setManager } from '../store/managed-rows.js';
 import { deleteTopicConfig, getTopicConfig, putTopicConfig, type TopicConfigRow, type TopicConfigValues } from '../store/topic-configs.js';
 import { deleteTopicSchema, getTopicSchema, putTopicSchema, type TopicSchemaRow } from '../store/topic-schemas.js';
@@ -166,12 +166,12 @@ export class TopicService {
   }
 
   /**
-   * Message rows by topic and status, then (fan-out topics) one entry per group and status with
-   * `consumer_group` set: a fan-out message counts once as a row and once per group that still holds it.
+   * Message rows by topic and status (a fan-out message counts once), and apart from them the deliveries of
+   * fan-out topics by group and status: summing `messages` never counts a message twice.
    */
-  async stats(): Promise<Array<StatusCount & { consumer_group?: string }>> {
+  async stats(): Promise<{ messages: StatusCount[]; deliveries: DeliveryCount[] }> {
     const [messages, deliveries] = await Promise.all([countByStatus(this.deps.db), countDeliveriesByStatus(this.deps.db)]);
-    return [...messages, ...deliveries];
+    return { messages, deliveries };
   }
 
   async purge(topicName: unknown, statuses: unknown): Promise<number> {

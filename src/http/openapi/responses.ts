@@ -95,14 +95,14 @@ export const TopicSchema = z.strictObject({
 
 export const TopicSchemaList = z.strictObject({ items: z.array(TopicSchema) });
 
-export const TopicStatusCount = z.strictObject({
-  topic: z.string(),
-  status,
-  count: count(),
-  consumer_group: z.string().optional().meta({ description: 'Fan-out topics: the deliveries of one group, besides the message rows.' }),
-});
+export const TopicStatusCount = z.strictObject({ topic: z.string(), status, count: count() });
 
-export const Stats = z.strictObject({ topics: z.array(TopicStatusCount) });
+export const GroupStatusCount = z.strictObject({ topic: z.string(), consumer_group: z.string(), status, count: count() });
+
+export const Stats = z.strictObject({
+  topics: z.array(TopicStatusCount).meta({ description: 'Messages by topic and status; a fan-out message counts once.' }),
+  consumer_groups: z.array(GroupStatusCount).meta({ description: 'Fan-out topics: the deliveries of each group by status (acked ones not shown).' }),
+});
 
 export const Deleted = z.strictObject({ deleted: count() });
 

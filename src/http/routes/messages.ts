@@ -87,7 +87,7 @@ export function messageRoutes(ctx: HttpContext, router: RouteTable): void {
       let filter: MessageFilter = { topic, status };
       if (topic !== undefined) ctx.auth.requireTopic(req.principal, 'read', topic);
       else if (!ctx.auth.seesAllTopics(req.principal)) {
-        const known = [...new Set((await ctx.topics.stats()).map((s) => s.topic))];
+        const known = [...new Set((await ctx.topics.stats()).messages.map((s) => s.topic))];
         filter = { topics: ctx.auth.visibleTopics(req.principal, 'read', known), status };
       }
       const page = await ctx.topics.listMessages(filter, limit, offset);

@@ -10,9 +10,10 @@ export function topicAdminRoutes(ctx: HttpContext, router: RouteTable): void {
   const admin = requireAdmin(ctx);
   route(ctx, router, '/api/stats', {
     GET: async (req, res) => {
-      const stats = await ctx.topics.stats();
-      const visible = new Set(ctx.auth.visibleTopics(req.principal, 'read', [...new Set(stats.map((s) => s.topic))]));
-      sendJson(res, 200, { topics: stats.filter((s) => visible.has(s.topic)) });
+      const { messages, deliveries } = await ctx.topics.stats();
+      const visible = new Set(ctx.auth.visibleTopics(req.principal, 'read', [...new Set([...messages, ...deliveries].map((s) => s.topic))]));
+      // `topics` is the spec's list; the groups' deliveries (an extension) are a list of their own.
+      sendJson(res, 200, { topics: messages.filter((s) => visible.has(s.topic)), consumer_groups: deliveries.filter((s) => visible.has(s.topic)) });
     },
   });
   route(ctx, router, '/api/topics/:topic/purge', {

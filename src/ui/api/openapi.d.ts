@@ -807,6 +807,13 @@ export interface components {
         GrantList: {
             items: components["schemas"]["Grant"][];
         };
+        GroupStatusCount: {
+            topic: string;
+            consumer_group: string;
+            /** @enum {string} */
+            status: "pending" | "processing" | "failed" | "expired";
+            count: number;
+        };
         Health: {
             /** @constant */
             status: "ok";
@@ -892,7 +899,10 @@ export interface components {
             replayed_from: string;
         };
         Stats: {
+            /** @description Messages by topic and status; a fan-out message counts once. */
             topics: components["schemas"]["TopicStatusCount"][];
+            /** @description Fan-out topics: the deliveries of each group by status (acked ones not shown). */
+            consumer_groups: components["schemas"]["GroupStatusCount"][];
         };
         Token: {
             /** @description A JWT for `Authorization: Bearer <token>`, valid for 15 minutes. */
@@ -930,8 +940,6 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "processing" | "failed" | "expired";
             count: number;
-            /** @description Fan-out topics: the deliveries of one group, besides the message rows. */
-            consumer_group?: string;
         };
         User: {
             /** Format: uuid */

@@ -30,12 +30,12 @@ export function useGroupManagers(topic: string, groups: string[]): Map<string, M
   return new Map(groups.map((group, i) => [group, results[i]?.data?.managed_by ?? null]));
 }
 
-/** Delivery counts by group and status: the `/api/stats` rows of this topic that carry `consumer_group`. */
+/** Delivery counts by group and status: the `/api/stats` `consumer_groups` entries of this topic. */
 export function useGroupDepths(topic: string): { depths: Map<string, Map<string, number>>; error: unknown } {
   const stats = useQuery({ queryKey: ['stats'], queryFn: (): Promise<Schemas['Stats']> => unwrap(api.GET('/api/stats')), enabled: topic !== '' });
   const depths = new Map<string, Map<string, number>>();
-  for (const row of stats.data?.topics ?? []) {
-    if (row.topic !== topic || row.consumer_group === undefined) continue;
+  for (const row of stats.data?.consumer_groups ?? []) {
+    if (row.topic !== topic) continue;
     const byStatus = depths.get(row.consumer_group) ?? new Map<string, number>();
     byStatus.set(row.status, (byStatus.get(row.status) ?? 0) + row.count);
     depths.set(row.consumer_group, byStatus);

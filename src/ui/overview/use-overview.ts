@@ -45,7 +45,10 @@ export function useOverview(): Overview {
     staleTime: 0,
   });
 
-  const statsRows = (stats.data as { topics?: StatsRow[] } | undefined)?.topics;
+  const statsRows = useMemo(() => {
+    const data = stats.data as { topics?: StatsRow[]; consumer_groups?: StatsRow[] } | undefined;
+    return data?.topics ? [...data.topics, ...(data.consumer_groups ?? [])] : undefined;
+  }, [stats.data]);
   const configured = useMemo(() => ((configs.data as { items?: Array<{ topic: string }> } | undefined)?.items ?? []).map((c) => c.topic), [configs.data]);
   const rows = useMemo(
     () => (statsRows ? topicRows(statsRows, configured, metrics.data?.snapshot, metrics.data?.rates) : undefined),
