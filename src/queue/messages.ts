@@ -291,9 +291,17 @@ export class MessageService {
     return messageId ? this.orAfterCatchUp(() => this.topicReads.submit(messageId), (topic) => topic === null) : null;
   }
 
+  /**
+   * The topics of messages, for the grants of a batch ack, gRPC Ack and Nack. An id this node does not know
+   * yet is read again once it has caught up (as `topicOf` does): the settle that follows catches up too, so
+   * an id skipped here would be settled without its topic's grant ever being checked.
+   */
   async topicsOf(ids: unknown[]): Promise<string[]> {
-    const valid = [...new Set(ids.map(normaliseMessageId).filter((id): id is string => id !== null))];
-    const topics = await Promise.all(valid.slice(0, MAX_DEQUEUE_COUNT).map((id) => this.topicReads.submit(id)));
+    const valid = [...new Set(ids.map(normaliseMessageId).filter((id): id is string => id !== null))].slice(0, MAX_DEQUEUE_COUNT);
+    const read = (some: string[]) => Promise.all(some.map((id) => this.topicReads.submit(id)));
+    const topics = await read(valid);
+    const missing = valid.filter((_, i) => topics[i] === null);
+    if (missing.length > 0 && (await catchUpWithCluster(this.deps.db))) topics.push(...(await read(missing)));
     return [...new Set(topics.filter((topic): topic is string => topic !== null))];
   }
 

@@ -1,7 +1,7 @@
 import { SignJWT } from 'jose';
 import { expect } from 'vitest';
 import type { Logger } from '../../src/log/logger.js';
-import type { Engine } from './engines.js';
+import type { Engine, TestDatabase } from './engines.js';
 import type { Api } from './http.js';
 import { startTestServer, type ConfigOverrides, type TestServer } from './server.js';
 
@@ -18,12 +18,15 @@ export interface AuthServer extends TestServer {
 }
 
 /** A server with auth on and the bootstrap admin logged in (one login attempt of the ten per minute). */
-export async function startAuthServer(engine: Engine, options: { overrides?: ConfigOverrides; now?: () => number; logger?: Logger } = {}): Promise<AuthServer> {
+export async function startAuthServer(
+  engine: Engine,
+  options: { overrides?: ConfigOverrides; now?: () => number; logger?: Logger; database?: TestDatabase } = {},
+): Promise<AuthServer> {
   const overrides: ConfigOverrides = {
     ...options.overrides,
     auth: { enabled: true, jwt_secret: JWT_SECRET, username: ADMIN.username, password: ADMIN.password, ...options.overrides?.auth },
   };
-  const server = await startTestServer(engine, { overrides, now: options.now, logger: options.logger });
+  const server = await startTestServer(engine, { overrides, now: options.now, logger: options.logger, database: options.database });
   const login = await server.api.post('/api/auth/login', ADMIN);
   expect(login.status, login.text).toBe(200);
   const admin = server.api.withToken(login.body.token);
