@@ -274,6 +274,22 @@ describe('secrets from files (*_file keys)', () => {
     for (const secret of [jwt, password, redisPassword]) expect(server.output()).not.toContain(secret);
   }, 120_000);
 
+  it('refuses leader-election timings that would let two controllers lead at once', async () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ CONVEYOR_CONTROLLER_RENEW_DEADLINE: '20s' }, 'controller.lease_duration: must be longer than controller.renew_deadline'],
+      [{ CONVEYOR_CONTROLLER_LEASE_DURATION: '10s' }, 'controller.lease_duration: must be longer than controller.renew_deadline'],
+      [{ CONVEYOR_CONTROLLER_RETRY_PERIOD: '9s' }, 'controller.renew_deadline: must be longer than 1.2 x controller.retry_period'],
+      [{ CONVEYOR_CONTROLLER_RETRY_PERIOD: '0' }, 'controller.retry_period: expected a duration above 0'],
+    ];
+    const runs = await Promise.all(cases.map(([env]) => runCli(['config', 'check'], { CONVEYOR_DB_URL: `sqlite:${join(tempDir(), 'never.db')}`, ...env })));
+    runs.forEach((run, i) => {
+      expect(run.code, run.stderr).toBe(2);
+      expect(lines(run.stderr)).toEqual([`conveyor: invalid configuration: ${cases[i][1]}`]);
+    });
+    const fine = await runCli(['config', 'check'], { CONVEYOR_DB_URL: `sqlite:${join(tempDir(), 'never.db')}`, CONVEYOR_CONTROLLER_LEASE_DURATION: '30s', CONVEYOR_CONTROLLER_RENEW_DEADLINE: '20s' });
+    expect(fine.code, fine.stderr).toBe(0);
+  });
+
   it('refuses to start, with one line and never the secret: a short JWT secret, a value and its file, a missing file', async () => {
     const dir = tempDir();
     const short = 'short-jwt-secret-in-file';

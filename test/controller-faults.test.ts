@@ -97,6 +97,22 @@ describeEachEngine('controller: Kubernetes API faults', (engine) => {
     expect(controller.isLeader()).toBe(true);
   });
 
+  it('steps down by its renew deadline when lease requests get no answer at all, and leads again once they do', async () => {
+    expect(controller.isLeader()).toBe(true);
+    // An API server (or a load balancer in front of it) that accepts the requests and never answers them.
+    const release = kube.hangRequests({ pathPattern: /\/leases\// });
+    const hungAt = Date.now();
+    await expect.poll(() => controller.isLeader(), { timeout: 5000, interval: 50 }).toBe(false);
+    // renew deadline 2 s, retry period 250 ms in these tests: the last renew was at most one retry period ago.
+    expect(Date.now() - hungAt).toBeLessThan(2600);
+    await apply(kube, topicConfig('while-unanswered'));
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(kube.get({ group: 'conveyor.dev', version: 'v1alpha1', plural: 'topicconfigs', namespace: 'default', name: 'while-unanswered' })?.status).toBeUndefined();
+    release();
+    await waitForReady(kube, ref('while-unanswered'));
+    expect(controller.isLeader()).toBe(true);
+  });
+
   it('retries failed status writes with backoff', async () => {
     const remove = kube.failRequests({ method: 'PATCH', pathPattern: /\/status$/, status: 500, count: 3 });
     await apply(kube, topicConfig('status-flaky'));

@@ -134,6 +134,13 @@ export const configSchema = z.strictObject({
       port: port.default(8081).describe("the controller's /healthz, /readyz and /metrics port"),
       host: z.string().default('0.0.0.0').describe("the controller port's listen address"),
     })
+    // client-go's rule: a leader must give up (renew deadline) before a follower may take over (lease duration),
+    // or two leaders reconcile at once; and it must get more than one try (retry period, with its jitter).
+    .superRefine((c, ctx) => {
+      if (!(c.lease_duration > c.renew_deadline)) ctx.addIssue({ code: 'custom', path: ['lease_duration'], message: 'must be longer than controller.renew_deadline' });
+      if (!(c.renew_deadline > c.retry_period * 1.2)) ctx.addIssue({ code: 'custom', path: ['renew_deadline'], message: 'must be longer than 1.2 x controller.retry_period' });
+      if (!(c.retry_period > 0)) ctx.addIssue({ code: 'custom', path: ['retry_period'], message: 'expected a duration above 0' });
+    })
     .prefault({}),
   log: z
     .strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('fatal, error, warn, info, debug, trace or silent') })

@@ -55,16 +55,20 @@ export class LeaderElector {
     if (!this.leading) return;
     this.setLeading(false);
     try {
-      const lease = await this.read();
-      if (lease?.spec?.holderIdentity === this.options.identity) {
-        const now = new V1MicroTime();
-        lease.spec = { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now };
-        await this.options.clients.coordination.replaceNamespacedLease({ name: this.options.name, namespace: this.options.namespace, body: lease });
-        this.options.logger.info({ lease: this.options.name }, 'released the leader lease');
-      }
+      // Bounded like a renew: a shutdown must not wait on an API server that does not answer.
+      await withTimeout(this.release(), this.options.renewDeadlineMs);
     } catch (err) {
       this.options.logger.warn({ reason: describeKubeError(err) }, 'could not release the leader lease; the next leader waits for it to expire');
     }
+  }
+
+  private async release(): Promise<void> {
+    const lease = await this.read();
+    if (lease?.spec?.holderIdentity !== this.options.identity) return;
+    const now = new V1MicroTime();
+    lease.spec = { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now };
+    await this.options.clients.coordination.replaceNamespacedLease({ name: this.options.name, namespace: this.options.namespace, body: lease });
+    this.options.logger.info({ lease: this.options.name }, 'released the leader lease');
   }
 
   private schedule(delayMs: number): void {
@@ -80,7 +84,12 @@ export class LeaderElector {
     if (this.stopped) return;
     let renewed = false;
     try {
-      renewed = await this.tryAcquireOrRenew();
+      // A request the API server (or a network in between) accepts and never answers must not keep a leader
+      // leading: a leader waits for its attempt only until its renew deadline, as client-go bounds each renew
+      // by it, and steps down below. A candidate waits at most a lease duration. An attempt that answers late
+      // changes nothing here; the next tick looks again.
+      const waitMs = this.leading ? Math.max(0, this.lastRenew + this.options.renewDeadlineMs - Date.now()) : this.options.leaseDurationMs;
+      renewed = await withTimeout(this.tryAcquireOrRenew(), waitMs);
       if (this.failedRequests > 0) this.options.logger.info({ failures: this.failedRequests }, 'leader election: the Kubernetes API answers again');
       this.failedRequests = 0;
     } catch (err) {
@@ -90,7 +99,7 @@ export class LeaderElector {
     if (renewed) {
       this.lastRenew = Date.now();
       if (!this.leading && !this.stopped) this.setLeading(true);
-    } else if (this.leading && Date.now() - this.lastRenew > this.options.renewDeadlineMs) {
+    } else if (this.leading && Date.now() - this.lastRenew >= this.options.renewDeadlineMs) {
       this.options.logger.warn({ lease: this.options.name }, 'leader election: could not renew the lease in time; stepping down');
       this.setLeading(false);
     }
@@ -156,4 +165,13 @@ export class LeaderElector {
       throw err;
     }
   }
+}
+
+/** The attempt, or a rejection once `ms` have passed without its answer. */
+function withTimeout<T>(attempt: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([attempt, deadline]).finally(() => clearTimeout(timer));
 }
