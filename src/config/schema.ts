@@ -1,8 +1,17 @@
 import { z } from 'zod';
 import { parseDurationSeconds } from './duration.js';
 import { parseAllowedOrigins } from './origins.js';
+import { MAX_DATA_SECONDS, MAX_INT32 } from '../queue/bounds.js';
 
-const duration = (fallback: string) =>
+/**
+ * Most durations drive a timer, and Node runs a timer longer than 2^31-1 ms (24.8 days) after 1 ms instead, so
+ * a reaper set to run monthly would run a thousand times a second: they stop at 24 days.
+ */
+const TIMER_MAX_SECONDS = 24 * 86_400;
+
+const longest = (seconds: number) => (seconds % 86_400 === 0 ? `${seconds / 86_400}d` : `${seconds / 3600}h`);
+
+const duration = (fallback: string, maxSeconds = TIMER_MAX_SECONDS) =>
   z
     .union([z.string(), z.number()])
     .default(fallback)
@@ -10,6 +19,10 @@ const duration = (fallback: string) =>
       const seconds = parseDurationSeconds(value);
       if (seconds === undefined) {
         ctx.addIssue({ code: 'custom', message: `expected a duration such as 30s, 5m, 24h or a number of seconds, got "${value}"` });
+        return z.NEVER;
+      }
+      if (seconds > maxSeconds) {
+        ctx.addIssue({ code: 'custom', message: `expected a duration of at most ${longest(maxSeconds)}, got "${value}"` });
         return z.NEVER;
       }
       return seconds;
@@ -84,10 +97,10 @@ export const configSchema = z.strictObject({
     .prefault({}),
   queue: z
     .strictObject({
-      visibility_timeout: duration('30s').describe('default visibility timeout of a dequeue'),
-      max_retries: z.coerce.number().int().min(0).default(3).describe('default max_retries of a message'),
-      dlq_threshold: z.coerce.number().int().min(0).default(3).describe('attempts before dead-lettering to <topic>.dlq; 0 disables'),
-      message_ttl: duration('24h').describe('default TTL of a message; 0 = never expires'),
+      visibility_timeout: duration('30s', 43_200).describe('default visibility timeout of a dequeue (at most 12h, as a request may ask)'),
+      max_retries: z.coerce.number().int().min(0).max(MAX_INT32).default(3).describe('default max_retries of a message'),
+      dlq_threshold: z.coerce.number().int().min(0).max(MAX_INT32).default(3).describe('attempts before dead-lettering to <topic>.dlq; 0 disables'),
+      message_ttl: duration('24h', MAX_DATA_SECONDS).describe('default TTL of a message; 0 = never expires'),
       max_payload_bytes: z.coerce.number().int().min(1).default(1_048_576).describe('larger payloads get 413'),
       require_topic_registration: bool.default(false).describe('enqueue and dequeue only on topics with a configuration (else 422)'),
       delete_reaper_schedule: z.string().default('').describe('cron (5 fields) of the delete reaper; "" = disabled; a stored schedule wins'),

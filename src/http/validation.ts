@@ -229,7 +229,7 @@ const queryText = (name: string, description: string) => z.string({ error: `${na
 
 const pageShape = {
   limit: queryInteger('limit', { minimum: 1, default: 50, description: `Page size; above ${MAX_PAGE} is clamped to ${MAX_PAGE}.` }),
-  offset: queryInteger('offset', { minimum: 0, default: 0, description: 'Items to skip.' }),
+  offset: queryInteger('offset', { minimum: 0, default: 0, description: `Items to skip; above ${Number.MAX_SAFE_INTEGER} counts as that.` }),
 };
 
 const pageNumber = (text: string | undefined, fallback: number) => (text === undefined || text === '' ? fallback : Number(text));
@@ -248,7 +248,9 @@ function paged<T extends z.ZodRawShape>(shape: T) {
     })
     .transform((query) => {
       const { limit, offset } = query as { limit?: string; offset?: string };
-      return { ...query, limit: Math.min(pageNumber(limit, 50), MAX_PAGE), offset: pageNumber(offset, 0) };
+      // An offset past the largest exact integer is past the end of any list: the same empty page, where the
+      // number itself would reach the database as a float (SQLite: a type error) or as exponent text.
+      return { ...query, limit: Math.min(pageNumber(limit, 50), MAX_PAGE), offset: Math.min(pageNumber(offset, 0), Number.MAX_SAFE_INTEGER) };
     });
 }
 

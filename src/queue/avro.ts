@@ -31,12 +31,19 @@ export function validatePayload(schema: CompiledSchema, payload: Buffer): void {
     throw schemaViolation('payload does not match the topic schema: payload is not valid JSON');
   }
   let problem: string | undefined;
-  const valid = schema.isValid(value, {
-    noUndeclaredFields: true,
-    errorHook: (path, bad, type) => {
-      problem ??= describeProblem(path, bad, type);
-    },
-  });
+  let valid: boolean;
+  try {
+    valid = schema.isValid(value, {
+      noUndeclaredFields: true,
+      errorHook: (path, bad, type) => {
+        problem ??= describeProblem(path, bad, type);
+      },
+    });
+  } catch (err) {
+    // avsc checks a value recursively: a payload nested thousands deep in a recursive schema overflows the stack.
+    if (!(err instanceof RangeError)) throw err;
+    throw schemaViolation('payload does not match the topic schema: the payload nests too deeply to check');
+  }
   if (!valid) throw schemaViolation(`payload does not match the topic schema: ${problem ?? 'the payload value has the wrong type'}`);
 }
 

@@ -51,6 +51,8 @@ export interface MessageServiceDeps {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const MAX_DEQUEUE_COUNT = 1000;
 export const MAX_BATCH_ENQUEUE = 1000;
+/** A message's metadata, as the JSON stored with it. */
+export const MAX_METADATA_BYTES = 65_536;
 const MAX_VISIBILITY_SECONDS = 43_200;
 const VISIBILITY_EXPIRED = 'visibility timeout expired';
 /**
@@ -356,6 +358,12 @@ export class MessageService {
     if (payload.length > this.deps.queue.max_payload_bytes) {
       this.reject(topic, 'invalid', new DomainError('payload_too_large', `payload exceeds ${this.deps.queue.max_payload_bytes} bytes`));
     }
+    const metadata = JSON.stringify(input.metadata ?? {});
+    // A bound of its own, or one message's metadata could outgrow its column (16 MiB on MySQL) or the packet
+    // that carries a whole group commit, and fail the other callers' messages of that flush with it.
+    if (Buffer.byteLength(metadata) > MAX_METADATA_BYTES) {
+      this.reject(topic, 'invalid', new DomainError('payload_too_large', `metadata exceeds ${MAX_METADATA_BYTES} bytes (as JSON)`));
+    }
     const key = input.key ?? null;
     const badKey = key === null ? undefined : keyError(key);
     if (badKey) this.reject(topic, 'invalid', badKey);
@@ -374,7 +382,7 @@ export class MessageService {
       topic,
       key,
       payload,
-      metadata: JSON.stringify(input.metadata ?? {}),
+      metadata,
       maxRetries: this.maxRetriesOf(topic),
       expiresAt: this.expiresAtOf(topic, now),
       createdAt: now,

@@ -1,5 +1,3 @@
-import { EventEmitter } from 'node:events';
-
 /** Carries wake-ups to other instances (Redis pub/sub); see src/pubsub/redis-peer-relay.ts. */
 export interface SignalRelay {
   publish(topic: string): void;
@@ -10,29 +8,39 @@ export interface SignalRelay {
  * gRPC Subscribe streams wake without polling the database. With a relay, other instances wake too.
  */
 export class TopicSignals {
-  private readonly emitter = new EventEmitter();
+  /**
+   * Listeners by topic in a plain map, not an EventEmitter: a topic is a user's name, and names such as
+   * `error` (which an EventEmitter throws for when nobody listens) or `newListener` mean something to one.
+   */
+  private readonly listeners = new Map<string, Set<() => void>>();
   private relay?: SignalRelay;
-
-  constructor() {
-    this.emitter.setMaxListeners(0);
-  }
 
   attachRelay(relay: SignalRelay | undefined): void {
     this.relay = relay;
   }
 
   signal(topic: string): void {
-    this.emitter.emit(topic);
+    this.wake(topic);
     this.relay?.publish(topic);
   }
 
   /** A wake-up published by another instance: delivered here only, never published again. */
   signalFromPeer(topic: string): void {
-    this.emitter.emit(topic);
+    this.wake(topic);
   }
 
   subscribe(topic: string, listener: () => void): () => void {
-    this.emitter.on(topic, listener);
-    return () => this.emitter.off(topic, listener);
+    let set = this.listeners.get(topic);
+    if (!set) this.listeners.set(topic, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.listeners.get(topic) === set) this.listeners.delete(topic);
+    };
+  }
+
+  private wake(topic: string): void {
+    const set = this.listeners.get(topic);
+    if (set) for (const listener of [...set]) listener();
   }
 }

@@ -9,6 +9,7 @@ import { setManager } from '../store/managed-rows.js';
 import { deleteTopicConfig, getTopicConfig, putTopicConfig, type TopicConfigRow, type TopicConfigValues } from '../store/topic-configs.js';
 import { deleteTopicSchema, getTopicSchema, putTopicSchema, type TopicSchemaRow } from '../store/topic-schemas.js';
 import { compileSchema } from './avro.js';
+import { MAX_DATA_SECONDS, MAX_INT32 } from './bounds.js';
 import type { Catalog } from './catalog.js';
 import { invalid, notFound } from './errors.js';
 import { assertManagedByOrFree, assertNotManaged, decodeManager, encodeManager, type DeletionPolicy, type ManagedBy } from './managed-by.js';
@@ -194,10 +195,11 @@ export class TopicService {
   }
 }
 
-const setting = (field: string, description: string) =>
+const setting = (field: string, description: string, max = Number.MAX_SAFE_INTEGER) =>
   z
     .int({ error: `${field} must be an integer or null` })
     .min(0, { error: `${field} must not be negative` })
+    .max(max, { error: `${field} must be at most ${max}` })
     .nullish()
     .meta({ description });
 
@@ -206,8 +208,8 @@ const setting = (field: string, description: string) =>
  * API documents its body from this schema (src/http/validation.ts), so the two cannot disagree.
  */
 export const topicConfigBody = z.object({
-  max_retries: setting('max_retries', 'Delivery attempts before a message moves to <topic>.dlq; null or absent: queue.dlq_threshold.'),
-  message_ttl_seconds: setting('message_ttl_seconds', 'Seconds until an unprocessed message expires, 0 never; null or absent: queue.message_ttl.'),
+  max_retries: setting('max_retries', 'Delivery attempts before a message moves to <topic>.dlq; null or absent: queue.dlq_threshold.', MAX_INT32),
+  message_ttl_seconds: setting('message_ttl_seconds', 'Seconds until an unprocessed message expires, 0 never; null or absent: queue.message_ttl.', MAX_DATA_SECONDS),
   max_depth: z
     .int({ error: 'max_depth must be an integer or null' })
     .min(0, { error: 'max_depth must not be negative' })
@@ -216,7 +218,7 @@ export const topicConfigBody = z.object({
     .meta({ description: 'Pending messages at most (enqueue beyond is 429); null or absent: no cap.' }),
   throughput_limit: setting('throughput_limit', 'Messages dequeued per second at most; null or absent: no limit.'),
   replayable: z.boolean({ error: 'replayable must be a boolean' }).nullish().meta({ description: 'Acked messages are kept in the archive log for replay.' }),
-  replay_window_seconds: setting('replay_window_seconds', 'How far back replay reaches, in seconds; null or absent: the whole archive log.'),
+  replay_window_seconds: setting('replay_window_seconds', 'How far back replay reaches, in seconds; null or absent: the whole archive log.', MAX_DATA_SECONDS),
 });
 
 function validateConfigValues(input: TopicConfigInput): TopicConfigValues {

@@ -50,11 +50,22 @@ export async function insertAuditRow(db: Knex, row: Omit<AuditRow, 'id'>): Promi
   });
 }
 
+/**
+ * `actor_id` is an ASCII column: on MySQL, comparing it with a text outside ASCII is an error (illegal mix of
+ * collations), not a miss. No user id holds such a text, a username may: it is compared with `actor` only.
+ */
+const isAscii = (text: string) => /^[\x00-\x7f]*$/.test(text);
+
 function filtered(db: Knex, filter: AuditFilter): Knex.QueryBuilder {
   const query = db('audit_log');
   if (filter.topic !== undefined) query.where({ topic: filter.topic });
   const actor = filter.actor;
-  if (actor !== undefined) query.andWhere((q) => q.where({ actor }).orWhere({ actor_id: actor }));
+  if (actor !== undefined) {
+    query.andWhere((q) => {
+      q.where({ actor });
+      if (isAscii(actor)) q.orWhere({ actor_id: actor });
+    });
+  }
   return query;
 }
 

@@ -225,7 +225,7 @@ async function insertInTransaction(trx: Knex.Transaction, messages: NewMessage[]
     if (inserted) fresh.push(message);
     outcomes[i] = { id, outcome: inserted ? 'inserted' : 'upserted' };
   }
-  for (const chunk of chunkRows(plain.map((p) => ({ ...p, payload: p.message.payload })))) {
+  for (const chunk of chunkRows(plain.map((p) => ({ ...p, payload: p.message.payload, metadata: p.message.metadata })))) {
     await trx('messages').insert(chunk.map((p) => newMessageRow(p.message)));
     for (const p of chunk) outcomes[p.index] = { id: p.message.id, outcome: 'inserted', claimed: p.message.claimedUntil !== undefined };
   }

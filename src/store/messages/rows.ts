@@ -57,18 +57,19 @@ export function normaliseRow(raw: Record<string, unknown>): MessageRow {
 }
 
 /** Splits `items` into chunks that stay under both a row count and a byte budget (max_allowed_packet). */
-export function chunkRows<T extends { payload: Buffer }>(items: T[], maxRows = 500, maxBytes = 4 * 1024 * 1024): T[][] {
+export function chunkRows<T extends { payload: Buffer; metadata: string }>(items: T[], maxRows = 500, maxBytes = 4 * 1024 * 1024): T[][] {
   const chunks: T[][] = [];
   let current: T[] = [];
   let bytes = 0;
   for (const item of items) {
-    if (current.length > 0 && (current.length >= maxRows || bytes + item.payload.length > maxBytes)) {
+    const size = item.payload.length + item.metadata.length;
+    if (current.length > 0 && (current.length >= maxRows || bytes + size > maxBytes)) {
       chunks.push(current);
       current = [];
       bytes = 0;
     }
     current.push(item);
-    bytes += item.payload.length;
+    bytes += size;
   }
   if (current.length > 0) chunks.push(current);
   return chunks;

@@ -1372,7 +1372,7 @@ export interface operations {
             query?: {
                 /** @description Page size; above 200 is clamped to 200. */
                 limit?: number;
-                /** @description Items to skip. */
+                /** @description Items to skip; above 9007199254740991 counts as that. */
                 offset?: number;
                 /** @description Only messages of this topic (a read grant on it with authentication on). */
                 topic?: string;
@@ -2068,7 +2068,7 @@ export interface operations {
             query?: {
                 /** @description Page size; above 200 is clamped to 200. */
                 limit?: number;
-                /** @description Items to skip. */
+                /** @description Items to skip; above 9007199254740991 counts as that. */
                 offset?: number;
             };
             header?: never;
@@ -2544,7 +2544,7 @@ export interface operations {
             query?: {
                 /** @description Page size; above 200 is clamped to 200. */
                 limit?: number;
-                /** @description Items to skip. */
+                /** @description Items to skip; above 9007199254740991 counts as that. */
                 offset?: number;
                 /** @description Only records about this topic. */
                 topic?: string;
