@@ -274,6 +274,31 @@ describe('secrets from files (*_file keys)', () => {
     for (const secret of [jwt, password, redisPassword]) expect(server.output()).not.toContain(secret);
   }, 120_000);
 
+  it('refuses durations longer than a timer can wait or a message can be dated, and counts beyond their column', async () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ CONVEYOR_QUEUE_EXPIRY_REAPER_INTERVAL: '30d' }, 'queue.expiry_reaper_interval: expected a duration of at most 24d, got "30d"'],
+      [{ CONVEYOR_SERVER_TLS_RELOAD_INTERVAL: '2592000' }, 'server.tls_reload_interval: expected a duration of at most 24d, got "2592000"'],
+      [{ CONVEYOR_QUEUE_VISIBILITY_TIMEOUT: '13h' }, 'queue.visibility_timeout: expected a duration of at most 12h, got "13h"'],
+      [{ CONVEYOR_QUEUE_MESSAGE_TTL: '36501d' }, 'queue.message_ttl: expected a duration of at most 36500d, got "36501d"'],
+    ];
+    const runs = await Promise.all(cases.map(([env]) => runCli(['config', 'check'], { CONVEYOR_DB_URL: `sqlite:${join(tempDir(), 'never.db')}`, ...env })));
+    runs.forEach((run, i) => {
+      expect(run.code, run.stderr).toBe(2);
+      expect(lines(run.stderr)).toEqual([`conveyor: invalid configuration: ${cases[i][1]}`]);
+    });
+    const retries = await runCli(['config', 'check'], { CONVEYOR_DB_URL: `sqlite:${join(tempDir(), 'never.db')}`, CONVEYOR_QUEUE_MAX_RETRIES: '2147483648' });
+    expect(retries.code, retries.stderr).toBe(2);
+    expect(retries.stderr).toMatch(/^conveyor: invalid configuration: queue\.max_retries: /);
+    const longest = await runCli(['config', 'check'], {
+      CONVEYOR_DB_URL: `sqlite:${join(tempDir(), 'never.db')}`,
+      CONVEYOR_QUEUE_EXPIRY_REAPER_INTERVAL: '24d',
+      CONVEYOR_QUEUE_VISIBILITY_TIMEOUT: '12h',
+      CONVEYOR_QUEUE_MESSAGE_TTL: '36500d',
+      CONVEYOR_QUEUE_MAX_RETRIES: '2147483647',
+    });
+    expect(longest.code, longest.stderr).toBe(0);
+  });
+
   it('refuses leader-election timings that would let two controllers lead at once', async () => {
     const cases: Array<[Record<string, string>, string]> = [
       [{ CONVEYOR_CONTROLLER_RENEW_DEADLINE: '20s' }, 'controller.lease_duration: must be longer than controller.renew_deadline'],
