@@ -28,6 +28,16 @@ describeEachEngine('deduplication keys', (engine) => {
     expect(messages[0]).toMatchObject({ id: first.body.id, key: 'order-1', payload: 'v2', metadata: { rev: '2' }, status: 'pending' });
   });
 
+  it('a retried enqueue of the same payload and metadata returns the stored id, which acks', async () => {
+    const first = await enqueueId(server.api, 'keys-retry', 'same', { key: 'k', metadata: { a: 'b' } });
+    // A producer's retry after a lost answer: nothing changes in the row.
+    expect(await enqueueId(server.api, 'keys-retry', 'same', { key: 'k', metadata: { a: 'b' } })).toBe(first);
+    expect(await enqueueId(server.api, 'keys-retry', 'same', { key: 'k', metadata: { a: 'b' } })).toBe(first);
+    expect((await listTopic(server.api, 'keys-retry')).map((m) => m.id)).toEqual([first]);
+    expect(await dequeueIds(server.api, 'keys-retry', 10)).toEqual([first]);
+    expect((await server.api.post(`/api/messages/${first}/ack`)).status).toBe(204);
+  });
+
   it('overwrites metadata with {} when the upsert gives none', async () => {
     const id = await enqueueId(server.api, 'keys-meta', 'v1', { key: 'k', metadata: { a: 'b' } });
     expect(await enqueueId(server.api, 'keys-meta', 'v2', { key: 'k' })).toBe(id);

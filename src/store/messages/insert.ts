@@ -57,14 +57,13 @@ async function upsertKeyed(trx: Knex.Transaction, message: NewMessage): Promise<
   // A keyed message is always stored pending: a newer enqueue of its key may still overwrite it (contract §2).
   const insert = trx('messages').insert(newMessageRow({ ...message, claimedUntil: undefined })).toSQL();
   if (engineOf(trx) === 'mysql') {
-    const [result] = (await trx.raw(
-      `${insert.sql} ON DUPLICATE KEY UPDATE payload = VALUES(payload), metadata = VALUES(metadata)`,
-      insert.bindings,
-    )) as [{ affectedRows: number }];
-    if (result.affectedRows === 1) return { id: message.id, inserted: true };
-    // The row we collided with is locked by this transaction now, so this read is stable.
-    const existing = await trx('messages').where({ topic: message.topic, pending_key: message.key }).first('id');
-    return { id: String(existing.id), inserted: false };
+    await trx.raw(`${insert.sql} ON DUPLICATE KEY UPDATE payload = VALUES(payload), metadata = VALUES(metadata)`, insert.bindings);
+    // Not affectedRows: mysql2 connects with CLIENT_FOUND_ROWS, under which an update to the values a row
+    // already holds (a retried enqueue of the same payload) counts 1, as an insert does. The holder of the
+    // key, new or collided with, is locked by this transaction now, so this read is stable.
+    const holder = await trx('messages').where({ topic: message.topic, pending_key: message.key }).first('id');
+    const id = String(holder.id);
+    return { id, inserted: id === message.id };
   }
   const rows = (await trx.raw(
     `${insert.sql} ON CONFLICT (topic, msg_key) WHERE status = 'pending' AND original_topic = '' AND msg_key IS NOT NULL ` +
