@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation } from './dialect.js';
 import { adoptMessages } from './deliveries/adopt.js';
-import { completeSettled } from './deliveries/complete.js';
+import { dropDeliveries } from './deliveries/complete.js';
 import { lockedManager, type ManagerGuard } from './managed-rows.js';
-import { retryTransaction, withDbRetry } from './retry.js';
+import { retryTransaction } from './retry.js';
 import { bumpCatalogRevision } from './settings.js';
 
 export interface ConsumerGroupRow {
@@ -82,11 +82,6 @@ export async function unregisterConsumerGroup(db: Knex, topic: string, group: st
     return deleted > 0;
   });
   if (!removed) return false;
-  for (;;) {
-    const batch = await db('deliveries').where({ topic, consumer_group: group }).limit(1000).pluck('message_id');
-    if (batch.length === 0) break;
-    await withDbRetry(db, () => db('deliveries').where({ consumer_group: group }).whereIn('message_id', batch).delete());
-  }
-  await completeSettled(db, topic, replayable, now);
+  await dropDeliveries(db, topic, (query) => query.where({ consumer_group: group }), replayable, now);
   return true;
 }

@@ -54,31 +54,30 @@ export async function settleMessages(
 }
 
 /**
- * Completes every message of a topic that no group still needs (after a group was unregistered or a purge
- * dropped deliveries). Walks the topic's live messages by id in batches, each its own short transaction.
+ * Drops the deliveries of `topic` that `chosen` selects (an unregistered group's, or a purge's statuses), up
+ * to 1,000 per transaction, and in the same transaction finishes the messages among theirs that no group is
+ * still working on (settleMessages). Only messages that lost a delivery here are looked at: a message stored
+ * meanwhile without deliveries (the topic's last group is gone, so it is a plain topic again) is nobody's to
+ * finish. Returns the messages finished.
  */
-export async function completeSettled(db: Knex, topic: string, replayable: boolean, now: number): Promise<number> {
-  let completed = 0;
-  let after = '';
+export async function dropDeliveries(db: Knex, topic: string, chosen: (query: Knex.QueryBuilder) => Knex.QueryBuilder, replayable: boolean, now: number): Promise<number> {
+  let finished = 0;
   for (;;) {
-    const ids: string[] = await db('messages')
-      .where({ topic })
-      .whereIn('status', ['pending', 'processing'])
-      .andWhere('id', '>', after)
-      .orderBy('id')
-      .limit(500)
-      .pluck('id');
-    if (ids.length === 0) return completed;
-    after = ids[ids.length - 1];
+    const batch: Array<{ message_id: string; consumer_group: string }> = await chosen(db('deliveries').select('message_id', 'consumer_group').where({ topic })).limit(1000);
+    if (batch.length === 0) return finished;
+    const byGroup = new Map<string, string[]>();
+    for (const { message_id, consumer_group } of batch) byGroup.set(consumer_group, [...(byGroup.get(consumer_group) ?? []), String(message_id)]);
     // Retried whole; a re-run after a lost commit answer that finds these messages already finished counts
     // what the lost attempt finished.
     let earlier: SettleOutcome | undefined;
     const outcome = await retryTransaction(db, async (trx, attempt) => {
-      const settled = await settleMessages(trx, await lockMessages(trx, ids), () => replayable, now);
+      const messages = await lockMessages(trx, [...new Set(batch.map((d) => String(d.message_id)))]);
+      for (const [group, ids] of byGroup) await chosen(trx('deliveries').where({ consumer_group: group }).whereIn('message_id', ids)).delete();
+      const settled = await settleMessages(trx, messages, () => replayable, now);
       if (attempt.uncertain && earlier && settled.completed.length + settled.expired.length === 0) return earlier;
       earlier = settled;
       return settled;
     });
-    completed += outcome.completed.length + outcome.expired.length;
+    finished += outcome.completed.length + outcome.expired.length;
   }
 }

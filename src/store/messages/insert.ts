@@ -99,16 +99,15 @@ async function expireStaleKeyHolder(trx: Knex.Transaction, message: NewMessage):
 /**
  * Room left under max_depth. The topic_configs row is locked FOR UPDATE first, so concurrent enqueues to a
  * capped topic (on any instance) count and insert one after the other and the cap holds exactly.
- * SQLite transactions are already serial (BEGIN IMMEDIATE). On a fan-out topic the cap counts the messages
- * some group has not finished yet (pending or processing rows): the slowest group's backlog.
+ * SQLite transactions are already serial (BEGIN IMMEDIATE). On a fan-out topic a message is pending while
+ * some group has it pending: the row's own status turns `processing` at the first group's claim, so the
+ * deliveries are counted instead (the slowest group's backlog).
  */
 async function roomUnderCap(trx: Knex.Transaction, topic: string, maxDepth: number, fanOut: boolean): Promise<number> {
   if (engineOf(trx) === 'mysql') await trx('topic_configs').where({ topic }).forUpdate().first('topic');
-  const row = await trx('messages')
-    .where({ topic })
-    .whereIn('status', fanOut ? ['pending', 'processing'] : ['pending'])
-    .count({ n: '*' })
-    .first();
+  const row = fanOut
+    ? await trx('deliveries').where({ topic, status: 'pending' }).countDistinct({ n: 'message_id' }).first()
+    : await trx('messages').where({ topic, status: 'pending' }).count({ n: '*' }).first();
   return maxDepth - Number(row?.n ?? 0);
 }
 
