@@ -22,6 +22,9 @@ async function apply(kube: FakeKube, path: string): Promise<void> {
 }
 
 const ref = (name: string) => ({ plural: 'topicconfigs' as const, namespace: 'default', name });
+/** The informer's list of TopicConfigs (its watch has the same path, with ?watch=true). */
+const TOPIC_CONFIG_LIST = /^\/apis\/conveyor\.dev\/v1alpha1\/topicconfigs$/;
+const TOPIC_CONFIG_WATCH = /\/topicconfigs\?watch=/;
 
 describeEachEngine('controller: Kubernetes API faults', (engine) => {
   let kube: FakeKube;
@@ -68,6 +71,38 @@ describeEachEngine('controller: Kubernetes API faults', (engine) => {
     await waitForReady(kube, ref('after-silence'));
   });
 
+  // watch_timeout is 3 s in this suite; the retry after it waits 1 s.
+  it('abandons a watch request that gets no answer within the watch timeout, and watches again', async () => {
+    const release = kube.hangRequests({ method: 'GET', pathPattern: TOPIC_CONFIG_WATCH, count: 1 });
+    kube.dropWatches('destroy');
+    await apply(kube, topicConfig('after-hung-watch'));
+    await waitForReady(kube, ref('after-hung-watch'), 'True', undefined, 15_000);
+    release();
+  });
+
+  it('abandons a list that gets no answer within the watch timeout (after a 410), and lists again', async () => {
+    // The watch is answered 410, so the informer lists afresh; the API server accepts that list and never answers it.
+    const removeGone = kube.failRequests({ method: 'GET', pathPattern: TOPIC_CONFIG_WATCH, status: 410, count: 1 });
+    const release = kube.hangRequests({ method: 'GET', pathPattern: TOPIC_CONFIG_LIST, count: 1 });
+    kube.dropWatches('close');
+    await apply(kube, topicConfig('after-hung-list'));
+    await waitForReady(kube, ref('after-hung-list'), 'True', undefined, 15_000);
+    release();
+    removeGone();
+  });
+
+  it('reports unready while its lists get no answer, and converges once they do', async () => {
+    const removeGone = kube.failRequests({ method: 'GET', pathPattern: TOPIC_CONFIG_WATCH, status: 410, count: 1 });
+    const release = kube.hangRequests({ method: 'GET', pathPattern: TOPIC_CONFIG_LIST });
+    kube.dropWatches('close');
+    await expect.poll(async () => (await controller.api.get('/readyz')).body.error, { timeout: 10_000, interval: 250 }).toBe('Kubernetes API unreachable');
+    await apply(kube, topicConfig('after-unanswered-lists'));
+    release();
+    removeGone();
+    await waitForReady(kube, ref('after-unanswered-lists'), 'True', undefined, 20_000);
+    await expect.poll(async () => (await controller.api.get('/readyz')).status, { timeout: 10_000, interval: 250 }).toBe(200);
+  });
+
   // The outage is the Kubernetes API's: nothing this test checks depends on the database engine, so its
   // 30 s wait runs once, on SQLite, which every machine has.
   if (engine.name === 'sqlite') it('survives the API server being away for 30 s and converges afterwards, without a restart', async () => {
@@ -95,6 +130,16 @@ describeEachEngine('controller: Kubernetes API faults', (engine) => {
     restore();
     await waitForReady(kube, ref('while-not-leading'));
     expect(controller.isLeader()).toBe(true);
+  });
+
+  it('stops counting managed resources when it stops leading, and counts them again when it leads', async () => {
+    const managed = (kind: string, ready: string) => metricValue(controller.api, 'conveyor_controller_managed_resources', { kind, ready });
+    expect(await managed('TopicConfig', 'true')).toBeGreaterThan(0);
+    const restore = kube.failRequests({ pathPattern: /\/leases\//, status: 500 });
+    await expect.poll(() => controller.isLeader(), { timeout: 5000, interval: 50 }).toBe(false);
+    for (const kind of ['TopicConfig', 'TopicSchema', 'ConsumerGroup']) for (const ready of ['true', 'false']) expect(await managed(kind, ready), `${kind} ready=${ready}`).toBe(0);
+    restore();
+    await expect.poll(() => managed('TopicConfig', 'true'), { timeout: 10_000 }).toBeGreaterThan(0);
   });
 
   it('steps down by its renew deadline when lease requests get no answer at all, and leads again once they do', async () => {

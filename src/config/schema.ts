@@ -143,7 +143,7 @@ export const configSchema = z.strictObject({
       retry_period: duration('2s').describe('how often candidates try and the leader renews'),
       delete_reaper_cronjob: z.string().default('').describe('name of the delete-reaper CronJob kept equal to the stored schedule; "" = none'),
       schedule_sync_interval: duration('5s').describe('how often the stored schedule is compared with the CronJob'),
-      watch_timeout: duration('5m').describe('a watch with no event and no bookmark for this long is restarted'),
+      watch_timeout: duration('5m').describe('a watch with no event and no bookmark for this long is restarted; a list or watch request unanswered for this long is abandoned and retried'),
       port: port.default(8081).describe("the controller's /healthz, /readyz and /metrics port"),
       host: z.string().default('0.0.0.0').describe("the controller port's listen address"),
     })

@@ -90,6 +90,10 @@ export async function startController(config: Config, options: ControllerOptions
   const enqueueAll = () => {
     for (const runtime of kinds.values()) for (const obj of cachedObjects(runtime)) queue.add(keyOf(runtime.handler.kind, obj));
   };
+  const informers = () => [...kinds.values()].flatMap((k) => k.informers);
+  // "Oldest wins" decided on a partial cache would hand a row to a younger resource: nothing is reconciled
+  // before every informer has listed once.
+  const cachesSynced = () => informers().every((i) => i.hasSynced);
   const domain = new DomainConnection(config, logger, registry, () => leading && enqueueAll());
 
   const onEvent = (runtime: KindRuntime) => (type: InformerEvent, obj: KubeObject) => {
@@ -125,6 +129,8 @@ export async function startController(config: Config, options: ControllerOptions
           watchTimeoutMs: settings.watch_timeout * 1000,
           onEvent: onEvent(runtime),
           onRestart: () => metrics.watchRestarted(handler.kind),
+          // The keys the worker skipped while the caches were incomplete.
+          onSynced: () => leading && cachesSynced() && enqueueAll(),
         }),
       );
     }
@@ -140,7 +146,8 @@ export async function startController(config: Config, options: ControllerOptions
     try {
       const outcome = await runtime.reconciler.reconcile(obj);
       metrics.reconciled(kind, outcome.result, (performance.now() - started) / 1000);
-      if (outcome.ready !== undefined) readiness.set(key, { kind, ready: outcome.ready });
+      // A reconcile that ends after a step-down must not count on a follower.
+      if (outcome.ready !== undefined && leading) readiness.set(key, { kind, ready: outcome.ready });
       if (outcome.retry) queue.addRateLimited(key);
       else queue.forget(key);
     } catch (err) {
@@ -156,7 +163,7 @@ export async function startController(config: Config, options: ControllerOptions
       const key = await queue.get();
       if (key === undefined) return;
       try {
-        if (leading) await process(key);
+        if (leading && cachesSynced()) await process(key);
       } finally {
         queue.done(key);
       }
@@ -190,6 +197,8 @@ export async function startController(config: Config, options: ControllerOptions
     },
     onStoppedLeading: () => {
       leading = false;
+      // Only the leader counts managed resources; the next leader's reconciles count them afresh.
+      readiness.clear();
       void cronJobSync?.stop();
     },
   });
@@ -202,9 +211,8 @@ export async function startController(config: Config, options: ControllerOptions
     settings.port,
     {
       async problem() {
-        const informers = [...kinds.values()].flatMap((k) => k.informers);
-        if (!informers.every((i) => i.hasSynced)) return 'caches not synced with the Kubernetes API yet';
-        if (!informers.every((i) => i.isHealthy)) return 'Kubernetes API unreachable';
+        if (!cachesSynced()) return 'caches not synced with the Kubernetes API yet';
+        if (!informers().every((i) => i.isHealthy)) return 'Kubernetes API unreachable';
         if (!(await domain.healthy(2000))) return 'database unavailable';
         return undefined;
       },

@@ -1,4 +1,4 @@
-import { Watch } from '@kubernetes/client-node';
+import { Observable, Watch, type ConfigurationOptions, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../log/logger.js';
 import { describeKubeError, GROUP, objectKey, statusCode, VERSION, type KubeClients, type KubeObject } from './kube.js';
 
@@ -10,10 +10,15 @@ export interface InformerOptions {
   /** One namespace, or undefined for all namespaces. */
   namespace?: string;
   logger: Logger;
-  /** A watch that brought no event and no bookmark for this long is restarted. */
+  /**
+   * A watch that brought no event and no bookmark for this long is restarted; a list, or the start of a
+   * watch, that got no answer for this long is abandoned and tried again.
+   */
   watchTimeoutMs: number;
   onEvent(type: InformerEvent, obj: KubeObject): void;
   onRestart?(reason: string): void;
+  /** The first list has filled the cache. */
+  onSynced?(): void;
   maxBackoffMs?: number;
 }
 
@@ -21,7 +26,8 @@ export interface InformerOptions {
  * List + watch of one custom resource kind, keeping a cache. Unlike client-node's informer, which stops
  * after a socket error, this one restarts itself: from the last resourceVersion after a clean close or an
  * error (capped exponential backoff), with a fresh list after 410 Gone, and from scratch when the watchdog
- * finds the watch silent (bookmarks are requested, so a healthy watch is never silent for long).
+ * finds the watch silent (bookmarks are requested, so a healthy watch is never silent for long). A list or
+ * a watch start the API server accepts and never answers counts as a failure after the watch timeout.
  */
 export class Informer {
   readonly cache = new Map<string, KubeObject>();
@@ -71,29 +77,32 @@ export class Informer {
   private async list(): Promise<void> {
     if (this.stopped) return;
     const attempt = ++this.generation;
+    const deadline = AbortSignal.timeout(this.options.watchTimeoutMs);
     try {
       const { custom } = this.options.clients;
       const list = (
         this.options.namespace
-          ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.options.namespace, plural: this.options.plural })
-          : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: this.options.plural })
+          ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.options.namespace, plural: this.options.plural }, abortedBy(deadline))
+          : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: this.options.plural }, abortedBy(deadline))
       ) as { metadata?: { resourceVersion?: string }; items?: KubeObject[] };
       if (this.stopped || attempt !== this.generation) return;
       this.replace(list.items ?? []);
       this.resourceVersion = list.metadata?.resourceVersion ?? '';
+      const first = !this.synced;
       this.synced = true;
       this.healthy = true;
       this.failures = 0;
+      if (first) this.options.onSynced?.();
       await this.watch(attempt);
     } catch (err) {
-      this.failed(attempt, `list failed: ${describeKubeError(err)}`, true);
+      this.failed(attempt, `list failed: ${deadline.aborted ? `no answer within ${this.options.watchTimeoutMs} ms` : describeKubeError(err)}`, true);
     }
   }
 
   private async watch(attempt: number): Promise<void> {
     if (this.stopped || attempt !== this.generation) return;
     this.lastActivity = Date.now();
-    const watch = new Watch(this.options.clients.config);
+    const watch = new Watch(boundedStart(this.options.clients.config, this.options.watchTimeoutMs));
     // Like client-go: a server-side timeout of 5-10 minutes, so watches are renewed now and then anyway.
     const timeoutSeconds = Math.floor(300 + Math.random() * 300);
     let gone = false;
@@ -175,4 +184,32 @@ export class Informer {
     else this.cache.set(key, obj);
     this.options.onEvent(type, obj);
   }
+}
+
+/** Request options that abort a client-node API call when `signal` does (its calls have no timeout of their own). */
+function abortedBy(signal: AbortSignal): ConfigurationOptions {
+  return {
+    middleware: [
+      {
+        pre: (context) => {
+          context.setSignal(signal);
+          return new Observable(Promise.resolve(context));
+        },
+        post: (response) => new Observable(Promise.resolve(response)),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
+  };
+}
+
+/**
+ * client-node's Watch sets no timeout and hands out its AbortController only once the API server has
+ * answered, so a watch request that is never answered could not be ended. node-fetch's `timeout` covers just
+ * that wait (until the response headers, not the stream that follows), so the Watch gets a config whose fetch
+ * options carry it: a start that hangs fails like any watch error and is retried.
+ */
+function boundedStart(config: KubeConfig, timeoutMs: number): KubeConfig {
+  const bounded = Object.create(config) as KubeConfig;
+  bounded.applyToFetchOptions = async (opts) => ({ ...(await config.applyToFetchOptions(opts)), timeout: timeoutMs });
+  return bounded;
 }

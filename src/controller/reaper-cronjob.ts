@@ -20,6 +20,11 @@ export interface CronJobSyncOptions {
  */
 export class ReaperCronJobSync {
   private timer: NodeJS.Timeout | undefined;
+  /**
+   * Which loop may schedule the next tick: a sync still running from a loop that stop() ended must not
+   * reschedule after a quick start() began another, or two loops would run and stop() could end only one.
+   */
+  private loop = 0;
   private running: Promise<void> = Promise.resolve();
   private lastProblem = '';
 
@@ -27,15 +32,17 @@ export class ReaperCronJobSync {
 
   start(): void {
     if (this.timer) return;
+    const loop = ++this.loop;
     const tick = () => {
       this.running = this.sync().finally(() => {
-        if (this.timer) this.timer = setTimeout(tick, this.options.intervalMs).unref();
+        if (loop === this.loop) this.timer = setTimeout(tick, this.options.intervalMs).unref();
       });
     };
     this.timer = setTimeout(tick, 0).unref();
   }
 
   async stop(): Promise<void> {
+    this.loop++;
     clearTimeout(this.timer);
     this.timer = undefined;
     await this.running;

@@ -98,28 +98,43 @@ export class Reconciler {
     if (target) {
       const domain = this.deps.domain();
       if (!domain) return this.databaseDown(obj);
-      const manager = managerOf(this.kind.kind, obj);
       try {
-        const current = await this.kind.manager(domain, target);
-        if (current && encodeManager(current) === encodeManager(manager)) {
-          const policy = deletionPolicy(obj);
-          await this.kind.release(domain, target, manager, policy);
-          await domain.audit.record({
-            actor: managerActor(manager),
-            action: policy === 'Delete' ? this.kind.audit.delete : this.kind.audit.release,
-            topic: target.topic,
-            target: target.topic,
-            ok: true,
-            details: target.group ? { consumer_group: target.group } : {},
-          });
-          await this.deps.events.record(obj, 'Normal', policy === 'Delete' ? 'Deleted' : 'Released', `${target.describe}: ${policy === 'Delete' ? 'removed' : 'kept and released to the HTTP API'} (deletionPolicy ${policy})`);
-        }
+        await this.letGo(domain, obj, target);
       } catch (err) {
         return this.failed(obj, err);
       }
     }
     await this.writeFinalizers(obj, (obj.metadata.finalizers ?? []).filter((f) => f !== FINALIZER));
     return { result: 'success', retry: false };
+  }
+
+  /**
+   * Releases the row of a deleted resource that manages it. While another live resource claims the row, the
+   * row is handed over (kept, its manager cleared) whatever the deletionPolicy: deleting it first would drop a
+   * consumer group's deliveries or restart a schema's versions before the successor, queued by the same
+   * change, applies its own spec onto it.
+   */
+  private async letGo(domain: ControllerDomain, obj: KubeObject, target: Target): Promise<void> {
+    const manager = managerOf(this.kind.kind, obj);
+    const current = await this.kind.manager(domain, target);
+    if (!current || encodeManager(current) !== encodeManager(manager)) return;
+    const successor = this.winnerFor(target.key);
+    const policy = successor ? 'Retain' : deletionPolicy(obj);
+    await this.kind.release(domain, target, manager, policy);
+    await domain.audit.record({
+      actor: managerActor(manager),
+      action: policy === 'Delete' ? this.kind.audit.delete : this.kind.audit.release,
+      topic: target.topic,
+      target: target.topic,
+      ok: true,
+      details: target.group ? { consumer_group: target.group } : {},
+    });
+    if (successor) {
+      const message = `${target.describe}: kept and handed over to ${describeObject(this.kind.kind, successor)}, the next oldest ${this.kind.kind} for it`;
+      await this.deps.events.record(obj, 'Normal', 'HandedOver', message);
+    } else {
+      await this.deps.events.record(obj, 'Normal', policy === 'Delete' ? 'Deleted' : 'Released', `${target.describe}: ${policy === 'Delete' ? 'removed' : 'kept and released to the HTTP API'} (deletionPolicy ${policy})`);
+    }
   }
 
   /** The oldest live resource of this kind claiming `key` (ties: namespace, then name). */
