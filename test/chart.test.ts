@@ -6,6 +6,8 @@
  * the service's own loader (src/config/load.ts).
  */
 import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -59,6 +61,11 @@ const VALUE_SETS: Record<string, { args: string[]; values: any }> = {
       '--set', 'tls.enabled=true', '--set', 'tls.existingSecret=conveyor-serving-cert',
     ],
     values: { tls: { enabled: true, existingSecret: 'conveyor-serving-cert' } },
+  },
+  // An IPv6-only cluster: the listen addresses are the user's (the API and the controller sidecar).
+  'IPv6 listen addresses': {
+    args: ['--set', 'config.server.host=::', '--set', 'config.controller.host=::'],
+    values: { config: { server: { host: '::' }, controller: { host: '::' } } },
   },
 };
 
@@ -313,7 +320,8 @@ describe.each(Object.keys(VALUE_SETS))('rendered with %s values', (set) => {
       if (role === 'serve') {
         expect(config.server.http_port).toBe(ports.http);
         expect(config.server.grpc_port).toBe(ports.grpc);
-        expect(config.server.host).toBe('0.0.0.0');
+        // config.server.host as the values give it (the chart's default: 0.0.0.0, the service's).
+        expect(config.server.host, where).toBe(VALUE_SETS[set].values.config?.server?.host ?? '0.0.0.0');
         expect(config.metrics.port).toBe(ports.metrics ?? 0);
         expect(Boolean(config.server.tls_cert_file), where).toBe(Boolean(VALUE_SETS[set].values.tls?.enabled));
         for (const file of [config.server.tls_cert_file, config.server.tls_key_file, config.server.tls_client_ca_file].filter(Boolean)) {
@@ -330,13 +338,15 @@ describe.each(Object.keys(VALUE_SETS))('rendered with %s values', (set) => {
         }
         const cronJobs = ofKind(set, 'CronJob');
         expect(config.reapers.mode).toBe(cronJobs.length > 0 ? 'external' : 'in-process');
-        // SIGTERM handling: Kubernetes waits longer than the service's own shutdown timeout.
-        expect(w.podSpec.terminationGracePeriodSeconds).toBeGreaterThan(config.server.shutdown_timeout);
+        // SIGTERM handling: Kubernetes counts the grace period from the start of the preStop sleep, so it must
+        // outlast the sleep plus the service's own shutdown timeout.
+        const preStopSleep = Number(w.container.lifecycle?.preStop?.exec?.command?.[1] ?? 0);
+        expect(w.podSpec.terminationGracePeriodSeconds, where).toBeGreaterThan(preStopSleep + config.server.shutdown_timeout);
       }
       if (role === 'controller') {
         expect(config.controller.port).toBe(ports.controller);
         expect(config.controller.namespace).toBe(NAMESPACE);
-        expect(config.controller.host).toBe('0.0.0.0');
+        expect(config.controller.host, where).toBe(VALUE_SETS[set].values.config?.controller?.host ?? '0.0.0.0');
         const deleteJob = ofKind(set, 'CronJob').find((c) => c.metadata.name.endsWith('-reap-delete'));
         expect(config.controller.delete_reaper_cronjob).toBe(deleteJob?.metadata.name ?? '');
         if (deleteJob) {
@@ -670,6 +680,159 @@ describe('production install (external MySQL, existing secrets)', () => {
   });
 });
 
+describe('API pods: disruption budget and shutdown', () => {
+  const apiPod = (objects: K8sObject[]) => objects.find((o) => (o.kind === 'Deployment' || o.kind === 'StatefulSet') && o.metadata.labels?.['app.kubernetes.io/component'] === 'server')!.spec.template.spec;
+  const failing = async (args: string[]) => {
+    const result = await helm(['template', 'conveyor', CHART, ...args]);
+    expect(result.code, result.stdout).not.toBe(0);
+    return result.stderr;
+  };
+
+  it('PodDisruptionBudget: maxUnavailable 0 stays 0 (not the default 1); a percentage passes; unset is maxUnavailable 1', async () => {
+    const pdb = async (args: string[]) => (await helmTemplate(args)).objects.find((o) => o.kind === 'PodDisruptionBudget')!.spec;
+    const zero = await pdb(['--set', 'api.podDisruptionBudget.maxUnavailable=0']);
+    expect(zero.maxUnavailable).toBe(0);
+    expect(zero.minAvailable).toBeUndefined();
+    expect((await pdb(['--set', 'api.podDisruptionBudget.maxUnavailable=25%'])).maxUnavailable).toBe('25%');
+    expect((await pdb(['--set', 'api.podDisruptionBudget.minAvailable=0'])).minAvailable).toBe(0);
+    expect(named('default', 'PodDisruptionBudget', 'conveyor').spec).toMatchObject({ maxUnavailable: 1 });
+  });
+
+  it('the API container sleeps in a preStop exec hook (a binary of the Debian-based image) before SIGTERM, both workloads', () => {
+    // The node image is Debian (coreutils' sleep is there); an Alpine or distroless base would need another hook.
+    expect(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')).toMatch(/^ARG NODE_IMAGE=node:\d+-(bookworm|trixie)(-slim)?$/m);
+    for (const set of ['default', 'production']) {
+      const pod = apiPod(all(set));
+      const container = pod.containers.find((c: any) => c.args?.[0] === 'serve');
+      expect(container.lifecycle, set).toEqual({ preStop: { exec: { command: ['sleep', '5'] } } });
+      // Only the API: the controller sidecar has no connections to drain.
+      for (const other of pod.containers.filter((c: any) => c !== container)) expect(other.lifecycle, `${set} ${other.name}`).toBeUndefined();
+      // The sleep, the default shutdown_timeout (25 s) and 5 s to close the pool: 35.
+      expect(pod.terminationGracePeriodSeconds, set).toBe(35);
+    }
+  });
+
+  it('terminationGracePeriodSeconds follows api.preStopSleepSeconds and config.server.shutdown_timeout; a too small explicit value is refused', async () => {
+    const grace = async (args: string[]) => {
+      const pod = apiPod((await helmTemplate(args)).objects);
+      return [pod.terminationGracePeriodSeconds, pod.containers[0].lifecycle?.preStop?.exec?.command];
+    };
+    expect(await grace(['--set', 'api.preStopSleepSeconds=10', '--set', 'config.server.shutdown_timeout=1.5m'])).toEqual([105, ['sleep', '10']]);
+    expect(await grace(['--set', 'api.preStopSleepSeconds=0', '--set', 'config.server.shutdown_timeout=500ms'])).toEqual([6, undefined]);
+    expect(await grace(['--set', 'config.server.shutdown_timeout=40'])).toEqual([50, ['sleep', '5']]);
+    expect(await grace(['--set', 'api.terminationGracePeriodSeconds=31'])).toEqual([31, ['sleep', '5']]);
+    expect(await failing(['--set', 'api.terminationGracePeriodSeconds=30'])).toMatch(
+      /api\.terminationGracePeriodSeconds \(30\) must exceed api\.preStopSleepSeconds \(5\) \+ config\.server\.shutdown_timeout \(25s = 25 s\)/,
+    );
+    expect(await failing(['--set', 'api.preStopSleepSeconds=-1'])).toMatch(/\/api\/preStopSleepSeconds/);
+  });
+});
+
+describe('docs/kubernetes-install.md', () => {
+  it('the minimal external install uses the Secrets the page has the reader create first: the chart renders none of the same name and reads them under their keys', async () => {
+    const page = readFileSync(join(ROOT, 'docs', 'kubernetes-install.md'), 'utf8');
+    const section = page.slice(page.indexOf('## Install with MySQL / MariaDB'));
+    // The section's first two code blocks, continuation lines joined: the Secrets, then the install.
+    const [secretsBlock, installBlock] = [...section.matchAll(/```sh[^\n]*\n([\s\S]*?)```/g)].map((m) => m[1].replace(/\\\n\s*/g, ' '));
+    const created = new Map<string, string[]>();
+    for (const line of secretsBlock.split('\n')) {
+      const secret = /kubectl -n conveyor create secret generic (\S+)/.exec(line);
+      if (secret) created.set(secret[1], [...line.matchAll(/--from-literal=([\w.-]+)=/g)].map((m) => m[1]));
+    }
+    expect(created.get('conveyor-auth')).toEqual(['jwt', 'password']);
+    const command = /helm install conveyor charts\/conveyor --namespace conveyor (.*)/.exec(installBlock)?.[1];
+    expect(command, installBlock).toBeDefined();
+    const { objects } = await helmTemplate(command!.trim().split(/\s+/));
+    // A Secret of the chart under one of these names would make `helm install` fail (it exists, not owned by the release).
+    expect(objects.filter((o) => o.kind === 'Secret' && created.has(o.metadata.name)).map((o) => o.metadata.name)).toEqual([]);
+    const refs = objects.flatMap((o) => {
+      const pod = o.kind === 'CronJob' ? o.spec.jobTemplate.spec.template.spec : o.kind === 'Pod' ? o.spec : o.spec?.template?.spec;
+      return [...(pod?.initContainers ?? []), ...(pod?.containers ?? [])].flatMap((c: any) => (c.env ?? []).filter((e: any) => e.valueFrom?.secretKeyRef).map((e: any) => ({ env: e.name, ...e.valueFrom.secretKeyRef })));
+    });
+    for (const ref of refs) {
+      if (created.has(ref.name)) expect(created.get(ref.name), `${ref.env} reads ${ref.name}/${ref.key}`).toContain(ref.key);
+      else expect(objects.some((o) => o.kind === 'Secret' && o.metadata.name === ref.name), `${ref.env} reads ${ref.name}, neither created by the page nor rendered`).toBe(true);
+    }
+    // The API reads the JWT secret and the admin password from the reader's Secret.
+    expect(refs.filter((r) => r.env.startsWith('CONVEYOR_AUTH_')).map((r) => [r.env, r.name, r.key])).toEqual(
+      expect.arrayContaining([['CONVEYOR_AUTH_JWT_SECRET', 'conveyor-auth', 'jwt'], ['CONVEYOR_AUTH_PASSWORD', 'conveyor-auth', 'password']]),
+    );
+  });
+});
+
+describe('long release names', () => {
+  // Helm allows release names of up to 53 characters: the full name <release>-conveyor is then 62.
+  const release = 'a-very-long-release-name-for-testing-name-limits-xyzw';
+  const sets: Record<string, string[]> = {
+    production: ['-f', PRODUCTION_VALUES],
+    embedded: ['--set', 'networkPolicy.enabled=true', '--set', 'networkPolicy.allowExternal=false'],
+  };
+  const renders: Record<string, K8sObject[]> = {};
+  beforeAll(async () => {
+    expect(release).toHaveLength(53);
+    for (const [name, args] of Object.entries(sets)) renders[name] = (await helmTemplate(args, { release })).objects;
+  }, 60_000);
+
+  const podTemplates = (objects: K8sObject[]) =>
+    objects.flatMap((o) => {
+      if (o.kind === 'CronJob') return [o.spec.jobTemplate.spec.template];
+      if (o.kind === 'Pod') return [o];
+      return o.spec?.template?.spec ? [o.spec.template] : [];
+    });
+  const configOf = (objects: K8sObject[]) => parseYaml(objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-config'))!.data['conveyor.yaml']);
+
+  it.each(Object.keys(sets))('%s: every name and label fits its limit; CronJob and StatefulSet names are at most 52 characters', (set) => {
+    const objects = renders[set];
+    expect(objects.flatMap(validateObject)).toEqual([]);
+    const labelled: Array<[string, Record<string, string> | undefined]> = [
+      ...objects.map((o): [string, Record<string, string> | undefined] => [`${o.kind}/${o.metadata.name}`, o.metadata.labels]),
+      ...podTemplates(objects).map((t): [string, Record<string, string> | undefined] => [`pod template ${t.metadata?.name ?? ''}`, t.metadata?.labels]),
+    ];
+    for (const o of objects) expect(o.metadata.name, o.kind).toMatch(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
+    for (const [where, labels] of labelled) {
+      for (const [key, value] of Object.entries(labels ?? {})) {
+        expect(key.split('/').pop()!.length, `${where}: label key ${key}`).toBeLessThanOrEqual(63);
+        expect(value.length, `${where}: label ${key} value`).toBeLessThanOrEqual(63);
+      }
+    }
+    const limited = objects.filter((o) => o.kind === 'CronJob' || o.kind === 'StatefulSet');
+    expect(limited.length).toBeGreaterThan(0);
+    for (const o of limited) expect(o.metadata.name.length, `${o.kind}/${o.metadata.name}`).toBeLessThanOrEqual(52);
+    // Shortened, they still tell the reapers apart by name.
+    const cronJobs = objects.filter((o) => o.kind === 'CronJob').map((o) => o.metadata.name);
+    if (cronJobs.length) expect(cronJobs.map((n) => n.replace(/^.*-(reap-\w+)$/, '$1'))).toEqual(['reap-expiry', 'reap-delete', 'reap-archive']);
+  });
+
+  it('the controller setting and RBAC name the delete CronJob as rendered; Services and NetworkPolicies select the pods', () => {
+    const objects = renders.production;
+    const deleteJob = objects.find((o) => o.kind === 'CronJob' && o.metadata.name.endsWith('-reap-delete'))!;
+    expect(configOf(objects).controller.delete_reaper_cronjob).toBe(deleteJob.metadata.name);
+    const cronRules = objects.filter((o) => o.kind === 'Role').flatMap((r) => r.rules).filter((r: any) => r.resources.includes('cronjobs'));
+    expect(cronRules.map((r: any) => r.resourceNames)).toEqual([[deleteJob.metadata.name]]);
+    for (const set of Object.keys(sets)) {
+      const pods = podTemplates(renders[set]).map((t) => t.metadata.labels ?? {});
+      for (const svc of renders[set].filter((o) => o.kind === 'Service')) {
+        expect(pods.some((labels) => matches(svc.spec.selector, labels)), `${set}: Service ${svc.metadata.name}`).toBe(true);
+      }
+      // The helm test pod is the client the API NetworkPolicy admits.
+      const testPod = renders[set].find((o) => o.kind === 'Pod')!;
+      const api = renders[set].find((o) => o.kind === 'NetworkPolicy' && o.metadata.labels?.['app.kubernetes.io/component'] === 'server')!;
+      const clientSelector = api.spec.ingress[0].from[0].podSelector.matchLabels;
+      expect(matches(clientSelector, testPod.metadata.labels!), `${set}: ${JSON.stringify(clientSelector)}`).toBe(true);
+    }
+  });
+
+  it('shortened names are stable and keep two long releases that begin alike apart; short names are unchanged', async () => {
+    const names = (objects: K8sObject[]) => objects.filter((o) => o.kind === 'CronJob' || o.kind === 'StatefulSet').map((o) => o.metadata.name);
+    const again = (await helmTemplate(sets.production, { release })).objects;
+    expect(names(again)).toEqual(names(renders.production));
+    const sibling = (await helmTemplate(sets.production, { release: `${release.slice(0, -1)}q` })).objects;
+    for (const name of names(sibling)) expect(names(renders.production)).not.toContain(name);
+    expect(ofKind('default', 'StatefulSet').map((o) => o.metadata.name)).toEqual(['conveyor']);
+    expect(ofKind('production', 'CronJob').map((o) => o.metadata.name)).toEqual(['conveyor-reap-expiry', 'conveyor-reap-delete', 'conveyor-reap-archive']);
+  });
+});
+
 describe('external database with chart-made secrets', () => {
   const set = 'external, chart-made secrets';
 
@@ -828,9 +991,9 @@ describe('values.schema.json and impossible combinations', () => {
 
   it('the config section allows exactly the service\'s keys that the chart does not own, with the service\'s defaults', () => {
     const OWNED = [
-      'server.http_port', 'server.grpc_port', 'server.host', 'db.url', 'queue.delete_reaper_schedule', 'reapers.mode',
+      'server.http_port', 'server.grpc_port', 'db.url', 'queue.delete_reaper_schedule', 'reapers.mode',
       'auth.enabled', 'auth.jwt_secret', 'auth.username', 'auth.password', 'redis.url', 'metrics.port',
-      'controller.namespaces', 'controller.namespace', 'controller.lease_name', 'controller.delete_reaper_cronjob', 'controller.port', 'controller.host',
+      'controller.namespaces', 'controller.namespace', 'controller.lease_name', 'controller.delete_reaper_cronjob', 'controller.port',
       'server.tls_cert_file', 'server.tls_key_file', 'server.tls_client_ca_file',
       // The chart hands every secret over from its Secrets itself (secretKeyRef), so their *_file twins are its own too.
       'auth.jwt_secret_file', 'auth.password_file', 'db.url_file', 'redis.url_file',
@@ -902,6 +1065,13 @@ describe('values kept across upgrades (lookup)', () => {
     const cron = (name: string) => objects.find((o) => o.kind === 'CronJob' && o.metadata.name === name)!;
     expect([cron('conveyor-reap-delete').spec.schedule, cron('conveyor-reap-delete').spec.suspend]).toEqual(['*/10 * * * *', true]);
     expect([cron('conveyor-reap-expiry').spec.schedule, cron('conveyor-reap-expiry').spec.suspend]).toEqual(['* * * * *', false]);
+  });
+
+  it('without the controller nothing manages the delete CronJob: an upgrade applies the values\' schedule, not the live one', async () => {
+    const { objects } = await helmTemplate(['-f', PRODUCTION_VALUES, '--set', 'controller.enabled=false', '--set', 'reapers.delete.schedule=45 4 * * *'], { chart: fakeChart });
+    const cron = objects.find((o) => o.kind === 'CronJob' && o.metadata.name === 'conveyor-reap-delete')!;
+    expect([cron.spec.schedule, cron.spec.suspend]).toEqual(['45 4 * * *', false]);
+    expect(objects.some((o) => o.kind === 'Deployment' && o.metadata.name === 'conveyor-controller')).toBe(false);
   });
 });
 
@@ -995,4 +1165,53 @@ describe('the helm test pod', () => {
     expect(ok.out).not.toMatch(/login/);
     expect(ok.out).toMatch(/ok {3}the acked message is gone/);
   }, 60_000);
+
+  /** A Service over several pods: each request goes to the next server in turn; the statuses it relayed. */
+  async function roundRobin(targets: string[]) {
+    const statuses: number[] = [];
+    let next = 0;
+    const proxy = createServer((req, res) => {
+      const upstream = httpRequest(new URL(req.url!, targets[next++ % targets.length]), { method: req.method, headers: req.headers }, (answer) => {
+        statuses.push(answer.statusCode!);
+        res.writeHead(answer.statusCode!, answer.headers);
+        answer.pipe(res);
+      });
+      upstream.on('error', () => res.destroy());
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolvePromise) => proxy.listen(0, '127.0.0.1', resolvePromise));
+    return {
+      url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+      statuses,
+      close: () => new Promise<void>((resolvePromise) => {
+        proxy.closeAllConnections();
+        proxy.close(() => resolvePromise());
+      }),
+    };
+  }
+
+  it('with the production values (require_topic_registration on, several API pods): registers its topic, retries while a pod has not seen it, removes the configuration after', async () => {
+    const set = 'production';
+    const apiConfig = containerConfig(set, conveyorContainers(set).find((w) => w.container.args[0] === 'serve')!).config;
+    expect(apiConfig.queue.require_topic_registration).toBe(true);
+    const auth = { enabled: true, jwt_secret: 'helm-test-secret-of-at-least-32-bytes!!', username: 'admin', password: 'helm-test-admin-pw' };
+    const a = await startTestServer(engineByName.sqlite, { overrides: { auth, queue: { require_topic_registration: true } } });
+    // The second pod on the same database reloads topic configurations only hourly: every registration-checked
+    // call it gets answers 422 until the pod retries onto the first one.
+    const b = await startTestServer(engineByName.sqlite, { database: a.database, overrides: { auth, queue: { require_topic_registration: true, config_refresh_interval: '1h' } } });
+    const service = await roundRobin([a.url, b.url]);
+    try {
+      const run = await runTestPod(set, service.url, { ADMIN_PASSWORD: 'helm-test-admin-pw' });
+      expect(run.code, run.out).toBe(0);
+      expect(run.out).toMatch(/ok {3}register helm-test-\d+ -> 200/);
+      expect(run.out).toMatch(/ok {3}the acked message is gone/);
+      expect(run.out).toMatch(/ok {3}remove the configuration of helm-test-\d+ -> 204/);
+      expect(service.statuses, 'the pod that had not seen the topic answered 422').toContain(422);
+      expect(await a.db('topic_configs').select('topic'), 'no topic configuration left behind').toEqual([]);
+    } finally {
+      await service.close();
+      await b.close();
+      await a.close();
+    }
+  }, 90_000);
 });

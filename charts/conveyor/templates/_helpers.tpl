@@ -25,6 +25,26 @@
 {{- printf "%s-%s" (include "conveyor.fullname" .ctx | trunc (int (sub 62 (len $suffix))) | trimSuffix "-") $suffix -}}
 {{- end -}}
 
+{{/*
+<prefix>-<suffix> (<prefix> alone without a suffix) in at most `max` characters, for names Kubernetes limits below
+63: a CronJob's (52: its Jobs are named <cronjob>-<11 characters>) and a StatefulSet's (52: its pods carry the label
+controller-revision-hash: <statefulset>-<hash of up to 10 characters>, a label value of at most 63). A name that
+fits is left as is; a longer one keeps the suffix and replaces the cut end of the prefix with 8 characters of the
+whole name's sha256, so two long release names that begin alike still get different names, the same on every render.
+{{ include "conveyor.boundedName" (dict "prefix" (include "conveyor.fullname" $) "suffix" "reap-delete" "max" 52) }}
+*/}}
+{{- define "conveyor.boundedName" -}}
+{{- $full := .prefix -}}
+{{- if .suffix }}{{ $full = printf "%s-%s" .prefix .suffix }}{{ end -}}
+{{- if le (len $full) (int .max) -}}
+{{- $full -}}
+{{- else -}}
+{{- $tail := printf "-%s" ($full | sha256sum | trunc 8) -}}
+{{- if .suffix }}{{ $tail = printf "%s-%s" $tail .suffix }}{{ end -}}
+{{- printf "%s%s" (.prefix | trunc (int (sub (int .max) (len $tail))) | trimSuffix "-") $tail -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "conveyor.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
@@ -104,9 +124,22 @@ app.kubernetes.io/part-of: conveyor
 {{- .Values.controller.leaseName | default (include "conveyor.controller.fullname" .) -}}
 {{- end -}}
 
-{{/* Name of a reaper CronJob: {{ include "conveyor.reaper.name" (dict "ctx" $ "kind" "delete") }} */}}
+{{/*
+Name of a reaper CronJob, at most 52 characters: {{ include "conveyor.reaper.name" (dict "ctx" $ "kind" "delete") }}.
+Everything naming the delete CronJob (the CronJob, controller.delete_reaper_cronjob, the controller's RBAC) uses this.
+*/}}
 {{- define "conveyor.reaper.name" -}}
-{{- include "conveyor.componentName" (dict "ctx" .ctx "suffix" (printf "reap-%s" .kind)) -}}
+{{- include "conveyor.boundedName" (dict "prefix" (include "conveyor.fullname" .ctx) "suffix" (printf "reap-%s" .kind) "max" 52) -}}
+{{- end -}}
+
+{{/* Name of the embedded database's StatefulSet (and so of its pod <name>-0 and claim data-<name>-0), at most 52 characters. */}}
+{{- define "conveyor.api.statefulSetName" -}}
+{{- include "conveyor.boundedName" (dict "prefix" (include "conveyor.fullname" .) "max" 52) -}}
+{{- end -}}
+
+{{/* Key of the label that marks client pods for the API NetworkPolicy (a label key's name is at most 63 characters). */}}
+{{- define "conveyor.clientLabel" -}}
+{{- include "conveyor.boundedName" (dict "prefix" (include "conveyor.fullname" .) "suffix" "client" "max" 63) -}}
 {{- end -}}
 
 {{- define "conveyor.configMapName" -}}
@@ -211,7 +244,7 @@ the controller set from the stored schedule instead of resetting them to the val
 {{/* conveyor.yaml: config plus the keys the chart owns. Secrets never appear here; they come as env vars. */}}
 {{- define "conveyor.configFile" -}}
 {{- $owned := dict
-  "server" (dict "http_port" (int .Values.api.containerPorts.http) "grpc_port" (int .Values.api.containerPorts.grpc) "host" "0.0.0.0")
+  "server" (dict "http_port" (int .Values.api.containerPorts.http) "grpc_port" (int .Values.api.containerPorts.grpc))
   "reapers" (dict "mode" (ternary "external" "in-process" (eq (include "conveyor.reapers.cronJobs" .) "true")))
   "metrics" (dict "port" (int .Values.metrics.port))
   "queue" (dict "delete_reaper_schedule" .Values.reapers.delete.schedule)
@@ -226,6 +259,41 @@ the controller set from the stored schedule instead of resetting them to the val
 {{- end }}
 {{- $config := mustMergeOverwrite (deepCopy .Values.config) $owned -}}
 {{- toYaml $config -}}
+{{- end -}}
+
+{{/*
+A duration of conveyor.yaml (500ms, 30s, 5m, 1.5h, 1d, or a number of seconds; as src/config/duration.ts reads it)
+in whole seconds, rounded up: {{ include "conveyor.durationSeconds" .Values.config.server.shutdown_timeout }}
+*/}}
+{{- define "conveyor.durationSeconds" -}}
+{{- if kindIs "string" . -}}
+{{- $pattern := "^\\s*(\\d+(?:\\.\\d+)?)\\s*(ms|s|m|h|d)?\\s*$" -}}
+{{- if not (regexMatch $pattern .) }}{{ fail (printf "not a duration: %q (use e.g. 500ms, 30s, 5m)" .) }}{{ end -}}
+{{- $unit := regexReplaceAll $pattern . "${2}" | default "s" -}}
+{{- $seconds := mulf (regexReplaceAll $pattern . "${1}" | float64) (get (dict "ms" 0.001 "s" 1 "m" 60 "h" 3600 "d" 86400) $unit) -}}
+{{- $seconds | ceil | int -}}
+{{- else -}}
+{{- . | float64 | ceil | int -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+terminationGracePeriodSeconds of the API pods. Kubernetes counts it from the start of the preStop sleep and kills
+the container when it runs out, so it must cover the sleep plus config.server.shutdown_timeout (in-flight requests
+finishing); 5 s more let the service close its database pool and exit on its own. An explicit value that does not
+cover both is refused: the pods would be killed with requests still in flight.
+*/}}
+{{- define "conveyor.api.terminationGracePeriodSeconds" -}}
+{{- $sleep := int .Values.api.preStopSleepSeconds -}}
+{{- $shutdown := include "conveyor.durationSeconds" .Values.config.server.shutdown_timeout | int -}}
+{{- $explicit := .Values.api.terminationGracePeriodSeconds -}}
+{{- if kindIs "invalid" $explicit -}}
+{{- add $sleep $shutdown 5 -}}
+{{- else if le (int $explicit) (add $sleep $shutdown) -}}
+{{- fail (printf "api.terminationGracePeriodSeconds (%d) must exceed api.preStopSleepSeconds (%d) + config.server.shutdown_timeout (%v = %d s); leave it null to have it computed (%d)" (int $explicit) $sleep .Values.config.server.shutdown_timeout $shutdown (add $sleep $shutdown 5)) -}}
+{{- else -}}
+{{- int $explicit -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Where every conveyor container reads conveyor.yaml. */}}

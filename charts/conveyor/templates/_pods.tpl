@@ -31,6 +31,16 @@
   readinessProbe:
     {{- include "conveyor.probe" (merge (dict "probe" .Values.api.readinessProbe "path" "/readyz") $probe) | nindent 4 }}
   {{- end }}
+  {{- if gt (int .Values.api.preStopSleepSeconds) 0 }}
+  # On SIGTERM the service closes its listeners at once, but kube-proxy and ingress controllers learn of the pod's
+  # removal from the endpoints a moment later and would still send it new connections: keep serving meanwhile.
+  # An exec of the image's sleep (coreutils of the Debian-based node image), not the native sleep action, which
+  # needs a newer Kubernetes than the chart's kubeVersion.
+  lifecycle:
+    preStop:
+      exec:
+        command: ["sleep", {{ .Values.api.preStopSleepSeconds | int | toString | quote }}]
+  {{- end }}
   resources:
     {{- toYaml .Values.api.resources | nindent 4 }}
   securityContext:
@@ -114,7 +124,7 @@ spec:
   {{- end }}
   securityContext:
     {{- toYaml .Values.podSecurityContext | nindent 4 }}
-  terminationGracePeriodSeconds: {{ .Values.api.terminationGracePeriodSeconds }}
+  terminationGracePeriodSeconds: {{ include "conveyor.api.terminationGracePeriodSeconds" . }}
   {{- with .Values.api.priorityClassName }}
   priorityClassName: {{ . }}
   {{- end }}
