@@ -196,4 +196,37 @@ describeEachEngine('gRPC authentication and grants', (engine) => {
     expect(await worker.call('Ack', { id, consumer_group: 'workers' })).toEqual({});
     rec.stream.cancel();
   });
+
+  it('ends an open Subscribe within seconds once its grant is removed, its user deleted or its token expired', async () => {
+    // Each stream must deliver first: what ends it later is the re-check, not the check at its start.
+    const open = async (client: QueueClient, topic: string) => {
+      const rec = new StreamRecorder(client.subscribe({ topic }));
+      await admin.call('Enqueue', { topic, payload: Buffer.from('first') });
+      await rec.until(() => rec.received.length === 1, 5000, `a delivery on ${topic}`);
+      return rec;
+    };
+    const admin = as((await createUser(server, [], true)).token);
+    const revoked = await createUser(server, ['write:revoked']);
+    const deleted = await createUser(server, ['write:deleted']);
+    const expiring = await createUser(server, ['write:expiring']);
+    const shortToken = await signToken({ uid: expiring.id, sub: expiring.username }, { issuedAt: server.now(), expiresInSeconds: 3 });
+    const streams = {
+      revoked: await open(as(revoked.token), 'revoked'),
+      deleted: await open(as(deleted.token), 'deleted'),
+      expiring: await open(as(shortToken), 'expiring'),
+    };
+    const grants = (await server.admin.get(`/api/users/${revoked.id}/grants`)).body.items as Array<{ id: string }>;
+    for (const grant of grants) expect((await server.admin.delete(`/api/users/${revoked.id}/grants/${grant.id}`)).status).toBe(204);
+    expect((await server.admin.delete(`/api/users/${deleted.id}`)).status).toBe(204);
+    const ended = async (rec: StreamRecorder) => {
+      await rec.until(() => rec.ended !== undefined, 12_000, 'the stream to end');
+      return [rec.ended!.code, rec.ended!.details];
+    };
+    expect(await ended(streams.revoked)).toEqual([status.PERMISSION_DENIED, 'insufficient permissions']);
+    expect(await ended(streams.deleted)).toEqual([status.UNAUTHENTICATED, 'invalid or expired token']);
+    expect(await ended(streams.expiring)).toEqual([status.UNAUTHENTICATED, 'invalid or expired token']);
+    // Nothing more reached them: a message enqueued now stays for a consumer that may have it.
+    const { id } = await admin.call('Enqueue', { topic: 'revoked', payload: Buffer.from('after') });
+    expect((await admin.call('Dequeue', { topic: 'revoked' })).id).toBe(id);
+  }, 30_000);
 });

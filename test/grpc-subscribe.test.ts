@@ -1,4 +1,5 @@
 import { status } from '@grpc/grpc-js';
+import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachEngine } from './helpers/engines.js';
 import { expectGrpcError, QueueClient, sleep, StreamRecorder } from './helpers/grpc.js';
@@ -16,8 +17,11 @@ describeEachEngine('gRPC Subscribe', (engine) => {
     return line ? Number(line.split(' ').at(-1)) : 0;
   };
 
+  let dbUrl: string;
   beforeAll(async () => {
-    server = await startTestServer(engine);
+    const started = await startTestServer(engine);
+    server = started;
+    dbUrl = started.database.url;
     client = new QueueClient(server.server.grpcPort);
   });
   afterAll(async () => {
@@ -223,6 +227,61 @@ describeEachEngine('gRPC Subscribe', (engine) => {
       // The retry was pending in the table, so it came through a claim.
       expect(await claims(t, 'found')).toBe(1);
       rec.stream.cancel();
+    });
+
+    // MySQL only: there two group commits of enqueues run at once, so a second one can reserve room on the stream
+    // before the first one's hand-over backs it up; SQLite runs one at a time.
+    if (engine.name === 'mysql') it('what was handed over while the client stopped reading reaches it when it reads again, not a visibility timeout later', async () => {
+      const t = topic();
+      const [u, v] = [topic(), topic()];
+      for (const capped of [t, u, v]) expect((await server.api.put(`/api/topic-configs/${capped}`, { max_depth: 100_000 })).status).toBe(200);
+      // A connection of its own (grpc-js shares one between clients of the same target otherwise): HTTP/2 flow
+      // control stops this stream's writes while it does not read, and nothing else waits behind them.
+      const reader = new QueueClient(server.server.grpcPort, undefined, { 'grpc.use_local_subchannel_pool': 1 });
+      const rec = new StreamRecorder(reader.subscribe({ topic: t, visibility_timeout_seconds: 60, max_in_flight: 500 }));
+      await expect.poll(() => claims(t, 'empty')).toBe(1);
+      rec.stream.pause();
+      // A capped topic's enqueue locks its configuration row: holding those locks holds each flush back after it
+      // reserved its room, until the test lets it go.
+      const locks = await Promise.all([t, u, v].map(async (capped) => {
+        const conn = await mysql.createConnection(dbUrl);
+        await conn.query('BEGIN');
+        await conn.query('SELECT topic FROM topic_configs WHERE topic = ? FOR UPDATE', [capped]);
+        return conn;
+      }));
+      const [onT, onU, onV] = locks;
+      try {
+        const filler = 'x'.repeat(16_000);
+        const wave = (n: number, tag: string) => Array.from({ length: n }, (_, i) => enqueue(t, `${tag}-${i}-${filler}`));
+        // Both flushes of the instance wait, one on u and one on v; 40 messages for t queue behind them.
+        const held = [enqueue(u, 'u')];
+        await sleep(100);
+        held.push(enqueue(v, 'v'));
+        await sleep(100);
+        const first = wave(40, 'first');
+        await sleep(100);
+        // u goes: the 40 go in one flush, which reserves 40 slots and waits on t. 40 more queue behind v.
+        await onU.query('COMMIT');
+        await sleep(200);
+        const second = wave(40, 'second');
+        await sleep(100);
+        // v goes: the next 40 reserve theirs and wait on t too. Then t: both commit and hand over, and the first
+        // hand-over's writes back the unread stream up before the second one's come.
+        await onV.query('COMMIT');
+        await sleep(200);
+        await onT.query('COMMIT');
+        const ids = (await Promise.all([...first, ...second])).map((r) => r.id);
+        await Promise.all(held);
+        await sleep(200);
+        expect(await handedOver(t)).toBe(80);
+        rec.stream.resume();
+        await rec.until(() => rec.received.length === ids.length, 10_000, 'every message');
+        expect(rec.received.map((m) => m.id).sort()).toEqual([...ids].sort());
+      } finally {
+        for (const conn of locks) await conn.end().catch(() => {});
+        rec.stream.cancel();
+        reader.close();
+      }
     });
 
     it('keyed messages and messages beyond the free slots are stored pending and claimed', async () => {

@@ -1,5 +1,6 @@
 import { status as Status, type Metadata, type ServerUnaryCall, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { UpDownCounter } from '@opentelemetry/api';
+import { PRINCIPAL_CACHE_MS } from '../auth/authorizer.js';
 import type { Principal } from '../auth/principal.js';
 import type { Logger } from '../log/logger.js';
 import type { HistogramSeries, TallyHistogram } from '../metrics/tallies.js';
@@ -52,6 +53,7 @@ export class QueueServiceHandlers {
   private readonly subscribeQuota: StreamQuota;
   /** Per method, its duration series by status code: found without building a key per call. */
   private readonly durationSeries = new Map<string, HistogramSeries[]>();
+  private closing = false;
 
   constructor(private readonly deps: QueueServiceDeps) {
     this.deliveries = new DeliveryTracker(deps.peers);
@@ -93,8 +95,12 @@ export class QueueServiceHandlers {
     };
   }
 
-  /** Graceful shutdown: every open stream ends with UNAVAILABLE instead of holding the server open. */
+  /**
+   * Graceful shutdown: every open stream ends with UNAVAILABLE instead of holding the server open, and so does
+   * one still being authorised now, once it is.
+   */
   endStreams(): void {
+    this.closing = true;
     for (const stream of this.active) stream.shutdown();
   }
 
@@ -132,9 +138,10 @@ export class QueueServiceHandlers {
     let code: Status = Status.OK;
     call.once('error', (err: GrpcError) => (code = err.code));
     call.once('cancelled', () => (code = Status.CANCELLED));
+    const access: Access = { action: 'consume', topic: request.topic, group };
     let principal: Principal | null;
     try {
-      principal = await this.authorize(call.metadata, { action: 'consume', topic: request.topic, group });
+      principal = await this.authorize(call.metadata, access);
     } catch (err) {
       const error = this.toError(err);
       this.record('Subscribe', error.code, started);
@@ -154,14 +161,32 @@ export class QueueServiceHandlers {
       streams: this.deps.streams,
       toError: (err) => this.toError(err),
     });
+    if (this.closing) stream.shutdown();
     this.active.add(stream);
+    const recheck = principal ? this.recheckWhileOpen(call.metadata, access, stream) : undefined;
     try {
       await stream.run();
     } finally {
+      clearInterval(recheck);
       release();
       this.active.delete(stream);
       this.record('Subscribe', code, started);
     }
+  }
+
+  /**
+   * A stream is one call that may last for days: its token and its user's grants are checked again as often
+   * as a cached user may be stale (the bound every request keeps), so a deleted user, a removed grant or an
+   * expired token ends it (UNAUTHENTICATED, PERMISSION_DENIED) as they would refuse the next unary call. A
+   * check that fails for another reason (the database away) leaves the stream open; the next one decides.
+   */
+  private recheckWhileOpen(metadata: Metadata, access: Access, stream: SubscribeStream): NodeJS.Timeout {
+    const timer = setInterval(() => {
+      this.authorize(metadata, access).catch((err) => {
+        if (err instanceof DomainError && (err.code === 'unauthenticated' || err.code === 'forbidden')) stream.fail(err);
+      });
+    }, PRINCIPAL_CACHE_MS);
+    return timer.unref();
   }
 
   /**

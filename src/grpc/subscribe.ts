@@ -125,8 +125,8 @@ export class SubscribeStream implements Subscriber {
     };
     this.call.on('cancelled', onCancel);
     this.call.on('drain', onDrain);
-    // The client may have gone while the call was being authorised.
-    if (this.call.cancelled) this.finish();
+    // The client may have gone while the call was being authorised, or the server begun to shut down.
+    if (this.call.cancelled || this.done) this.finish();
     this.deps.streams.add(1, { topic: this.topic });
     try {
       if (!this.done) this.subscription = this.deps.hub.join({ topic: this.topic, group: this.group, visibilitySeconds: this.visibilitySeconds }, this);

@@ -59,9 +59,10 @@ const DEFAULT_POLL_MS = 1000;
  * free slots together, then deals the messages out round-robin. A claim per subscriber per wake-up cost one
  * mostly empty database transaction per stream for every enqueue flush.
  *
- * Messages claimed for a subscriber that left while the claim ran go to the feed's other subscribers while
- * they have room; otherwise they stay `processing` and come back through the visibility timeout, as
- * deliveries held by a stream that dies do.
+ * Messages claimed (or handed over) when no subscriber has room any more (its transport backed up since, or it
+ * left while the claim ran) wait in the feed and are dealt first when room appears, for as long as their claim
+ * lasts. When the feed's last subscriber leaves, they stay `processing` and come back through the visibility
+ * timeout, as deliveries held by a stream that dies do.
  */
 export class SubscriptionHub {
   private readonly feeds = new Map<string, Feed>();
@@ -130,6 +131,8 @@ class Feed {
   private reserved = 0;
   /** Where the next deal starts, so no subscriber is always served first. */
   private next = 0;
+  /** Claimed messages no subscriber had room for when they came, with the end of their claim. */
+  private undealt: Array<{ message: Message; until: number }> = [];
   private timer?: NodeJS.Timeout;
   private timerAt = Infinity;
   private readonly unsubscribe: () => void;
@@ -173,19 +176,27 @@ class Feed {
         if (fulfilled) return;
         fulfilled = true;
         this.reserved -= count;
-        this.deal(messages.slice(0, count));
+        this.deal(messages.slice(0, count), visibleUntil);
         this.arm();
       },
     };
   }
 
   private room(): number {
-    return this.subscribers.reduce((sum, s) => sum + s.free(), 0) - this.reserved;
+    return this.subscribers.reduce((sum, s) => sum + s.free(), 0) - this.reserved - this.undealt.length;
   }
 
-  /** Claims while a claim is due and someone has room; one claim in flight at a time. */
+  /** Deals what waits first, then claims while a claim is due and someone has room; one claim in flight at a time. */
   pump(): void {
-    if (this.running || this.closed) return;
+    if (this.closed) return;
+    if (this.undealt.length > 0) {
+      // A message whose claim lapsed is pending again (another consumer may have it by now): not ours to deal.
+      const now = Date.now();
+      const waiting = this.undealt.filter((u) => u.until > now);
+      this.undealt = [];
+      for (const [until, messages] of byClaimEnd(waiting)) this.deal(messages, until);
+    }
+    if (this.running) return;
     this.running = true;
     void this.claimWhileDue();
   }
@@ -197,13 +208,15 @@ class Feed {
         if (free <= 0) break;
         this.claimDue = false;
         const count = Math.min(free, MAX_DEQUEUE_COUNT);
+        // Taken before the claim: the claim ends no earlier than this.
+        const until = Date.now() + (this.spec.visibilitySeconds ?? this.deps.defaultVisibilitySeconds) * 1000;
         const messages = await this.deps.dequeue({
           topic: this.spec.topic,
           count,
           visibilityTimeoutSeconds: this.spec.visibilitySeconds,
           consumerGroup: this.spec.group,
         });
-        this.deal(messages);
+        this.deal(messages, until);
         // A full claim may have left more behind.
         if (messages.length === count) this.claimDue = true;
       }
@@ -215,8 +228,11 @@ class Feed {
     }
   }
 
-  /** One message at a time to the next subscriber with room, so a burst is spread over the streams. */
-  private deal(messages: Message[]): void {
+  /**
+   * One message at a time to the next subscriber with room, so a burst is spread over the streams. What finds
+   * no room waits for the next pump (an ack, a drained transport); `until` is when the messages' claim ends.
+   */
+  private deal(messages: Message[], until: number): void {
     const subscribers = [...this.subscribers];
     const n = subscribers.length;
     if (n === 0 || messages.length === 0) return;
@@ -229,8 +245,10 @@ class Feed {
         at = (at + 1) % n;
         tried++;
       }
-      // Nobody has room (a subscriber left mid-claim): the rest return through the visibility timeout.
-      if (room[at] === 0) break;
+      if (room[at] === 0) {
+        this.undealt.push({ message, until });
+        continue;
+      }
       dealt[at].push(message);
       room[at]--;
       at = (at + 1) % n;
@@ -279,4 +297,11 @@ class Feed {
     this.claimDue = true;
     this.pump();
   }
+}
+
+/** Messages grouped by the end of their claim, in the order they came. */
+function byClaimEnd(waiting: Array<{ message: Message; until: number }>): Map<number, Message[]> {
+  const groups = new Map<number, Message[]>();
+  for (const { message, until } of waiting) groups.set(until, [...(groups.get(until) ?? []), message]);
+  return groups;
 }

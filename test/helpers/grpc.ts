@@ -9,10 +9,10 @@ type AnyClient = grpc.Client & Record<string, any>;
 export class QueueClient {
   readonly raw: AnyClient;
 
-  constructor(port: number, private readonly token?: string) {
+  constructor(port: number, private readonly token?: string, options?: grpc.ChannelOptions) {
     const definition = protoLoader.loadSync(queueProtoPath(), { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
     const pkg = grpc.loadPackageDefinition(definition) as any;
-    this.raw = new pkg.queue.QueueService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    this.raw = new pkg.queue.QueueService(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), options);
   }
 
   metadata(token = this.token): grpc.Metadata {
