@@ -45,6 +45,19 @@ describeEachEngine('users and grants endpoints', (engine) => {
     expectErrorBody(await server.admin.post('/api/users', { username: 'bob', password: 'long-enough-pass' }), 409);
   });
 
+  it('takes usernames exactly as typed on both engines: no surrounding whitespace, no login by a padded name', async () => {
+    for (const username of ['erin ', ' erin', 'erin\t']) {
+      const res = await server.admin.post('/api/users', { username, password: 'long-enough-pass' });
+      expectErrorBody(res, 400);
+      expect(res.body.error).toBe('username must not begin or end with whitespace');
+    }
+    expect((await server.admin.post('/api/users', { username: 'erin', password: 'long-enough-pass' })).status).toBe(201);
+    // MySQL's collation ignores trailing spaces: the lookup must not find erin for `erin  `.
+    const padded = await server.api.post('/api/auth/login', { username: 'erin  ', password: 'long-enough-pass' });
+    expectErrorBody(padded, 401);
+    expect((await server.api.post('/api/auth/login', { username: 'erin', password: 'long-enough-pass' })).status).toBe(200);
+  });
+
   it('updates only the supplied fields; 400 short password, 404 unknown user, 409 taken name', async () => {
     const carol = (await server.admin.post('/api/users', { username: 'carol', password: USER_PASSWORD })).body;
     const renamed = await server.admin.put(`/api/users/${carol.id}`, { username: 'caroline' });

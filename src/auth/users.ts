@@ -33,6 +33,8 @@ const withoutHash = ({ password_hash: _hash, ...user }: UserRow): User => user;
 function assertUsername(value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '') throw invalid('username is required and must be a non-empty string');
   if (value.length > MAX_USERNAME_LENGTH) throw invalid(`username must be at most ${MAX_USERNAME_LENGTH} characters`);
+  // `alice ` beside `alice` would be a second user on SQLite and the same one on MySQL (trailing spaces ignored).
+  if (value !== value.trim()) throw invalid('username must not begin or end with whitespace');
   return value;
 }
 

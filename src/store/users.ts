@@ -32,8 +32,9 @@ export async function getUser(db: Knex, id: string): Promise<UserRow | null> {
 }
 
 export async function findUserByName(db: Knex, username: string): Promise<UserRow | null> {
+  // Compared again here: MySQL's utf8mb4_bin ignores trailing spaces, so `alice ` would find `alice` there.
   const row = await db('users').where({ username }).first();
-  return row ? normalise(row) : null;
+  return row && String(row.username) === username ? normalise(row) : null;
 }
 
 /**
