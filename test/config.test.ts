@@ -15,6 +15,16 @@ const tempDir = tempDirs('conveyor-config-');
 const runCli = (args: string[], env: Record<string, string>, cwd = tempDir()) => runCliIn(args, { CONVEYOR_LOG_LEVEL: 'warn', ...env }, cwd);
 
 const lines = (text: string) => text.split('\n').filter((l) => l.trim() !== '');
+/** `conveyor config check` over a database that is never opened, with `env` on top. */
+const configCheck = (env: Record<string, string>) => runCli(['config', 'check'], { CONVEYOR_DB_URL: `sqlite:${join(tempDir(), 'never.db')}`, ...env });
+/** Each environment is refused (exit 2) with exactly its one line. */
+async function expectRefused(cases: Array<[Record<string, string>, string]>): Promise<void> {
+  const runs = await Promise.all(cases.map(([env]) => configCheck(env)));
+  runs.forEach((run, i) => {
+    expect(run.code, run.stderr).toBe(2);
+    expect(lines(run.stderr)).toEqual([`conveyor: invalid configuration: ${cases[i][1]}`]);
+  });
+}
 
 describe('invalid configuration refuses to start with one line naming the key', () => {
   const sqliteUrl = () => `sqlite:${join(tempDir(), 'c.db')}`;
@@ -281,16 +291,11 @@ describe('secrets from files (*_file keys)', () => {
       [{ CONVEYOR_QUEUE_VISIBILITY_TIMEOUT: '13h' }, 'queue.visibility_timeout: expected a duration of at most 12h, got "13h"'],
       [{ CONVEYOR_QUEUE_MESSAGE_TTL: '36501d' }, 'queue.message_ttl: expected a duration of at most 36500d, got "36501d"'],
     ];
-    const runs = await Promise.all(cases.map(([env]) => runCli(['config', 'check'], { CONVEYOR_DB_URL: `sqlite:${join(tempDir(), 'never.db')}`, ...env })));
-    runs.forEach((run, i) => {
-      expect(run.code, run.stderr).toBe(2);
-      expect(lines(run.stderr)).toEqual([`conveyor: invalid configuration: ${cases[i][1]}`]);
-    });
-    const retries = await runCli(['config', 'check'], { CONVEYOR_DB_URL: `sqlite:${join(tempDir(), 'never.db')}`, CONVEYOR_QUEUE_MAX_RETRIES: '2147483648' });
+    await expectRefused(cases);
+    const retries = await configCheck({ CONVEYOR_QUEUE_MAX_RETRIES: '2147483648' });
     expect(retries.code, retries.stderr).toBe(2);
     expect(retries.stderr).toMatch(/^conveyor: invalid configuration: queue\.max_retries: /);
-    const longest = await runCli(['config', 'check'], {
-      CONVEYOR_DB_URL: `sqlite:${join(tempDir(), 'never.db')}`,
+    const longest = await configCheck({
       CONVEYOR_QUEUE_EXPIRY_REAPER_INTERVAL: '24d',
       CONVEYOR_QUEUE_VISIBILITY_TIMEOUT: '12h',
       CONVEYOR_QUEUE_MESSAGE_TTL: '36500d',
@@ -306,12 +311,8 @@ describe('secrets from files (*_file keys)', () => {
       [{ CONVEYOR_CONTROLLER_RETRY_PERIOD: '9s' }, 'controller.renew_deadline: must be longer than 1.2 x controller.retry_period'],
       [{ CONVEYOR_CONTROLLER_RETRY_PERIOD: '0' }, 'controller.retry_period: expected a duration above 0'],
     ];
-    const runs = await Promise.all(cases.map(([env]) => runCli(['config', 'check'], { CONVEYOR_DB_URL: `sqlite:${join(tempDir(), 'never.db')}`, ...env })));
-    runs.forEach((run, i) => {
-      expect(run.code, run.stderr).toBe(2);
-      expect(lines(run.stderr)).toEqual([`conveyor: invalid configuration: ${cases[i][1]}`]);
-    });
-    const fine = await runCli(['config', 'check'], { CONVEYOR_DB_URL: `sqlite:${join(tempDir(), 'never.db')}`, CONVEYOR_CONTROLLER_LEASE_DURATION: '30s', CONVEYOR_CONTROLLER_RENEW_DEADLINE: '20s' });
+    await expectRefused(cases);
+    const fine = await configCheck({ CONVEYOR_CONTROLLER_LEASE_DURATION: '30s', CONVEYOR_CONTROLLER_RENEW_DEADLINE: '20s' });
     expect(fine.code, fine.stderr).toBe(0);
   });
 
