@@ -302,6 +302,10 @@ class Feed {
 /** Messages grouped by the end of their claim, in the order they came. */
 function byClaimEnd(waiting: Array<{ message: Message; until: number }>): Map<number, Message[]> {
   const groups = new Map<number, Message[]>();
-  for (const { message, until } of waiting) groups.set(until, [...(groups.get(until) ?? []), message]);
+  for (const { message, until } of waiting) {
+    const group = groups.get(until);
+    if (group) group.push(message);
+    else groups.set(until, [message]);
+  }
   return groups;
 }

@@ -66,7 +66,11 @@ export async function dropDeliveries(db: Knex, topic: string, chosen: (query: Kn
     const batch: Array<{ message_id: string; consumer_group: string }> = await chosen(db('deliveries').select('message_id', 'consumer_group').where({ topic })).limit(1000);
     if (batch.length === 0) return finished;
     const byGroup = new Map<string, string[]>();
-    for (const { message_id, consumer_group } of batch) byGroup.set(consumer_group, [...(byGroup.get(consumer_group) ?? []), String(message_id)]);
+    for (const { message_id, consumer_group } of batch) {
+      const ids = byGroup.get(consumer_group);
+      if (ids) ids.push(String(message_id));
+      else byGroup.set(consumer_group, [String(message_id)]);
+    }
     // Retried whole; a re-run after a lost commit answer that finds these messages already finished counts
     // what the lost attempt finished.
     let earlier: SettleOutcome | undefined;
