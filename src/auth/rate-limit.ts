@@ -25,12 +25,18 @@ const decide = (count: number, remainingMs: number): RateDecision => ({
 /** Fixed windows per client, one instance only. Expired windows are swept as they are met, so memory stays bounded by the clients of the last minute. */
 export class MemoryRateLimiter implements LoginRateLimiter {
   private readonly windows = new Map<string, { count: number; endsAt: number }>();
+  private sweptAt = 0;
 
   constructor(private readonly now: () => number) {}
 
   async hit(client: string): Promise<RateDecision> {
     const now = this.now();
-    if (this.windows.size > 10_000) this.sweep(now);
+    // At most once a second: with more than 10,000 clients in the last minute, a sweep on every attempt would
+    // make each login walk them all.
+    if (this.windows.size > 10_000 && now - this.sweptAt >= 1000) {
+      this.sweptAt = now;
+      this.sweep(now);
+    }
     let window = this.windows.get(client);
     if (!window || window.endsAt <= now) {
       window = { count: 0, endsAt: now + LOGIN_WINDOW_MS };
