@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachEngine } from './helpers/engines.js';
 import { parseMetrics, valueOf } from './helpers/metrics.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { manualClock, startTestServer, type TestServer } from './helpers/server.js';
 
 const SCHEMA = JSON.stringify({ type: 'record', name: 'Order', fields: [{ name: 'id', type: 'string' }] });
 const TOPICS = ['m-main', 'm-retry', 'm-dlq', 'm-fail', 'm-redeliver', 'm-super', 'm-cap', 'm-schema', 'm-invalid', 'm-old'];
@@ -148,5 +148,35 @@ describeEachEngine('metrics', (engine) => {
     expect(inf).toBe(2);
     const sum = counter('conveyor_http_request_duration_seconds_sum', { route: '/api/messages/:id/ack', method: 'POST', status: '204' });
     expect(sum).toBeGreaterThan(0);
+  });
+});
+
+describeEachEngine('queue gauges', (engine) => {
+  const clock = manualClock();
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(engine, { now: clock.now });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('drop the series of a topic that emptied: no stale depth or age keeps an alert firing', async () => {
+    const scrape = async () => parseMetrics((await server.api.get('/metrics')).text);
+    await server.api.enqueue('g-purged', 'x');
+    await server.api.enqueue('g-kept', 'x');
+    clock.advance(60_000);
+    let samples = await scrape();
+    expect(valueOf(samples, 'conveyor_queue_depth', { topic: 'g-purged', status: 'pending' })).toBe(1);
+    expect(valueOf(samples, 'conveyor_oldest_pending_age_seconds', { topic: 'g-purged' })).toBe(60);
+
+    expect((await server.api.post('/api/topics/g-purged/purge', {})).body).toEqual({ deleted: 1 });
+    // The snapshot is reused for 10 s; the next one no longer holds the topic.
+    clock.advance(11_000);
+    samples = await scrape();
+    expect(valueOf(samples, 'conveyor_queue_depth', { topic: 'g-purged', status: 'pending' })).toBeUndefined();
+    expect(valueOf(samples, 'conveyor_oldest_pending_age_seconds', { topic: 'g-purged' })).toBeUndefined();
+    expect(valueOf(samples, 'conveyor_queue_depth', { topic: 'g-kept', status: 'pending' })).toBe(1);
+    expect(valueOf(samples, 'conveyor_oldest_pending_age_seconds', { topic: 'g-kept' })).toBe(71);
   });
 });

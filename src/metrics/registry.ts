@@ -3,6 +3,7 @@ import type { Attributes, Meter } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { metrics as sdkMetrics, resources } from '@opentelemetry/sdk-node';
 import { observeProcessMetrics } from './process-metrics.js';
+import { QueueGaugesProducer, type QueueGaugeSource } from './queue-gauges-producer.js';
 import { Tallies, type TallyCounter, type TallyHistogram } from './tallies.js';
 import type { MessageEvent, NackOutcome, QueueMetrics, RejectReason } from '../queue/metrics-port.js';
 
@@ -10,10 +11,7 @@ const topicAttributes = (topic: string): Attributes => ({ topic });
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-export interface QueueGaugeSource {
-  /** Depth per topic and status, and the oldest pending message's age per topic; may be cached. */
-  snapshot(): Promise<{ depth: Array<{ topic: string; status: string; count: number }>; oldestPendingAgeSeconds: Map<string, number> }>;
-}
+export type { QueueGaugeSource } from './queue-gauges-producer.js';
 
 /**
  * One MeterProvider per server (not the global one), so several servers in one process — the tests —
@@ -25,6 +23,7 @@ export class MetricsRegistry implements QueueMetrics {
   private readonly provider: sdkMetrics.MeterProvider;
   /** What the per-message and per-request paths count (src/metrics/tallies.ts says why not `meter`). */
   private readonly tallies: Tallies;
+  private readonly queueGauges: QueueGaugesProducer;
   private readonly messageCounters = new Map<MessageEvent, TallyCounter>();
   private readonly nackCounter: TallyCounter;
   private readonly rejectCounter: TallyCounter;
@@ -35,7 +34,8 @@ export class MetricsRegistry implements QueueMetrics {
   constructor() {
     const resource = resources.resourceFromAttributes({ 'service.name': 'conveyor' });
     this.tallies = new Tallies(resource, 'conveyor');
-    this.exporter = new PrometheusExporter({ preventServerStart: true, metricProducers: [this.tallies] });
+    this.queueGauges = new QueueGaugesProducer(resource, 'conveyor');
+    this.exporter = new PrometheusExporter({ preventServerStart: true, metricProducers: [this.tallies, this.queueGauges] });
     this.provider = new sdkMetrics.MeterProvider({ readers: [this.exporter], resource });
     this.meter = this.provider.getMeter('conveyor');
     const events: MessageEvent[] = ['enqueued', 'dequeued', 'handed_over', 'acked', 'requeued', 'redelivered', 'superseded', 'expired', 'deleted', 'replayed'];
@@ -74,19 +74,7 @@ export class MetricsRegistry implements QueueMetrics {
   }
 
   observeQueues(source: QueueGaugeSource): void {
-    const depth = this.meter.createObservableGauge('conveyor_queue_depth', { description: 'Messages by topic and status' });
-    const oldest = this.meter.createObservableGauge('conveyor_oldest_pending_age_seconds', {
-      description: 'Age of the oldest pending message per topic',
-      unit: 's',
-    });
-    this.meter.addBatchObservableCallback(
-      async (result) => {
-        const snapshot = await source.snapshot();
-        for (const row of snapshot.depth) result.observe(depth, row.count, { topic: row.topic, status: row.status });
-        for (const [topic, age] of snapshot.oldestPendingAgeSeconds) result.observe(oldest, age, { topic });
-      },
-      [depth, oldest],
-    );
+    this.queueGauges.observe(source);
   }
 
   /** GET /metrics, in Prometheus text format. */
