@@ -284,12 +284,16 @@ describe('secrets from files (*_file keys)', () => {
     for (const secret of [jwt, password, redisPassword]) expect(server.output()).not.toContain(secret);
   }, 120_000);
 
-  it('refuses durations longer than a timer can wait or a message can be dated, and counts beyond their column', async () => {
+  it('refuses durations longer than a timer can wait or a message can be dated, counts beyond their column, and a delete schedule that is no cron', async () => {
     const cases: Array<[Record<string, string>, string]> = [
       [{ CONVEYOR_QUEUE_EXPIRY_REAPER_INTERVAL: '30d' }, 'queue.expiry_reaper_interval: expected a duration of at most 24d, got "30d"'],
       [{ CONVEYOR_SERVER_TLS_RELOAD_INTERVAL: '2592000' }, 'server.tls_reload_interval: expected a duration of at most 24d, got "2592000"'],
       [{ CONVEYOR_QUEUE_VISIBILITY_TIMEOUT: '13h' }, 'queue.visibility_timeout: expected a duration of at most 12h, got "13h"'],
       [{ CONVEYOR_QUEUE_MESSAGE_TTL: '36501d' }, 'queue.message_ttl: expected a duration of at most 36500d, got "36501d"'],
+      [
+        { CONVEYOR_QUEUE_DELETE_REAPER_SCHEDULE: 'every day' },
+        'queue.delete_reaper_schedule: schedule is not a valid cron expression: it needs 5 fields (minute hour day-of-month month day-of-week), or 6 with a leading seconds field; got 2',
+      ],
     ];
     await expectRefused(cases);
     const retries = await configCheck({ CONVEYOR_QUEUE_MAX_RETRIES: '2147483648' });
@@ -300,6 +304,7 @@ describe('secrets from files (*_file keys)', () => {
       CONVEYOR_QUEUE_VISIBILITY_TIMEOUT: '12h',
       CONVEYOR_QUEUE_MESSAGE_TTL: '36500d',
       CONVEYOR_QUEUE_MAX_RETRIES: '2147483647',
+      CONVEYOR_QUEUE_DELETE_REAPER_SCHEDULE: '0 3 * * *',
     });
     expect(longest.code, longest.stderr).toBe(0);
   });

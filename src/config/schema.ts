@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { parseDurationSeconds } from './duration.js';
 import { parseAllowedOrigins } from './origins.js';
 import { MAX_DATA_SECONDS, MAX_INT32 } from '../queue/bounds.js';
+import { validateCron } from '../reapers/cron-expression.js';
 
 /**
  * Most durations drive a timer, and Node runs a timer longer than 2^31-1 ms (24.8 days) after 1 ms instead, so
@@ -103,7 +104,17 @@ export const configSchema = z.strictObject({
       message_ttl: duration('24h', MAX_DATA_SECONDS).describe('default TTL of a message; 0 = never expires'),
       max_payload_bytes: z.coerce.number().int().min(1).default(1_048_576).describe('larger payloads get 413'),
       require_topic_registration: bool.default(false).describe('enqueue and dequeue only on topics with a configuration (else 422)'),
-      delete_reaper_schedule: z.string().default('').describe('cron (5 fields) of the delete reaper; "" = disabled; a stored schedule wins'),
+      delete_reaper_schedule: z
+        .string()
+        .default('')
+        .superRefine((value, ctx) => {
+          try {
+            if (value.trim() !== '') validateCron(value.trim());
+          } catch (err) {
+            ctx.addIssue({ code: 'custom', message: (err as Error).message });
+          }
+        })
+        .describe('cron (5 fields) of the delete reaper; "" = disabled; a stored schedule wins'),
       expiry_reaper_interval: duration('60s').describe('in-process expiry reaper period; 0 = off'),
       archive_reaper_interval: duration('1h').describe('in-process archive reaper period; 0 = off'),
       config_refresh_interval: duration('1s').describe('how often an instance checks for topic configuration changed elsewhere'),
