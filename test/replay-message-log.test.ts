@@ -159,6 +159,8 @@ describeEachEngine('archive log and replay', (engine) => {
     expect(new Set(items.map((m: any) => m.payload)).size).toBe(250);
     const metrics = await api.get('/metrics');
     expect(metrics.text).toMatch(/conveyor_messages_replayed_total\{[^}]*topic="big"[^}]*\} 250/);
+    // Replays are enqueues too: 250 by the batch, 250 by the replay.
+    expect(metrics.text).toMatch(/conveyor_messages_enqueued_total\{[^}]*topic="big"[^}]*\} 500/);
   });
 
   it('deletes log entries acked before a time, and needs a valid before', async () => {

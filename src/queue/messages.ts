@@ -346,6 +346,11 @@ export class MessageService {
       createdAt: now,
     }));
     const outcomes = await this.insertAll(messages, false);
+    // Counted as any enqueue is: what was stored, and what a full topic refused.
+    outcomes.forEach((o, i) => {
+      if (o.outcome === 'full') this.deps.metrics.rejected(messages[i].topic, 'depth');
+      else this.deps.metrics.message('enqueued', messages[i].topic);
+    });
     const stored = outcomes.filter((o) => o.outcome !== 'full').length;
     for (const topic of new Set(items.map((i) => i.topic))) this.deps.signals.signal(topic);
     return { stored, full: stored < outcomes.length };
