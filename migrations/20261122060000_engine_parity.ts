@@ -19,21 +19,19 @@ async function noPadCollation(db: Knex): Promise<string> {
   return found;
 }
 
-async function pendingKeyExpression(db: Knex): Promise<string> {
-  const [rows] = (await db.raw(
-    "SELECT GENERATION_EXPRESSION AS expr FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'messages' AND COLUMN_NAME = 'pending_key'",
-  )) as [Array<{ expr: string }>];
-  if (!rows[0]?.expr) throw new Error('messages.pending_key is not a generated column');
-  return rows[0].expr;
-}
+/**
+ * pending_key's rule, as the initial migration created it. Written out rather than read back from
+ * information_schema: MySQL 8 returns GENERATION_EXPRESSION with its quotes escaped (\'pending\'), which pasted
+ * into ADD COLUMN is a syntax error after the DROP COLUMN has already committed.
+ */
+const PENDING_KEY_RULE = "IF(status = 'pending' AND original_topic = '', msg_key, NULL)";
 
 async function setKeyCollation(db: Knex, collation: string): Promise<void> {
   const column = `VARCHAR(255) CHARACTER SET utf8mb4 COLLATE ${collation}`;
   // pending_key is generated from msg_key, so it goes while msg_key changes and comes back with the same rule.
-  const expression = await pendingKeyExpression(db);
   await db.raw('ALTER TABLE messages DROP INDEX messages_pending_key, DROP COLUMN pending_key');
   await db.raw(`ALTER TABLE messages MODIFY msg_key ${column} NULL`);
-  await db.raw(`ALTER TABLE messages ADD COLUMN pending_key ${column} AS (${expression}) STORED, ADD UNIQUE INDEX messages_pending_key (topic, pending_key)`);
+  await db.raw(`ALTER TABLE messages ADD COLUMN pending_key ${column} AS (${PENDING_KEY_RULE}) STORED, ADD UNIQUE INDEX messages_pending_key (topic, pending_key)`);
   if (await db.schema.hasTable('message_log')) await db.raw(`ALTER TABLE message_log MODIFY msg_key ${column} NULL`);
 }
 

@@ -85,7 +85,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   tls?.watch(config.server.tls_reload_interval);
   const db = createDb({ url: config.db.url, poolSize: config.db.pool_size, logger, lockWaitTimeoutSeconds: config.db.lock_wait_timeout });
   try {
-    const applied = await migrate(db);
+    const applied = await migrate(db, logger);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
     // Galera: refuse a schema the cluster would not replicate; log the cluster's size and state.
     await checkClusterSchema(db, logger);

@@ -18,9 +18,10 @@ conveyor serve migrates at start-up too; this command is for init containers and
 export async function runMigrations(configPath: string | undefined): Promise<void> {
   const config = loadConfig({ configPath });
   const { createDb, migrate } = await import('../store/db.js');
-  const db = createDb({ url: config.db.url, logger: quietConnectionLogger(createStderrLogger(config.log.level)) });
+  const logger = createStderrLogger(config.log.level);
+  const db = createDb({ url: config.db.url, logger: quietConnectionLogger(logger) });
   try {
-    const applied = await migrate(db);
+    const applied = await migrate(db, logger);
     process.stdout.write(`${JSON.stringify({ applied })}\n`);
   } finally {
     await db.destroy();

@@ -23,7 +23,7 @@ export interface DomainRuntime extends ControllerDomain {
 async function openDomain(config: Config, logger: Logger, metrics: MetricsRegistry, connectionFailures: RepeatedFailure): Promise<DomainRuntime> {
   const db = createDb({ url: config.db.url, poolSize: Math.min(config.db.pool_size, 4), logger, connectionFailures });
   try {
-    await migrate(db);
+    await migrate(db, logger);
     const catalog = new Catalog(db, config.queue.config_refresh_interval, logger);
     await catalog.start();
     return {

@@ -215,7 +215,11 @@ const MIGRATION_LOCK_WAIT_MS = 60_000;
  */
 function isConcurrentMigration(err: unknown): boolean {
   const e = err as { name?: string; errno?: number; message?: string };
-  return e?.name === 'MigrationLocked' || e?.errno === 1050 || e?.errno === 1062 || /knex_migrations\S*` already exists|table .?knex_migrations\S* already exists/i.test(e?.message ?? '');
+  const message = e?.message ?? '';
+  // Only knex's own tables: a table of a migration that already exists is a migration applied half-way
+  // (MySQL commits each DDL statement), whose own error is the one to report.
+  const knexTable = /knex_migrations/i.test(message);
+  return e?.name === 'MigrationLocked' || ((e?.errno === 1050 || e?.errno === 1062) && knexTable) || /knex_migrations\S*` already exists|table .?knex_migrations\S* already exists/i.test(message);
 }
 
 /**
@@ -246,8 +250,25 @@ async function withMigrationLease<T>(db: Knex, run: () => Promise<T>): Promise<T
 }
 
 /** Applies pending migrations under the migrations lease and knex's migration lock, so many pods can start at once. */
-export async function migrate(db: Knex): Promise<string[]> {
-  return withMigrationLease(db, () => migrateLatest(db));
+export async function migrate(db: Knex, logger: Logger): Promise<string[]> {
+  return withMigrationLease(db, async () => {
+    await freeAbandonedLock(db, logger);
+    return migrateLatest(db);
+  });
+}
+
+/**
+ * knex takes its lock inside the migration's transaction, but MySQL commits at the first DDL statement, so a
+ * process killed while migrating (an OOM kill, a probe's restart) leaves knex_migrations_lock taken for good,
+ * and every later start would wait and fail. Whoever holds the migrations lease knows nobody else is
+ * migrating (a holder that stopped renewing for 30 s has lost it), so a lock found taken here was abandoned.
+ */
+async function freeAbandonedLock(db: Knex, logger: Logger): Promise<void> {
+  if (!(await db.schema.hasTable('knex_migrations_lock'))) return;
+  const taken = await db('knex_migrations_lock').where({ is_locked: 1 }).first();
+  if (!taken) return;
+  logger.warn('knex_migrations_lock was left taken by a migration that stopped half-way; freeing it (the migrations lease shows nobody else is migrating)');
+  await db.migrate.forceFreeMigrationsLock({ migrationSource });
 }
 
 async function migrateLatest(db: Knex): Promise<string[]> {
