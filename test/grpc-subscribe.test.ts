@@ -311,6 +311,8 @@ describeEachEngine('gRPC Subscribe', (engine) => {
       const bad = new StreamRecorder(client.subscribe({ topic: 'no spaces allowed' }));
       await bad.until(() => bad.ended !== undefined, 5000, 'the error');
       expect(bad.ended!.code).toBe(status.INVALID_ARGUMENT);
+      // Refused before it is counted: the open-streams gauge holds no series for a name no topic can have.
+      expect((await server.api.get('/metrics')).text).not.toContain('no spaces allowed');
       const zero = new StreamRecorder(client.subscribe({ topic: topic(), visibility_timeout_seconds: 0 }));
       await zero.until(() => zero.ended !== undefined, 5000, 'the error');
       expect(zero.ended!.code).toBe(status.INVALID_ARGUMENT);

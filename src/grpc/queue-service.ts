@@ -9,6 +9,7 @@ import type { SubscriptionHub } from '../queue/subscriptions.js';
 import type { Access, CallGuard } from './auth.js';
 import { DomainError, notFound } from '../queue/errors.js';
 import { ackBatchOfHeld } from '../queue/held-ack-batch.js';
+import { assertTopicName } from '../queue/topic-names.js';
 import { codeName, grpcError, toGrpcError, type GrpcError } from './errors.js';
 import { isMalformed, malformedType, type MalformedRequest } from './malformed.js';
 import {
@@ -125,6 +126,15 @@ export class QueueServiceHandlers {
     const request = call.request;
     if (isMalformed(request)) {
       const error = malformed(request);
+      this.record('Subscribe', error.code, started);
+      return void call.emit('error', error);
+    }
+    // Checked before anything is counted or authorised: the open-streams gauge is labelled by topic, and a
+    // stream of a name no topic can have would leave a series behind.
+    try {
+      assertTopicName(request.topic);
+    } catch (err) {
+      const error = this.toError(err);
       this.record('Subscribe', error.code, started);
       return void call.emit('error', error);
     }
