@@ -364,5 +364,11 @@ describe('secrets from files (*_file keys)', () => {
       }
       expect(serve.stdout).not.toContain('conveyor listening');
     });
+    // The commands that open the database say the same of a db.url none can open.
+    const badUrl = { CONVEYOR_DB_URL: `app:${short}@db:3306/q` };
+    for (const run of await Promise.all([runCli(['migrate'], badUrl), runCli(['reap', 'expiry'], badUrl)])) {
+      expect(run.code, run.stderr).toBe(2);
+      expect(lines(run.stderr)).toEqual(['conveyor: db.url: unsupported scheme "app"; use sqlite:<path> or mysql://user:pass@host:3306/db']);
+    }
   }, 120_000);
 });

@@ -1,5 +1,6 @@
 import { loadConfig } from '../config/load.js';
 import { createStderrLogger } from '../log/logger.js';
+import { assertOpenableDbUrl } from './db-url.js';
 import { CONFIG_OPTION, HELP_OPTION, type CommandHelp } from './help.js';
 import { quietConnectionLogger } from './one-shot.js';
 
@@ -17,6 +18,7 @@ conveyor serve migrates at start-up too; this command is for init containers and
 
 export async function runMigrations(configPath: string | undefined): Promise<void> {
   const config = loadConfig({ configPath });
+  await assertOpenableDbUrl(config.db.url);
   const { createDb, migrate } = await import('../store/db.js');
   const logger = createStderrLogger(config.log.level);
   const db = createDb({ url: config.db.url, logger: quietConnectionLogger(logger) });

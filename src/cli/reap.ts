@@ -1,5 +1,6 @@
 import { loadConfig } from '../config/load.js';
 import { createStderrLogger } from '../log/logger.js';
+import { assertOpenableDbUrl } from './db-url.js';
 import { CONFIG_OPTION, HELP_OPTION, type CommandHelp } from './help.js';
 import { quietConnectionLogger } from './one-shot.js';
 
@@ -30,6 +31,7 @@ export async function reap(configPath: string | undefined, kindArg: string | und
     throw new ReapUsageError((err as Error).message);
   }
   const config = loadConfig({ configPath });
+  await assertOpenableDbUrl(config.db.url);
   const line = await reapOnce(config, kind, quietConnectionLogger(createStderrLogger(config.log.level)));
   process.stdout.write(`${line}\n`);
 }

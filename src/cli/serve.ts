@@ -1,7 +1,8 @@
-import { ConfigError, loadConfig } from '../config/load.js';
+import { loadConfig } from '../config/load.js';
 import { routeConsoleToLogger } from '../log/console.js';
 import { createLogger } from '../log/logger.js';
 import { applyServeGcPolicy } from './gc-policy.js';
+import { assertOpenableDbUrl } from './db-url.js';
 import { CONFIG_OPTION, HELP_OPTION, type CommandHelp } from './help.js';
 import { exitOnSignal } from './signals.js';
 
@@ -21,13 +22,7 @@ authentication is on, whether TLS is ("tls": "off", "on" or "mutual") and the re
 export async function serve(configPath: string | undefined): Promise<void> {
   applyServeGcPolicy();
   const config = loadConfig({ configPath });
-  // A db.url it cannot open is a configuration error, said as `config check` says it (and never with the URL).
-  const { describeDb } = await import('../store/db.js');
-  try {
-    describeDb(config.db.url);
-  } catch (err) {
-    throw new ConfigError((err as Error).message);
-  }
+  await assertOpenableDbUrl(config.db.url);
   const logger = createLogger(config.log.level);
   routeConsoleToLogger(logger);
   // Loaded only here, so `--help`, `version` and `config check` do not pay for the whole service.
