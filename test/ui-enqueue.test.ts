@@ -144,6 +144,52 @@ describe('admin UI enqueue screen (SQLite, auth off)', () => {
     expect(errors.filter((e) => !e.includes('422'))).toEqual([]);
   });
 
+  it('refuses a pasted key over 255 characters instead of cutting it, and counts an emoji as one', async () => {
+    const { page, errors } = await openUi(browser, server, { path: '#/enqueue?topic=ui.keys' });
+    const key = page.getByLabel('Key (optional)');
+    await page.getByLabel('Payload').fill('keyed');
+    // Pasted: insertText goes through the browser's editing, as a paste does (and as maxlength would cut it).
+    await key.click();
+    await page.keyboard.insertText('k'.repeat(300));
+    expect(await key.inputValue()).toHaveLength(300);
+    const error = page.locator('.field-error');
+    await expect.poll(() => error.textContent()).toBe('The key is 300 characters long; the service takes at most 255.');
+    expect(await key.getAttribute('aria-invalid')).toBe('true');
+    await page.getByRole('button', { name: 'Enqueue' }).click();
+    expect((await server.api.get('/api/messages?topic=ui.keys')).body.total).toBe(0);
+    expect(await page.locator('[role="status"]').textContent()).toBe('');
+
+    // 200 emoji: 400 UTF-16 units, 200 characters as the service counts them.
+    const emoji = '😀'.repeat(200);
+    await key.fill('');
+    await page.keyboard.insertText(emoji);
+    expect(await error.count()).toBe(0);
+    await page.getByRole('button', { name: 'Enqueue' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('Enqueued message');
+    expect((await server.api.get('/api/messages?topic=ui.keys')).body.items.map((m: any) => m.key)).toEqual([emoji]);
+    expect(errors.filter((e) => !e.includes('404'))).toEqual([]);
+  });
+
+  it('shows the 413 for metadata over 64 KiB at the metadata editor, not at the payload', async () => {
+    const { page } = await openUi(browser, server, { path: '#/enqueue?topic=ui.bigmeta' });
+    const big = JSON.stringify({ note: 'm'.repeat(66_000) });
+    expect(Buffer.byteLength(big)).toBeGreaterThan(65_536);
+    const metadata = page.getByLabel('Metadata (optional)');
+    const payload = page.getByLabel('Payload');
+    await metadata.fill(big);
+    await payload.fill('small');
+    await page.getByRole('button', { name: 'Enqueue' }).click();
+    const refused = await server.api.post('/api/messages', { topic: 'ui.bigmeta', payload: 'small', metadata: JSON.parse(big) });
+    expect([refused.status, refused.body.error]).toEqual([413, 'metadata exceeds 65536 bytes (as JSON)']);
+    // The message is the metadata editor's own: its described-by error, and the payload stays unmarked.
+    await expect.poll(() => metadata.getAttribute('aria-invalid')).toBe('true');
+    const describedBy = (await metadata.getAttribute('aria-describedby'))!;
+    expect(await page.locator(`[id="${describedBy.split(' ').pop()}"]`).textContent()).toBe(refused.body.error);
+    expect(await payload.getAttribute('aria-invalid')).toBeNull();
+    expect(await page.locator('.field-error').count()).toBe(1);
+    expect((await server.api.get('/api/messages?topic=ui.bigmeta')).body.total).toBe(0);
+  });
+
   it('shows 413, 429 and 400 answers inline', async () => {
     expect((await server.api.put('/api/topic-configs/ui.full', { max_depth: 1 })).status).toBe(200);
     expect((await server.api.enqueue('ui.full', 'first')).status).toBe(201);

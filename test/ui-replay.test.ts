@@ -55,6 +55,41 @@ describe('admin UI: replay (SQLite, auth off)', () => {
     expect(await pager.getByRole('button', { name: 'Next' }).isDisabled()).toBe(true);
   });
 
+  it('moves back to the last page when the log is trimmed under the reader', async () => {
+    expect((await server.api.put('/api/topic-configs/ui.trim', { replayable: true })).status).toBe(200);
+    const ackAll = async (count: number) => {
+      const messages = Array.from({ length: count }, (_, i) => ({ topic: 'ui.trim', payload: `entry ${i}` }));
+      expect((await server.api.post('/api/messages/batch', { messages })).status).toBe(201);
+      const ids = (await server.api.dequeue('ui.trim', { count })).body.messages.map((m: { id: string }) => m.id);
+      expect((await server.api.post('/api/messages/ack', { ids })).body.acked).toHaveLength(count);
+    };
+    // The oldest entry alone before the cut, then 20 after it: 21 entries, a second page of one.
+    await ackAll(1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const cut = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await ackAll(20);
+
+    const { page, errors } = await openUi(browser, server, { path: '#/replay?topic=ui.trim' });
+    const pager = page.getByRole('navigation', { name: 'Message log pages' });
+    await pager.getByText('1–20 of 21').waitFor();
+    await pager.getByRole('button', { name: 'Next' }).click();
+    await pager.getByText('21–21 of 21').waitFor();
+    // Trimmed as the archive reaper trims: the oldest entries go, and the second page is past the end.
+    const trimmed = await server.api.delete(`/api/topics/ui.trim/message-log?before=${encodeURIComponent(cut)}`);
+    expect(trimmed.body).toEqual({ deleted: 1 });
+    // The page refetches when the person comes back to the tab (refetchOnWindowFocus).
+    await expect
+      .poll(async () => {
+        await page.evaluate(() => window.dispatchEvent(new Event('visibilitychange')));
+        return pager.locator('[aria-live]').textContent();
+      })
+      .toBe('1–20 of 20'); // not "21–20 of 20"
+    const log = page.getByRole('region', { name: 'Message log' });
+    expect(await log.getByRole('row').count()).toBe(21); // header + 20
+    expect(unexpected(errors)).toEqual([]);
+  });
+
   it('fits a 375 px wide screen', async () => {
     const { page } = await openUi(browser, server, { path: '#/replay?topic=ui.pay', width: 375 });
     await page.getByRole('region', { name: 'Message log' }).waitFor();

@@ -112,6 +112,34 @@ describe('admin UI: topics (SQLite, auth off)', () => {
     expect((await server.api.get('/api/topic-configs')).body.items.map((c: { topic: string }) => c.topic)).not.toContain('ui.jobs.dlq');
   });
 
+  it('refuses a number field holding text that is not a number, keeping the stored setting', async () => {
+    expect((await server.api.put('/api/topic-configs/ui.badnum', { max_retries: 3, max_depth: 9 })).status).toBe(200);
+    const { page } = await openUi(browser, server, { path: '#/topics?topic=ui.badnum' });
+    const config = region(page, 'Configuration');
+    const retries = config.getByLabel('Max retries');
+    await expect.poll(() => retries.inputValue()).toBe('3');
+    // Typed key by key as a person does: the browser keeps the text on screen but reads the value as "".
+    // (Chromium drops a typed "," in a number input, so "1,000" arrives as 1000: not a case to test here.)
+    for (const text of ['5e', '-']) {
+      await retries.click();
+      await page.keyboard.press('ControlOrMeta+A');
+      await page.keyboard.type(text);
+      expect(await retries.evaluate((el: HTMLInputElement) => [el.value, el.validity.badInput])).toEqual(['', true]);
+      await config.getByRole('button', { name: 'Save' }).click();
+      await config.getByRole('alert').getByText('Not a number').waitFor();
+      expect(await retries.getAttribute('aria-invalid')).toBe('true');
+      expect(await config.getByRole('status').count()).toBe(0);
+      const stored = await server.api.get('/api/topic-configs/ui.badnum');
+      expect(stored.body).toMatchObject({ max_retries: 3, max_depth: 9 });
+    }
+    // Editing the field clears the error; a number saves.
+    await retries.fill('6');
+    expect(await config.getByRole('alert').count()).toBe(0);
+    await config.getByRole('button', { name: 'Save' }).click();
+    await config.getByRole('status').getByText('Saved.').waitFor();
+    expect((await server.api.get('/api/topic-configs/ui.badnum')).body).toMatchObject({ max_retries: 6, max_depth: 9 });
+  });
+
   it('saves an Avro schema (version shown), shows invalid Avro inline, and deletes it', async () => {
     const { page } = await openUi(browser, server, { path: '#/topics?topic=ui.events' });
     const schema = region(page, 'Schema');

@@ -43,6 +43,8 @@ export function href(screen: ScreenId, params?: Record<string, string | undefine
   return `#/${screen}${text ? `?${text}` : ''}`;
 }
 
-export function navigate(screen: ScreenId, params?: Record<string, string | undefined>): void {
-  window.location.hash = href(screen, params);
+/** `replace`: correct the current entry (e.g. an offset past the end) rather than add one that Back returns to. */
+export function navigate(screen: ScreenId, params?: Record<string, string | undefined>, options: { replace?: boolean } = {}): void {
+  if (options.replace) window.location.replace(href(screen, params));
+  else window.location.hash = href(screen, params);
 }

@@ -3,7 +3,7 @@ import { useId, useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { components } from '../api/openapi';
 import { ErrorMessage } from '../components/error-message';
-import { Pager } from '../components/pager';
+import { Pager, useBackToLastPage } from '../components/pager';
 import { formatTime } from '../format';
 
 const PAGE = 20;
@@ -32,6 +32,7 @@ export function MessageLog(props: { topic: string }) {
     placeholderData: keepPreviousData,
   });
   const page = log.data;
+  useBackToLastPage(page, !log.isPlaceholderData, offset, PAGE, setOffset);
   return (
     <section aria-labelledby={headingId}>
       <h2 id={headingId}>Message log</h2>

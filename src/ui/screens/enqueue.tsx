@@ -8,8 +8,20 @@ import { parseMetadata } from '../messages/metadata';
 import { SchemaPanel } from '../messages/schema-panel';
 import { href, useRoute } from '../router';
 
+/**
+ * The service answers 413 both for a payload over queue.max_payload_bytes and for metadata over 64 KiB as
+ * JSON; only its message tells them apart ("metadata exceeds 65536 bytes (as JSON)").
+ */
+const isMetadataError = (error: unknown) => error instanceof ApiError && error.status === 413 && error.message.startsWith('metadata');
 /** Answers about the payload itself (schema violation, too large) belong next to the payload editor. */
-const isPayloadError = (error: unknown) => error instanceof ApiError && (error.status === 422 || error.status === 413);
+const isPayloadError = (error: unknown) => error instanceof ApiError && (error.status === 422 || error.status === 413) && !isMetadataError(error);
+
+/** As the service counts keys (src/queue/message-keys.ts): Unicode code points, so an emoji is one, not two. */
+const MAX_KEY_CHARACTERS = 255;
+function keyLengthError(key: string): string | null {
+  const length = [...key].length;
+  return length > MAX_KEY_CHARACTERS ? `The key is ${length} characters long; the service takes at most ${MAX_KEY_CHARACTERS}.` : null;
+}
 
 export function EnqueueScreen() {
   const { params } = useRoute();
@@ -23,6 +35,8 @@ export function EnqueueScreen() {
   const queryClient = useQueryClient();
 
   const metadata = parseMetadata(metadataText);
+  // Shown as soon as the key is too long, a pasted one included: nothing is cut off and sent under another key.
+  const keyError = keyLengthError(key);
   const topicError = checked && topic.trim() === '' ? 'Enter the topic to enqueue to.' : null;
   const payloadMissing = checked && payload === '' ? 'Enter a payload: the service takes a non-empty text.' : null;
 
@@ -34,12 +48,13 @@ export function EnqueueScreen() {
   const submit = (event: FormEvent) => {
     event.preventDefault();
     setChecked(true);
-    if (topic.trim() === '' || payload === '' || !metadata.ok) return;
+    if (topic.trim() === '' || payload === '' || !metadata.ok || keyError !== null) return;
     enqueue.mutate({ topic: topic.trim(), payload, key: key === '' ? undefined : key, metadata: metadata.value });
   };
 
   const payloadError = payloadMissing ?? (isPayloadError(enqueue.error) ? errorText(enqueue.error) : null);
-  const otherError = enqueue.error && !isPayloadError(enqueue.error) ? enqueue.error : null;
+  const metadataError = metadata.ok ? (isMetadataError(enqueue.error) ? errorText(enqueue.error) : null) : metadata.error;
+  const otherError = enqueue.error && !isPayloadError(enqueue.error) && !isMetadataError(enqueue.error) ? enqueue.error : null;
   const sentTopic = enqueue.variables?.topic ?? '';
 
   return (
@@ -49,10 +64,11 @@ export function EnqueueScreen() {
         <Field label="Topic" error={topicError}>
           <TopicInput value={topic} onChange={setTopic} required />
         </Field>
-        <Field label="Key (optional)" hint="A key makes the enqueue an upsert of the pending message holding it.">
-          <input value={key} onChange={(e) => setKey(e.target.value)} autoComplete="off" spellCheck={false} maxLength={255} />
+        {/* No maxLength: it counts UTF-16 units, not the service's characters, and silently cuts a pasted key. */}
+        <Field label="Key (optional)" hint="A key makes the enqueue an upsert of the pending message holding it. At most 255 characters." error={keyError}>
+          <input value={key} onChange={(e) => setKey(e.target.value)} autoComplete="off" spellCheck={false} />
         </Field>
-        <Field label="Metadata (optional)" hint='A JSON object of text values, for example {"source": "shop"}.' error={metadata.ok ? null : metadata.error}>
+        <Field label="Metadata (optional)" hint='A JSON object of text values, for example {"source": "shop"}.' error={metadataError}>
           <textarea className="metadata-editor" value={metadataText} onChange={(e) => setMetadataText(e.target.value)} spellCheck={false} rows={3} />
         </Field>
         <SchemaPanel topic={topic} onInsert={setPayload} />

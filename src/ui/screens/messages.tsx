@@ -5,7 +5,7 @@ import { useIsAdmin } from '../auth/session';
 import { ConfirmDialog } from '../components/confirm-dialog';
 import { ErrorMessage, errorText } from '../components/error-message';
 import { Field } from '../components/field';
-import { Pager } from '../components/pager';
+import { Pager, useBackToLastPage } from '../components/pager';
 import { TopicInput } from '../components/topic-input';
 import { formatNumber } from '../format';
 import { useDeleteByKey, usePurge, useRequeue, type RequeueResult } from '../messages/actions';
@@ -37,13 +37,17 @@ function useFilters(): Filters {
   };
 }
 
-function go(filters: Filters): void {
-  navigate('messages', {
-    topic: filters.topic,
-    status: filters.status,
-    limit: filters.limit === DEFAULT_LIMIT ? undefined : String(filters.limit),
-    offset: filters.offset === 0 ? undefined : String(filters.offset),
-  });
+function go(filters: Filters, options?: { replace?: boolean }): void {
+  navigate(
+    'messages',
+    {
+      topic: filters.topic,
+      status: filters.status,
+      limit: filters.limit === DEFAULT_LIMIT ? undefined : String(filters.limit),
+      offset: filters.offset === 0 ? undefined : String(filters.offset),
+    },
+    options,
+  );
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${formatNumber(n)} ${n === 1 ? one : many}`;
@@ -70,6 +74,8 @@ export function MessagesScreen() {
     placeholderData: keepPreviousData,
   });
   const items = query.data?.items ?? [];
+  // Replacing the URL: Back must not return to the empty page, which would only move back here again.
+  useBackToLastPage(query.data, !query.isPlaceholderData, filters.offset, filters.limit, (offset) => go({ ...filters, offset }, { replace: true }));
 
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const [open, setOpen] = useState<Message | null>(null);

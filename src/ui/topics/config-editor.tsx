@@ -5,7 +5,7 @@ import { ConfirmDialog } from '../components/confirm-dialog';
 import { ErrorMessage } from '../components/error-message';
 import { Field } from '../components/field';
 import { topicKeys, useTopicConfig, type TopicConfig, type TopicConfigBody } from './api';
-import { bodyOf, draftOf, INTEGER_FIELDS, type ConfigDraft, type IntegerField } from './config-fields';
+import { bodyOf, draftOf, INTEGER_FIELDS, unreadableFields, type ConfigDraft, type IntegerField } from './config-fields';
 import { EditorActions } from './editor-actions';
 import { ManagedNotice } from './managed';
 import { useTopicRowEditor } from './row-editor';
@@ -51,9 +51,13 @@ export function ConfigEditor(props: { topic: string }) {
   );
 }
 
+const NOT_A_NUMBER = 'Not a number: enter a whole number such as 5, or leave the field empty.';
+
 function ConfigForm(props: { topic: string; config: TopicConfig | null; save: UseMutationResult<TopicConfig, Error, TopicConfigBody>; onDelete: () => void }) {
   const { config, save } = props;
   const [draft, setDraft] = useState<ConfigDraft>(() => draftOf(config));
+  // Fields whose text the browser could not read as a number at the last save (see unreadableFields).
+  const [unreadable, setUnreadable] = useState<ReadonlySet<IntegerField>>(new Set());
   const replayableHint = useId();
   const managed = config?.managed_by ?? null;
 
@@ -63,13 +67,35 @@ function ConfigForm(props: { topic: string; config: TopicConfig | null; save: Us
   };
   const submit = (event: FormEvent) => {
     event.preventDefault();
+    const bad = unreadableFields(event.currentTarget as HTMLFormElement);
+    setUnreadable(bad);
+    if (bad.size > 0) {
+      save.reset(); // an earlier "Saved." must not stand for this attempt
+      return;
+    }
     save.mutate(bodyOf(draft));
   };
+  const clearUnreadable = (name: IntegerField) =>
+    setUnreadable((current) => {
+      if (!current.has(name)) return current;
+      const next = new Set(current);
+      next.delete(name);
+      return next;
+    });
   const numberField = (name: IntegerField) => {
     const f = INTEGER_FIELDS.find((x) => x.name === name)!;
     return (
-      <Field key={name} label={f.label} hint={f.hint}>
-        <input type="number" inputMode="numeric" step={1} value={draft[name]} onChange={(e) => change({ [name]: e.target.value })} />
+      <Field key={name} label={f.label} hint={f.hint} error={unreadable.has(name) ? NOT_A_NUMBER : null}>
+        <input
+          type="number"
+          inputMode="numeric"
+          step={1}
+          name={name}
+          value={draft[name]}
+          onChange={(e) => change({ [name]: e.target.value })}
+          // onInput, not onChange: going from "5e" to "5e+" leaves the value "" both times, and React fires no onChange.
+          onInput={() => clearUnreadable(name)}
+        />
       </Field>
     );
   };

@@ -58,3 +58,17 @@ export function bodyOf(draft: ConfigDraft): TopicConfigBody {
     replay_window_seconds: number(draft.replay_window_seconds),
   };
 }
+
+/**
+ * The number fields holding text the browser cannot read as a number (`5e`, `1,000`): such an input's value
+ * is "", which bodyOf would send as null, the server default, silently replacing the stored setting. Only
+ * the element knows (validity.badInput), so the form is asked, by the inputs' names.
+ */
+export function unreadableFields(form: HTMLFormElement): Set<IntegerField> {
+  const bad = new Set<IntegerField>();
+  for (const { name } of INTEGER_FIELDS) {
+    const input = form.elements.namedItem(name);
+    if (input instanceof HTMLInputElement && input.validity.badInput) bad.add(name);
+  }
+  return bad;
+}
