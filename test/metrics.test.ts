@@ -180,3 +180,23 @@ describeEachEngine('queue gauges', (engine) => {
     expect(valueOf(samples, 'conveyor_oldest_pending_age_seconds', { topic: 'g-kept' })).toBe(71);
   });
 });
+
+describeEachEngine('reaper run counters', (engine) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(engine, { overrides: { reapers: { mode: 'external' } } });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('hold every reaper and outcome from the start, at 0, so the first success of an instance shows in increase()', async () => {
+    const samples = parseMetrics((await server.api.get('/metrics')).text);
+    for (const reaper of ['expiry', 'delete', 'archive']) {
+      for (const outcome of ['success', 'error', 'skipped']) expect(valueOf(samples, 'conveyor_reaper_runs_total', { reaper, outcome }), `${reaper} ${outcome}`).toBe(0);
+    }
+    expect((await server.api.post('/api/admin/expiry-reaper/run')).status).toBe(200);
+    const after = parseMetrics((await server.api.get('/metrics')).text);
+    expect(valueOf(after, 'conveyor_reaper_runs_total', { reaper: 'expiry', outcome: 'success' })).toBe(1);
+  });
+});

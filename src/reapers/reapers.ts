@@ -7,7 +7,8 @@ import { listTopicConfigs } from '../store/topic-configs.js';
 
 export const REAPER_KINDS = ['expiry', 'delete', 'archive'] as const;
 export type ReaperKind = (typeof REAPER_KINDS)[number];
-export type ReaperOutcome = 'success' | 'error' | 'skipped';
+export const REAPER_OUTCOMES = ['success', 'error', 'skipped'] as const;
+export type ReaperOutcome = (typeof REAPER_OUTCOMES)[number];
 
 /** Where runs are reported (conveyor_reaper_runs_total, conveyor_reaper_last_run_timestamp_seconds). */
 export interface ReaperRunSink {
