@@ -59,6 +59,9 @@ export async function startMaintenance(deps: MaintenanceDeps): Promise<Maintenan
     reapers,
     deleteSchedule,
     audit: new AuditLog({ db, logger, now }),
-    stop: async () => scheduler?.stop(),
+    stop: async () => {
+      reapers.stop();
+      await scheduler?.stop();
+    },
   };
 }

@@ -165,9 +165,10 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const close = () =>
     (closing ??= (async () => {
       const deadlineMs = config.server.shutdown_timeout * 1000;
-      await Promise.all([stopHttp(httpServer, deadlineMs), grpcServer.close(deadlineMs), metricsServer ? stopHttp(metricsServer, 1000) : undefined]);
+      // The reapers stop with the listeners, not after them: a run (scheduled, or a request's) over a large
+      // backlog ends after its current batch instead of holding the listeners' drain past the grace period.
+      await Promise.all([stopHttp(httpServer, deadlineMs), grpcServer.close(deadlineMs), metricsServer ? stopHttp(metricsServer, 1000) : undefined, maintenance.stop()]);
       tls?.stop();
-      await maintenance.stop();
       await messages.drain();
       await peerRelay?.close();
       await authRuntime.close();

@@ -51,6 +51,7 @@ const sum = (counts: TopicCounts) => [...counts.values()].reduce((a, b) => a + b
 export class Reapers {
   private readonly now: () => number;
   private readonly runs: ReaperRunSink;
+  private readonly stopping = new AbortController();
 
   constructor(private readonly deps: ReapersDeps) {
     this.now = deps.now ?? Date.now;
@@ -63,10 +64,12 @@ export class Reapers {
    */
   async run(kind: ReaperKind, waitMs: number): Promise<ReapResult> {
     try {
-      const result = await withLease(this.deps.db, `reaper:${kind}`, { waitMs }, (lease) => this.work(kind, lease.signal));
+      const result = await withLease(this.deps.db, `reaper:${kind}`, { waitMs }, (lease) => this.work(kind, AbortSignal.any([lease.signal, this.stopping.signal])));
       this.runs.ran(kind, 'success', Date.now());
       return result;
     } catch (err) {
+      // Neither a failure nor a skip: the batches done so far stay done, the next run takes the rest.
+      if (this.stopping.signal.aborted) throw new DomainError('unavailable', `the server is shutting down; the ${kind} reaper stopped after its last batch`);
       if (err instanceof LeaseBusy) {
         this.runs.ran(kind, 'skipped', Date.now());
         throw new DomainError('unavailable', `another run of the ${kind} reaper is still in progress; try again later`);
@@ -74,6 +77,14 @@ export class Reapers {
       this.runs.ran(kind, 'error', Date.now());
       throw err;
     }
+  }
+
+  /**
+   * Shutdown: a run in progress stops before its next batch (each batch is a transaction of its own), so a
+   * run over a large backlog does not hold the process past its grace period.
+   */
+  stop(): void {
+    this.stopping.abort();
   }
 
   private async work(kind: ReaperKind, signal: AbortSignal): Promise<ReapResult> {
