@@ -163,7 +163,7 @@ describe('admin UI enqueue screen (SQLite, auth off)', () => {
     const emoji = '😀'.repeat(200);
     await key.fill('');
     await page.keyboard.insertText(emoji);
-    expect(await error.count()).toBe(0);
+    await expect.poll(() => error.count()).toBe(0);
     await page.getByRole('button', { name: 'Enqueue' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Enqueued message');
     expect((await server.api.get('/api/messages?topic=ui.keys')).body.items.map((m: any) => m.key)).toEqual([emoji]);

@@ -46,7 +46,7 @@ describe('admin UI: replay (SQLite, auth off)', () => {
     const pager = page.getByRole('navigation', { name: 'Message log pages' });
     await pager.getByText('1–20 of 25').waitFor();
     const log = page.getByRole('region', { name: 'Message log' });
-    expect(await log.getByRole('row').count()).toBe(21); // header + 20
+    await expect.poll(() => log.getByRole('row').count()).toBe(21); // header + 20
     await log.getByText('payment 1', { exact: true }).waitFor(); // base64 in the API, text on screen
     await pager.getByRole('button', { name: 'Next' }).click();
     await pager.getByText('21–25 of 25').waitFor();
@@ -86,7 +86,7 @@ describe('admin UI: replay (SQLite, auth off)', () => {
       })
       .toBe('1–20 of 20'); // not "21–20 of 20"
     const log = page.getByRole('region', { name: 'Message log' });
-    expect(await log.getByRole('row').count()).toBe(21); // header + 20
+    await expect.poll(() => log.getByRole('row').count()).toBe(21); // header + 20
     expect(unexpected(errors)).toEqual([]);
   });
 

@@ -134,7 +134,7 @@ describe('admin UI: topics (SQLite, auth off)', () => {
     }
     // Editing the field clears the error; a number saves.
     await retries.fill('6');
-    expect(await config.getByRole('alert').count()).toBe(0);
+    await expect.poll(() => config.getByRole('alert').count()).toBe(0);
     await config.getByRole('button', { name: 'Save' }).click();
     await config.getByRole('status').getByText('Saved.').waitFor();
     expect((await server.api.get('/api/topic-configs/ui.badnum')).body).toMatchObject({ max_retries: 6, max_depth: 9 });
