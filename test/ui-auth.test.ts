@@ -97,6 +97,30 @@ describe('admin UI: sign-in and session (SQLite, auth on)', () => {
     expect(unexpected(errors)).toEqual([]);
   });
 
+  it('stops polling the overview with a refused token once the sign-in dialog is closed, and polls again after signing in', async () => {
+    const { page, errors } = await openWithToken(browser, server, await adminToken(900), '#/overview');
+    const stats: number[] = [];
+    page.on('request', (request) => {
+      if (/\/api\/stats(\?|$)/.test(request.url())) stats.push(Date.now());
+    });
+    await expect.poll(() => stats.length, { timeout: 10_000 }).toBeGreaterThan(1);
+    const forged = await signToken({ uid: adminId, sub: ADMIN.username, adm: true }, { secret: 'another-secret-of-at-least-32-bytes-long!!' });
+    await page.evaluate(([key, value]) => sessionStorage.setItem(key, value), [TOKEN_KEY, forged] as const);
+    await expect.poll(() => signInDialog(page).isVisible(), { timeout: 10_000 }).toBe(true);
+    await page.keyboard.press('Escape');
+    await expect.poll(() => signInDialog(page).isVisible()).toBe(false);
+    // Three polling periods (3 s each) with the dialog closed: no request with the refused token.
+    const closedAt = stats.length;
+    await new Promise((resolve) => setTimeout(resolve, 9_500));
+    expect(stats.length - closedAt).toBeLessThanOrEqual(1);
+
+    await page.getByRole('banner').getByRole('button', { name: 'Sign in' }).click();
+    await signIn(page);
+    const signedInAt = stats.length;
+    await expect.poll(() => stats.length - signedInAt, { timeout: 10_000 }).toBeGreaterThan(1);
+    expect(unexpected(errors)).toEqual([]);
+  }, 60_000);
+
   it('refreshes the token of an active user before it expires', async () => {
     const short = await adminToken(240);
     const { page, errors } = await openWithToken(browser, server, short, '#/overview');

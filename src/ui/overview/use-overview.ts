@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { useMemo, useRef } from 'react';
-import { api, fetchText, unwrap } from '../api/client';
+import { api, ApiError, fetchText, unwrap } from '../api/client';
 import { ratesBetween, snapshotFrom, type MetricsSnapshot, type TopicRates } from './metrics';
 import { backlog, topicRows, type StatsRow, type TopicRow } from './topic-rows';
 
@@ -9,6 +9,16 @@ import { backlog, topicRows, type StatsRow, type TopicRow } from './topic-rows';
  * age from a /metrics gauge the service recomputes at most every 10 s, so it may lag by that much.
  */
 export const REFRESH_MS = 3_000;
+
+/**
+ * Polls every `ms`, but not with a token the service refused: a 401 opens the sign-in dialog, and someone who
+ * closes it should not send a refused request every few seconds. Signing in again refetches, and polling
+ * resumes with the first answer.
+ */
+const everyUnlessUnauthorized =
+  (ms: number) =>
+  (query: { state: { error: unknown } }): number | false =>
+    query.state.error instanceof ApiError && query.state.error.status === 401 ? false : ms;
 
 export interface Overview {
   rows: TopicRow[] | undefined;
@@ -24,12 +34,12 @@ export function useOverview(): Overview {
   const stats = useQuery({
     queryKey: ['stats'],
     queryFn: () => unwrap(api.GET('/api/stats')),
-    refetchInterval: REFRESH_MS,
+    refetchInterval: everyUnlessUnauthorized(REFRESH_MS),
   });
   const configs = useQuery({
     queryKey: ['topic-configs'],
     queryFn: () => unwrap(api.GET('/api/topic-configs')),
-    refetchInterval: REFRESH_MS * 5,
+    refetchInterval: everyUnlessUnauthorized(REFRESH_MS * 5),
   });
   // Each scrape keeps the previous one: rates are the counters' change between the two.
   const previous = useRef<{ current?: MetricsSnapshot; rates?: TopicRates }>({});
@@ -41,7 +51,7 @@ export function useOverview(): Overview {
       previous.current = { current: snapshot, rates };
       return { snapshot, rates };
     },
-    refetchInterval: REFRESH_MS,
+    refetchInterval: everyUnlessUnauthorized(REFRESH_MS),
     staleTime: 0,
   });
 
