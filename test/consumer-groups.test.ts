@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
+import mysql from 'mysql2/promise';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
-import { describeEachEngine } from './helpers/engines.js';
+import { describeEachEngine, type TestDatabase } from './helpers/engines.js';
 import type { Api } from './helpers/http.js';
 import { manualClock, startTestServer, type TestClock, type TestServer } from './helpers/server.js';
 
@@ -22,7 +24,7 @@ async function topicMessages(api: Api, topic: string): Promise<any[]> {
 }
 
 describeEachEngine('consumer groups', (engine) => {
-  let server: TestServer;
+  let server: TestServer & { database: TestDatabase };
   let api: Api;
   let clock: TestClock;
   beforeEach(async () => {
@@ -264,6 +266,74 @@ describeEachEngine('consumer groups', (engine) => {
     expect(plain.filter((id) => !left.has(id))).toEqual([]);
     expect(left.size).toBe(plain.length);
   }, 120_000);
+
+  // MySQL only: on SQLite an enqueue's transaction holds the write lock from its start, so a registration or
+  // an unregistration never runs while an enqueue is between reading the groups and committing.
+  if (engine.name === 'mysql') {
+    /**
+     * Holds a keyed enqueue between its read of the topic's groups and its commit: an uncommitted row of the
+     * same pending key (this connection's) makes the enqueue's insert wait for its row lock until released.
+     */
+    async function heldKeyedEnqueue(topic: string, key: string) {
+      const conn = await mysql.createConnection(server.database.url);
+      await conn.beginTransaction();
+      await conn.query(
+        `INSERT INTO messages (id, topic, msg_key, payload, metadata, status, retry_count, max_retries, last_error, visible_at, expires_at, created_at, original_topic)
+         VALUES (?, ?, ?, ?, '{}', 'pending', 0, 3, '', 0, NULL, ?, '')`,
+        [randomUUID(), topic, key, Buffer.from('holder'), clock.now()],
+      );
+      const enqueued = api.enqueue(topic, 'raced', { key });
+      const waiting = async () => {
+        const [rows] = await conn.query(
+          `SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+           WHERE t.trx_state = 'LOCK WAIT' AND p.DB = DATABASE()`,
+        );
+        return Number((rows as Array<{ n: number }>)[0].n);
+      };
+      const deadline = Date.now() + 10_000;
+      while ((await waiting()) === 0) {
+        if (Date.now() > deadline) throw new Error('the enqueue never waited for the held key');
+        // Not faster: InnoDB refreshes what INNODB_TRX shows only when it was last read over 100 ms ago.
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+      return {
+        release: async () => {
+          await conn.rollback();
+          await conn.end();
+          const res = await enqueued;
+          expect(res.status, res.text).toBe(201);
+          return res.body.id;
+        },
+      };
+    }
+
+    it('gives a message whose enqueue raced the first group registration its delivery in the next expiry run', async () => {
+      const held = await heldKeyedEnqueue('raced', 'k');
+      expect((await register(api, 'raced', 'g')).status).toBe(201);
+      const id = await held.release();
+      // Stored after both of the registration's adoptions, from a read of the groups before its commit.
+      expect(await dequeueGroup(api, 'raced', 'g')).toEqual([]);
+      expect((await api.post('/api/admin/expiry-reaper/run')).status).toBe(200);
+      expect((await dequeueGroup(api, 'raced', 'g')).map((m) => m.id)).toEqual([id]);
+      expect((await ack(api, id, 'g')).status).toBe(204);
+      expect(await topicMessages(api, 'raced')).toEqual([]);
+    });
+
+    it("finishes a message whose enqueue raced a group's unregistration once the remaining groups are done", async () => {
+      await register(api, 'parting', 'stays');
+      await register(api, 'parting', 'leaves');
+      const held = await heldKeyedEnqueue('parting', 'k');
+      expect((await api.delete('/api/topics/parting/consumer-groups/leaves')).status).toBe(204);
+      const id = await held.release();
+      const [message] = await dequeueGroup(api, 'parting', 'stays');
+      expect(message.id).toBe(id);
+      expect((await ack(api, id, 'stays')).status).toBe(204);
+      // The delivery of the group that left keeps it until the expiry run drops it.
+      expect((await topicMessages(api, 'parting')).map((m) => m.id)).toEqual([id]);
+      expect((await api.post('/api/admin/expiry-reaper/run')).status).toBe(200);
+      expect(await topicMessages(api, 'parting')).toEqual([]);
+    });
+  }
 
   it('upserts a keyed message only while no group has taken it', async () => {
     await register(api, 'keyed', 'a');

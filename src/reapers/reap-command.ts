@@ -41,7 +41,7 @@ export async function reapOnce(config: Config, kind: ReaperKind, logger: Logger 
     }
     let result: ReapResult;
     try {
-      result = await new Reapers({ db, metrics: noopQueueMetrics, auditRetentionDays: config.audit.retention_days }).run(kind, WAIT_FOR_OTHER_RUN_MS);
+      result = await new Reapers({ db, metrics: noopQueueMetrics, auditRetentionDays: config.audit.retention_days, logger }).run(kind, WAIT_FOR_OTHER_RUN_MS);
     } catch (err) {
       throw new ReapCommandError(`reap ${kind} failed: ${(err as Error).message}`);
     }

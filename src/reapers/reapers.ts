@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { DomainError } from '../queue/errors.js';
 import type { QueueMetrics } from '../queue/metrics-port.js';
+import type { Logger } from '../log/logger.js';
+import { repairStranded } from '../store/deliveries/stranded.js';
 import { LeaseBusy, withLease } from '../store/leases.js';
 import { deleteExpiredMessages, expireDeliveries, expireMessages, trimAudit, trimLog, type TopicCounts } from '../store/reaping.js';
 import { listTopicConfigs } from '../store/topic-configs.js';
@@ -37,6 +39,8 @@ export interface ReapersDeps {
   now?: () => number;
   /** audit.retention_days: the archive run removes audit records older than this; 0 (or absent) keeps them. */
   auditRetentionDays?: number;
+  /** Where a repair of what an enqueue racing a group's (un)registration left is reported. */
+  logger?: Logger;
 }
 
 const sum = (counts: TopicCounts) => [...counts.values()].reduce((a, b) => a + b, 0);
@@ -93,10 +97,20 @@ export class Reapers {
     return { count: await this.trimArchive(signal), auditDeleted: await this.trimAudit(signal) };
   }
 
-  /** Pending messages past their TTL, then per-group deliveries of messages some group already started. */
+  /**
+   * First the repair of messages an enqueue racing a consumer group's registration or unregistration left
+   * without their deliveries or with a removed group's (store/deliveries/stranded.ts), so they expire like
+   * every other; then pending messages past their TTL, then per-group deliveries of messages some group
+   * already started.
+   */
   private async expire(signal: AbortSignal): Promise<number> {
     const now = this.now();
     const replayable = new Set((await listTopicConfigs(this.deps.db)).filter((c) => c.replayable).map((c) => c.topic));
+    const repaired = await repairStranded(this.deps.db, now, (topic) => replayable.has(topic), signal);
+    for (const [topic, deliveries] of repaired.adopted) {
+      this.deps.logger?.warn({ topic, deliveries }, 'gave messages stored during a consumer group registration the deliveries their enqueue missed');
+    }
+    if (repaired.dropped > 0) this.deps.logger?.warn({ messages: repaired.dropped }, 'finished messages left with deliveries of an unregistered consumer group');
     const messages = await expireMessages(this.deps.db, now, signal);
     const deliveries = await expireDeliveries(this.deps.db, now, (topic) => replayable.has(topic), signal);
     this.count('expired', messages);

@@ -2,11 +2,11 @@ import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
 
 /** `INSERT IGNORE` / `INSERT OR IGNORE`: a delivery that already exists is left as it is. */
-function insertIgnore(trx: Knex.Transaction): string {
+export function insertIgnore(trx: Knex.Transaction): string {
   return engineOf(trx) === 'mysql' ? 'INSERT IGNORE INTO' : 'INSERT OR IGNORE INTO';
 }
 
-const DELIVERY_COLUMNS = '(message_id, topic, consumer_group, status, retry_count, last_error, visible_at, expires_at)';
+export const DELIVERY_COLUMNS = '(message_id, topic, consumer_group, status, retry_count, last_error, visible_at, expires_at)';
 
 /**
  * Gives `group` a pending delivery of every message of the topic that no group has started (row status
