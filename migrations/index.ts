@@ -6,6 +6,7 @@ import * as engineParity from './20261122060000_engine_parity.js';
 import * as queueIndex from './20261122070000_queue_index.js';
 import * as auditLog from './20261123010000_audit_log.js';
 import * as leases from './20261123020000_leases.js';
+import * as schemaVersions from './20261126010000_schema_versions.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -21,6 +22,7 @@ const migrations: Record<string, Migration> = {
   '20261122070000_queue_index': queueIndex,
   '20261123010000_audit_log': auditLog,
   '20261123020000_leases': leases,
+  '20261126010000_schema_versions': schemaVersions,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

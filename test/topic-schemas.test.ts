@@ -52,6 +52,18 @@ describeEachEngine('topic schemas', (engine) => {
       expect(one.body).toMatchObject({ version: 3, schema_json: '"string"' });
     });
 
+    it('continues the version after a DELETE, so no number ever names two schemas of a topic', async () => {
+      expect((await putSchema('ts-again', '"string"')).body.version).toBe(1);
+      expect((await putSchema('ts-again', '"int"')).body.version).toBe(2);
+      expect((await server.api.delete('/api/topic-schemas/ts-again')).status).toBe(204);
+      expectErrorBody(await server.api.get('/api/topic-schemas/ts-again'), 404);
+      expect((await putSchema('ts-again', '"long"')).body).toMatchObject({ version: 3, schema_json: '"long"' });
+      expect((await server.api.delete('/api/topic-schemas/ts-again')).status).toBe(204);
+      expect((await putSchema('ts-again', '"string"')).body.version).toBe(4);
+      // Another topic's history is its own.
+      expect((await putSchema('ts-again-other', '"string"')).body.version).toBe(1);
+    });
+
     it('lists schemas under items', async () => {
       await putSchema('ts-listed', ORDER_SCHEMA);
       const res = await server.api.get('/api/topic-schemas');
