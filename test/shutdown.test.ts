@@ -1,5 +1,12 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
-import { describeEachEngine } from './helpers/engines.js';
+import { createLeasesTable } from '../migrations/20261123020000_leases.js';
+import { createLogger } from '../src/log/logger.js';
+import { createDb } from '../src/store/db.js';
+import { releaseLease, tryAcquireLease } from '../src/store/leases.js';
+import { describeEachEngine, type Engine } from './helpers/engines.js';
 import { startChildServer } from './helpers/server.js';
 import { startTestServer } from './helpers/server.js';
 
@@ -104,6 +111,95 @@ describeEachEngine('graceful shutdown', (engine) => {
         expect(Date.now() - started).toBeLessThan(10_000);
       }
     } finally {
+      await database.drop();
+    }
+  }, 120_000);
+});
+
+const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+const TEST_HOLDER = 'shutdown test';
+
+async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Holds (or gives back) the migrations lease the way another pod migrating would, from a pool opened for it alone. */
+async function withTestDb<T>(url: string, work: (db: ReturnType<typeof createDb>) => Promise<T>): Promise<T> {
+  const db = createDb({ url, poolSize: 1, logger: createLogger('silent') });
+  try {
+    return await work(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+/**
+ * Until another process has the database open, which `serve` does only once it is inside start-up: SQLite
+ * creates the -wal file when a connection opens the database (and the last one to close removes it), MySQL
+ * lists the connection.
+ */
+async function untilOpenedElsewhere(engine: Engine, url: string): Promise<void> {
+  if (engine.name === 'sqlite') return until(() => existsSync(`${url.slice('sqlite:'.length)}-wal`), 'serve to open the database');
+  await withTestDb(url, (db) =>
+    until(async () => {
+      const [rows] = await db.raw('SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID()');
+      return Number(rows[0].n) > 0;
+    }, 'serve to connect'),
+  );
+}
+
+describeEachEngine('shutdown during start-up', (engine) => {
+  it('SIGTERM while start-up waits for the migrations lease: remembered, start-up finishes, clean stop, exit 0', async () => {
+    const database = await engine.createDatabase();
+    // Start-up blocks on the migrations lease while "another pod" holds it: a window as long as the test
+    // wants, with nothing migrated yet. Its pool is closed again, so that only serve has the database open.
+    await withTestDb(database.url, async (db) => {
+      await createLeasesTable(db);
+      expect(await tryAcquireLease(db, 'migrations', 120_000, TEST_HOLDER)).not.toBeNull();
+    });
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], {
+      env: { ...process.env, CONVEYOR_DB_URL: database.url, CONVEYOR_SERVER_HTTP_PORT: '0', CONVEYOR_SERVER_GRPC_PORT: '0', CONVEYOR_SERVER_HOST: '127.0.0.1', CONVEYOR_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    try {
+      await untilOpenedElsewhere(engine, database.url);
+      expect(output).not.toContain('conveyor listening');
+      child.kill('SIGTERM');
+      // Remembered (or, without a handler, the process is gone): only then does the other pod finish.
+      await Promise.race([until(() => output.includes('shutting down once start-up reaches a safe point'), 'the signal to be remembered'), exited]);
+      await withTestDb(database.url, async (db) => {
+        const held = await db('leases').where({ name: 'migrations', holder: TEST_HOLDER }).first();
+        await releaseLease(db, 'migrations', TEST_HOLDER, Number(held.token));
+      });
+
+      expect(await exited, output).toEqual({ code: 0, signal: null });
+      const lines = output
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line));
+      expect(lines.find((line) => line.msg === 'conveyor stopped during start-up')).toMatchObject({ level: 'info', signal: 'SIGTERM' });
+      // What it held is given back: the migrations lease and knex's migration lock.
+      await withTestDb(database.url, async (db) => {
+        expect(await db('leases').where({ name: 'migrations' }).first()).toMatchObject({ holder: '' });
+        expect(await db('knex_migrations_lock').where({ is_locked: 1 }).first()).toBeUndefined();
+      });
+
+      // The next start finds the migrations complete and serves.
+      const next = await startChildServer({ CONVEYOR_DB_URL: database.url });
+      expect(next.output()).not.toContain('applied database migrations');
+      expect((await next.api.enqueue('after-restart', 'x')).status).toBe(201);
+      expect(await next.stop('SIGTERM')).toBe(0);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
       await database.drop();
     }
   }, 120_000);
