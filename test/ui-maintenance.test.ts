@@ -70,10 +70,12 @@ describe('admin UI: maintenance (SQLite, auth on)', () => {
     const field = schedule.getByLabel('Cron expression');
     await field.fill('0 3 * * *');
     // The reading of the typed expression, before it is saved.
-    await expect.poll(() => schedule.getByText('New schedule: At 03:00 AM').count()).toBe(1);
+    // The cron runs on the service's clock, which need not be the browser's: the reading says so.
+    await expect.poll(() => schedule.getByText("New schedule: At 03:00 AM, in the service's time zone", { exact: true }).count()).toBe(1);
+    expect(await schedule.getByText("Times are in the service's time zone").count()).toBe(1);
     await schedule.getByRole('button', { name: 'Save schedule' }).click();
     await expect.poll(async () => (await server.api.get('/api/admin/delete-reaper/schedule')).body).toEqual({ schedule: '0 3 * * *', active: true });
-    await expect.poll(() => schedule.getByRole('definition').allTextContents()).toEqual(['0 3 * * *', 'Yes', 'At 03:00 AM']);
+    await expect.poll(() => schedule.getByRole('definition').allTextContents()).toEqual(['0 3 * * *', 'Yes', "At 03:00 AM, in the service's time zone"]);
     await expectAccessible(page);
 
     const refused = await server.api.put('/api/admin/delete-reaper/schedule', { schedule: 'every night' });
@@ -97,7 +99,8 @@ describe('admin UI: maintenance (SQLite, auth on)', () => {
     for (let i = 1; i <= 26; i++) expect((await server.api.put('/api/topic-configs/paged', { max_retries: i })).status).toBe(200);
     const newest = (await server.api.get('/api/audit-log?limit=1')).body.items[0];
 
-    const { page } = await openUi(browser, server, { path: '#/maintenance' });
+    // Tokyo is never this machine's zone (UTC here): a time shown unnamed, or in UTC, fails.
+    const { page } = await openUi(browser, server, { path: '#/maintenance', timezoneId: 'Asia/Tokyo' });
     await signIn(page);
     const audit = page.getByRole('region', { name: 'Audit log' });
     const table = audit.getByRole('table', { name: 'Audit records' });
@@ -106,6 +109,10 @@ describe('admin UI: maintenance (SQLite, auth on)', () => {
     await expect.poll(() => rows.count()).toBe(25);
     await expect.poll(() => rows.first().textContent()).toContain(JSON.stringify(newest.details));
     expect(await rows.first().textContent()).toContain(newest.action);
+    const at = rows.first().locator('time');
+    expect(await at.textContent()).toMatch(/ GMT\+9$/);
+    expect(await at.getAttribute('datetime')).toBe(newest.at);
+    expect(await at.getAttribute('title')).toBe(newest.at);
     // The 26 later records fill page 1 and start page 2, where the user creation follows.
     await audit.getByRole('button', { name: 'Next' }).click();
     await expect.poll(() => userCreation.count()).toBe(1);

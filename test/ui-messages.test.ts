@@ -24,6 +24,14 @@ async function deadLetters(api: Api, topic: string, payloads: string[]): Promise
   return dlq.items.map((m) => m.id);
 }
 
+/** `iso`'s wall-clock time in Tokyo (UTC+9, no summer time), the hour as a 12- or a 24-hour clock writes it. */
+function tokyoClock(iso: string): RegExp {
+  const t = new Date(Date.parse(iso) + 9 * 3_600_000);
+  const p = (n: number) => String(n).padStart(2, '0');
+  const hours = t.getUTCHours();
+  return new RegExp(`\\b0?(${hours}|${hours % 12 || 12}):${p(t.getUTCMinutes())}:${p(t.getUTCSeconds())}\\b`);
+}
+
 /** As global-setup.ts has it: without MYSQL_URL or Docker the MariaDB suite skips, and the SQLite ones still run. */
 const hasMysql = availableEngines().includes(engineByName.mysql);
 
@@ -90,6 +98,30 @@ describe('admin UI messages screen (SQLite, auth off)', () => {
     expect(refused.status).toBe(400);
     await expect.poll(() => page.getByRole('alert').first().textContent()).toContain(refused.body.error);
     expect(errors.filter((e) => !e.includes('400'))).toEqual([]);
+  });
+
+  it("names the zone of the times it shows (the browser's), the exact UTC value at hand", async () => {
+    expect((await server.api.put('/api/topic-configs/zoned', { message_ttl_seconds: 3600 })).status).toBe(200);
+    expect((await server.api.enqueue('zoned', 'tick')).status).toBe(201);
+    const [message] = (await listOf(server.api, 'topic=zoned')).items;
+    // Tokyo is never this machine's zone (UTC here) and has no summer time: an unnamed or a UTC time fails.
+    const { page, errors } = await openUi(browser, server, { path: '#/messages?topic=zoned', timezoneId: 'Asia/Tokyo' });
+    const created = rows(page).first().locator('time');
+    await expect.poll(() => created.textContent()).toMatch(/ GMT\+9$/);
+    expect(await created.textContent()).toMatch(tokyoClock(message.created_at));
+    expect(await created.getAttribute('datetime')).toBe(message.created_at);
+    expect(await created.getAttribute('title')).toBe(message.created_at);
+
+    await rows(page).first().getByRole('button').click();
+    const drawer = page.getByRole('dialog', { name: 'Message details' });
+    for (const iso of [message.created_at, message.expires_at]) {
+      const time = drawer.locator(`time[datetime="${iso}"]`);
+      expect(await time.textContent()).toMatch(tokyoClock(iso));
+      expect(await time.textContent()).toMatch(/ GMT\+9$/);
+      expect(await time.getAttribute('title')).toBe(iso);
+    }
+    await expectAccessible(page);
+    expect(errors).toEqual([]);
   });
 
   it('shows a message in the drawer and requeues dead letters from it and from the list', async () => {

@@ -55,6 +55,23 @@ describe('admin UI: replay (SQLite, auth off)', () => {
     expect(await pager.getByRole('button', { name: 'Next' }).isDisabled()).toBe(true);
   });
 
+  it("names the zone of the log's times and of the from-time: the browser's", async () => {
+    const [entry] = (await server.api.get('/api/topics/ui.pay/message-log?limit=1')).body.items;
+    // Tokyo is never this machine's zone (UTC here): a time shown unnamed, or in UTC, fails.
+    const { page, errors } = await openUi(browser, server, { path: '#/replay?topic=ui.pay', timezoneId: 'Asia/Tokyo' });
+    const log = page.getByRole('region', { name: 'Message log' });
+    // The screen's first row is the API's first entry: created, then acked.
+    const times = log.getByRole('row').nth(1).locator('time');
+    await expect.poll(() => times.count()).toBe(2);
+    for (const [i, iso] of [entry.created_at, entry.acked_at].entries()) {
+      expect(await times.nth(i).getAttribute('datetime')).toBe(iso);
+      expect(await times.nth(i).getAttribute('title')).toBe(iso);
+      expect(await times.nth(i).textContent()).toMatch(/ GMT\+9$/);
+    }
+    await page.getByText('your local time, GMT+9; sent as UTC').waitFor();
+    expect(unexpected(errors)).toEqual([]);
+  });
+
   it('moves back to the last page when the log is trimmed under the reader', async () => {
     expect((await server.api.put('/api/topic-configs/ui.trim', { replayable: true })).status).toBe(200);
     const ackAll = async (count: number) => {

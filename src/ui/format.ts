@@ -1,8 +1,28 @@
-/** Timestamps as the API gives them (RFC 3339, UTC) shown in the browser's time zone. */
+/**
+ * The one rule for every time the UI shows: the browser's own zone, and its name with it ("11/22/2026,
+ * 7:00:00 PM GMT+9"). The API speaks UTC and the reader thinks in local time; a time without a zone is read
+ * wrongly by one of them. The exact RFC 3339 value stays available: see <Timestamp>.
+ */
+const dateTime = new Intl.DateTimeFormat(undefined, {
+  year: 'numeric',
+  month: 'numeric',
+  day: 'numeric',
+  hour: 'numeric',
+  minute: '2-digit',
+  second: '2-digit',
+  timeZoneName: 'short',
+});
+
+/** Timestamps as the API gives them (RFC 3339, UTC) in the browser's time zone, named. */
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return '—';
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+  return Number.isNaN(date.getTime()) ? iso : dateTime.format(date);
+}
+
+/** The browser's time zone as formatTime names it ("UTC", "GMT+9", "EST"); at `ms`, since summer time renames it. */
+export function localZoneName(ms = Date.now()): string {
+  return dateTime.formatToParts(ms).find((part) => part.type === 'timeZoneName')?.value ?? 'local time';
 }
 
 /** "3 s", "4 min", "2 h", "5 d": how long ago, or how old. */

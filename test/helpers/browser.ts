@@ -72,9 +72,12 @@ export interface UiPage {
   errors: string[];
 }
 
-/** A fresh browser context (own sessionStorage) on the UI at `path` (a fragment like `#/messages` included). */
-export async function openUi(browser: Browser, server: UiServer, options: { path?: string; width?: number; height?: number } = {}): Promise<UiPage> {
-  const context = await browser.newContext({ viewport: { width: options.width ?? 1280, height: options.height ?? 800 } });
+/**
+ * A fresh browser context (own sessionStorage) on the UI at `path` (a fragment like `#/messages` included).
+ * `timezoneId` (e.g. `Asia/Tokyo`) sets the browser's zone apart from this machine's, which is often UTC.
+ */
+export async function openUi(browser: Browser, server: UiServer, options: { path?: string; width?: number; height?: number; timezoneId?: string } = {}): Promise<UiPage> {
+  const context = await browser.newContext({ viewport: { width: options.width ?? 1280, height: options.height ?? 800 }, timezoneId: options.timezoneId });
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(`pageerror: ${err.message}`));

@@ -2,8 +2,8 @@ import { useState, type FormEvent } from 'react';
 import { ErrorMessage } from '../components/error-message';
 import { Field } from '../components/field';
 import { Pager } from '../components/pager';
+import { Timestamp } from '../components/timestamp';
 import { TopicInput } from '../components/topic-input';
-import { formatTime } from '../format';
 import { useAuditLog, type AuditEntry, type AuditFilter } from './api';
 
 const PAGE_SIZE = 25;
@@ -19,7 +19,9 @@ function AuditRow(props: { entry: AuditEntry }) {
   const e = props.entry;
   return (
     <tr className={e.result === 'error' ? 'audit-error' : undefined}>
-      <td className="nowrap">{formatTime(e.at)}</td>
+      <td className="nowrap">
+        <Timestamp iso={e.at} />
+      </td>
       <td>{e.actor.name}</td>
       <td>
         <code>{e.action}</code>

@@ -4,12 +4,18 @@ import { Field } from '../components/field';
 import { useSaveSchedule, useSchedule } from './api';
 import { describeCron } from './cron';
 
-const HINT =
-  'Five fields: minute, hour, day of month, month, day of week (as in a Kubernetes CronJob), e.g. 0 3 * * * for 03:00 every day; a sixth leading seconds field is accepted. Leave empty and save to disable the delete reaper.';
+/**
+ * The service runs the cron in its process's time zone, which its API does not tell and which need not be
+ * this browser's: every reading says whose clock it is on, without pretending to know the zone.
+ */
+const ZONE = "in the service's time zone";
+
+const HINT = `Five fields: minute, hour, day of month, month, day of week (as in a Kubernetes CronJob), e.g. 0 3 * * * for 03:00 every day; a sixth leading seconds field is accepted. Times are ${ZONE} (that of its process, not necessarily yours). Leave empty and save to disable the delete reaper.`;
 
 function reading(expression: string): string {
   if (expression.trim() === '') return 'Disabled: the delete reaper does not run on its own.';
-  return describeCron(expression) ?? 'This page cannot read this expression; saving checks it.';
+  const described = describeCron(expression);
+  return described === null ? 'This page cannot read this expression; saving checks it.' : `${described}, ${ZONE}`;
 }
 
 /** The delete reaper's cron schedule, stored by the service (it wins over the configuration once set). */

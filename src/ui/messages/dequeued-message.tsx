@@ -3,6 +3,7 @@ import { Fragment, useId, useState } from 'react';
 import { api, ApiError, unwrap } from '../api/client';
 import { ErrorMessage } from '../components/error-message';
 import { Field } from '../components/field';
+import { Timestamp } from '../components/timestamp';
 import { prettyPayload } from '../format';
 import type { DequeuedMessage } from './types';
 
@@ -58,7 +59,7 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
         </dd>
         <dt>Created</dt>
         <dd>
-          <time dateTime={message.created_at}>{message.created_at}</time>
+          <Timestamp iso={message.created_at} />
         </dd>
         {Object.entries(message.metadata ?? {}).map(([name, value]) => (
           <Fragment key={name}>

@@ -1,6 +1,7 @@
 import { useId, useState, type ReactNode } from 'react';
 import { Dialog } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
+import { Timestamp } from '../components/timestamp';
 import { prettyPayload } from '../format';
 import { isDeadLetter, type Message } from './types';
 
@@ -11,10 +12,6 @@ function Detail(props: { term: string; children: ReactNode }) {
       <dd>{props.children}</dd>
     </>
   );
-}
-
-function Time(props: { iso: string | null }) {
-  return props.iso ? <time dateTime={props.iso}>{props.iso}</time> : <>—</>;
 }
 
 /** Everything about one message, as text; the payload pretty-printed when it is JSON, with the raw text a click away. */
@@ -71,10 +68,10 @@ export function MessageDrawer(props: {
           <span className="wrap-anywhere pre-line">{message.last_error || '— (none)'}</span>
         </Detail>
         <Detail term="Created">
-          <Time iso={message.created_at} />
+          <Timestamp iso={message.created_at} />
         </Detail>
         <Detail term="Expires">
-          <Time iso={message.expires_at} />
+          <Timestamp iso={message.expires_at} />
         </Detail>
         {dead && (
           <>
@@ -82,7 +79,7 @@ export function MessageDrawer(props: {
               <span className="wrap-anywhere">{message.original_topic || '—'}</span>
             </Detail>
             <Detail term="Moved to dead letters">
-              <Time iso={message.dlq_moved_at} />
+              <Timestamp iso={message.dlq_moved_at} />
             </Detail>
           </>
         )}

@@ -1,5 +1,5 @@
 import { memo } from 'react';
-import { formatTime } from '../format';
+import { Timestamp } from '../components/timestamp';
 import { isDeadLetter, type Message } from './types';
 
 const PREVIEW_CHARS = 80;
@@ -39,7 +39,7 @@ const Row = memo(function Row({ message, selected, onToggle, onOpen }: RowProps)
       </td>
       <td className="num">{message.retry_count}</td>
       <td className="hide-narrow">
-        <time dateTime={message.created_at}>{formatTime(message.created_at)}</time>
+        <Timestamp iso={message.created_at} />
       </td>
       <td className="payload-cell">
         <span className="payload-preview mono">{preview(message.payload)}</span>

@@ -4,7 +4,7 @@ import { api, unwrap } from '../api/client';
 import type { components } from '../api/openapi';
 import { ErrorMessage } from '../components/error-message';
 import { Pager, useBackToLastPage } from '../components/pager';
-import { formatTime } from '../format';
+import { Timestamp } from '../components/timestamp';
 
 const PAGE = 20;
 
@@ -61,8 +61,12 @@ export function MessageLog(props: { topic: string }) {
                     const payload = decodePayload(entry.payload);
                     return (
                       <tr key={entry.id}>
-                        <td>{formatTime(entry.created_at)}</td>
-                        <td>{formatTime(entry.acked_at)}</td>
+                        <td>
+                          <Timestamp iso={entry.created_at} />
+                        </td>
+                        <td>
+                          <Timestamp iso={entry.acked_at} />
+                        </td>
                         <td>{entry.key ?? '—'}</td>
                         <td>
                           <code className={payload.binary ? 'log-payload binary' : 'log-payload'}>{payload.text}</code>

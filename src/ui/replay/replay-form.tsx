@@ -5,7 +5,7 @@ import type { components } from '../api/openapi';
 import { ConfirmDialog } from '../components/confirm-dialog';
 import { ErrorMessage } from '../components/error-message';
 import { Field } from '../components/field';
-import { formatAge, formatNumber, formatTime } from '../format';
+import { formatAge, formatNumber, formatTime, localZoneName } from '../format';
 import type { TopicConfig } from '../topics/api';
 import { logKey } from './message-log';
 import { fromLocalInput, toLocalInput, useNow } from './time';
@@ -51,7 +51,7 @@ export function ReplayForm(props: { config: TopicConfig }) {
       <form onSubmit={submit} noValidate>
         <Field
           label="Replay from"
-          hint={`Messages created at or after this time (your local time; sent as UTC) are enqueued again as new pending messages. Empty: from ${windowStart !== null ? 'the start of the window' : 'the oldest entry of the log'}.`}
+          hint={`Messages created at or after this time (your local time, ${localZoneName(fromMs ?? now)}; sent as UTC) are enqueued again as new pending messages. Empty: from ${windowStart !== null ? 'the start of the window' : 'the oldest entry of the log'}.`}
           error={problem}
         >
           <input

@@ -1,5 +1,5 @@
 import { ErrorMessage } from '../components/error-message';
-import { formatNumber } from '../format';
+import { formatNumber, localZoneName } from '../format';
 import { SERIES_COLOURS, DepthChart } from '../overview/depth-chart';
 import { useDepthHistory } from '../overview/depth-history';
 import { TopicTable } from '../overview/topic-table';
@@ -35,7 +35,7 @@ export function OverviewScreen() {
             <figcaption>
               <h2>Backlog over time</h2>
               <span className="muted">
-                Pending plus processing messages per topic, every {REFRESH_MS / 1000} s while this page is open.
+                Pending plus processing messages per topic, every {REFRESH_MS / 1000} s while this page is open; times in your time zone ({localZoneName()}).
               </span>
             </figcaption>
             <DepthChart history={history} label={`Line chart of the backlog per topic over the last ${history.times.length} samples; the latest values are listed below it.`} />

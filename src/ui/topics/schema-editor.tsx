@@ -4,7 +4,7 @@ import { api, unwrap } from '../api/client';
 import { ConfirmDialog } from '../components/confirm-dialog';
 import { ErrorMessage } from '../components/error-message';
 import { Field } from '../components/field';
-import { formatTime } from '../format';
+import { Timestamp } from '../components/timestamp';
 import { topicKeys, useTopicSchema, type TopicSchema } from './api';
 import { EditorActions } from './editor-actions';
 import { ManagedNotice } from './managed';
@@ -35,7 +35,7 @@ export function SchemaEditor(props: { topic: string }) {
           <ErrorMessage error={schema.error} />
           {stored ? (
             <p className="hint">
-              Version {stored.version}, updated {formatTime(stored.updated_at)}. Every payload enqueued to {topic} must be JSON that matches it.
+              Version {stored.version}, updated <Timestamp iso={stored.updated_at} />. Every payload enqueued to {topic} must be JSON that matches it.
             </p>
           ) : (
             schema.data === null && <p className="hint">No schema: payloads of {topic} are not validated.</p>

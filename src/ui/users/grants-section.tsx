@@ -1,7 +1,7 @@
 import { useCallback, useState } from 'react';
 import { ConfirmDialog } from '../components/confirm-dialog';
 import { ErrorMessage } from '../components/error-message';
-import { formatTime } from '../format';
+import { Timestamp } from '../components/timestamp';
 import { useDeleteGrant, useGrants, type Grant, type User } from './api';
 import { AddConsumeGrantForm, AddGrantForm } from './grant-forms';
 
@@ -48,7 +48,9 @@ export function GrantsSection(props: { user: User }) {
                     <code>{grant.topic_pattern}</code>
                   </td>
                   <td>{grant.consumer_group || '—'}</td>
-                  <td>{formatTime(grant.created_at)}</td>
+                  <td>
+                    <Timestamp iso={grant.created_at} />
+                  </td>
                   <td>
                     <button type="button" aria-label={`Delete grant ${describe(grant)}`} onClick={() => setDeleting(grant)}>
                       Delete

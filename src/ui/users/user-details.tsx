@@ -1,7 +1,7 @@
 import { useCallback, useState } from 'react';
 import { ConfirmDialog } from '../components/confirm-dialog';
 import { ErrorMessage } from '../components/error-message';
-import { formatTime } from '../format';
+import { Timestamp } from '../components/timestamp';
 import { navigate } from '../router';
 import { useDeleteUser, useUpdateUser, type User } from './api';
 import { GrantsSection } from './grants-section';
@@ -43,9 +43,13 @@ export function UserDetails(props: { user: User }) {
         <dt>Administrator</dt>
         <dd>{user.is_admin ? 'Yes: may do everything; grants do not apply' : 'No: needs grants'}</dd>
         <dt>Created</dt>
-        <dd>{formatTime(user.created_at)}</dd>
+        <dd>
+          <Timestamp iso={user.created_at} />
+        </dd>
         <dt>Updated</dt>
-        <dd>{formatTime(user.updated_at)}</dd>
+        <dd>
+          <Timestamp iso={user.updated_at} />
+        </dd>
       </dl>
       <div className="toolbar">
         <button type="button" onClick={() => setOpen('password')}>

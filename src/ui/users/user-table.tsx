@@ -1,4 +1,4 @@
-import { formatTime } from '../format';
+import { Timestamp } from '../components/timestamp';
 import { href } from '../router';
 import type { User } from './api';
 
@@ -24,7 +24,9 @@ export function UserTable(props: { users: User[]; selectedId: string | null }) {
                 </a>
               </td>
               <td>{user.is_admin ? 'Yes' : 'No'}</td>
-              <td>{formatTime(user.created_at)}</td>
+              <td>
+                <Timestamp iso={user.created_at} />
+              </td>
             </tr>
           ))}
         </tbody>
