@@ -147,6 +147,40 @@ describeEachEngine('users and grants endpoints', (engine) => {
     expect((await server.admin.get(`/api/users/${gina.id}/grants`)).body.items.map((g: any) => g.consumer_group)).toEqual(['shipping', 'shipping']);
   });
 
+  it('refuses a consume grant for a group name no group can have (400); every registrable name and topic pattern stays valid', async () => {
+    const kim = await createUser(server);
+    const url = `/api/users/${kim.id}/consumer-group-grants`;
+    const NAME_RULE = 'consumer_group must be 1-200 characters of A-Z a-z 0-9 . _ - and start with a letter or digit';
+    // A consume grant names one group exactly (no patterns for groups): these could never match a registered group.
+    for (const consumer_group of ['-bad!', 'bad!', '.hidden', '_g', 'a b', 'a/b', 'café', '*', 'billing*', 'g\u0000']) {
+      const res = await server.admin.post(url, { consumer_group, topic_pattern: 'orders' });
+      expectErrorBody(res, 400);
+      expect(res.body.error, consumer_group).toBe(NAME_RULE);
+    }
+    const tooLong = await server.admin.post(url, { consumer_group: 'g'.repeat(201) });
+    expectErrorBody(tooLong, 400);
+    expect(tooLong.body.error).toBe('consumer_group must be at most 200 characters');
+    // The name rule is the registration rule: the same names are refused there.
+    for (const consumer_group of ['-bad!', '*']) expectErrorBody(await server.admin.post('/api/topics/orders/consumer-groups', { consumer_group }), 400);
+    expect((await server.admin.get(`/api/users/${kim.id}/grants`)).body.items).toEqual([]);
+
+    const valid: Array<[string, string]> = [
+      ['billing', '*'],
+      ['g', 'orders'],
+      ['0.group_name-1', 'orders.*'],
+      ['g'.repeat(200), 'pay*'],
+      ['billing', 'shop.eu'],
+    ];
+    for (const [consumer_group, topic_pattern] of valid) {
+      const res = await server.admin.post(url, { consumer_group, topic_pattern });
+      expect(res.status, `${consumer_group} on ${topic_pattern}: ${res.text}`).toBe(201);
+      expect(res.body).toMatchObject({ action: 'consume', consumer_group, topic_pattern });
+    }
+    expectErrorBody(await server.admin.post(url, { consumer_group: 'billing', topic_pattern: '*' }), 409);
+    expectErrorBody(await server.admin.post(`/api/users/${UNKNOWN_ID}/consumer-group-grants`, { consumer_group: 'billing' }), 404);
+    expect((await server.admin.get(`/api/users/${kim.id}/grants`)).body.items).toHaveLength(valid.length);
+  });
+
   it('deletes a user together with its grants', async () => {
     const hank = await createUser(server, ['read:*', 'consume:*:g']);
     expect((await server.admin.delete(`/api/users/${hank.id}`)).status).toBe(204);

@@ -36,6 +36,13 @@ const BODY_CASES: Record<string, Array<[string, unknown, number]>> = {
     ['object key', { topic: 't', payload: 'x', key: { k: 1 } }, 400],
     ['empty key', { topic: 't', payload: 'x', key: '' }, 400],
     ['256-char key', { topic: 't', payload: 'x', key: 'k'.repeat(256) }, 400],
+    // JSON.parse makes "__proto__" an own key; it was dropped from the stored metadata, the rest kept (201).
+    ['metadata with an own __proto__ key', { topic: 't', payload: 'x', metadata: JSON.parse('{"__proto__":"x","k":"v"}') }, 400],
+    ['metadata with an own __proto__ object', { topic: 't', payload: 'x', metadata: JSON.parse('{"__proto__":{"a":1}}') }, 400],
+    // A lone surrogate (JSON `"\ud800"`) would be stored as U+FFFD.
+    ['lone surrogate payload', { topic: 't', payload: 'a\ud800' }, 400],
+    ['lone surrogate key', { topic: 't', payload: 'x', key: '\udfff' }, 400],
+    ['lone surrogate metadata value', { topic: 't', payload: 'x', metadata: { k: '\ud800' } }, 400],
   ],
   'POST /api/messages/dequeue': [
     ['no topic', {}, 400],

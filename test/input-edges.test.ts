@@ -3,7 +3,12 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
 import { describeEachEngine } from './helpers/engines.js';
 import { expectGrpcError, QueueClient, StreamRecorder } from './helpers/grpc.js';
+import { MISSING_ID } from './helpers/messages.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+
+/** A lone UTF-16 surrogate: JSON can carry it (`"\ud800"`), UTF-8 cannot, so it would be stored as U+FFFD. */
+const LONE = '\ud800';
+const notWellFormed = (field: string) => `${field} must be well-formed Unicode text: it holds a lone surrogate (such as \\ud800)`;
 
 /**
  * Values at the edges of what the API accepts, each once a 500 (some after the message was already stored,
@@ -122,5 +127,138 @@ describeEachEngine('input at the edges', (engine) => {
     const near = Array.from({ length: 100 }, () => server.api.enqueue('edges-meta', 'p', { metadata: fits }));
     expect((await Promise.all(near)).map((r) => r.status)).toEqual(Array(100).fill(201));
     expect((await server.api.get('/api/messages?topic=edges-meta&limit=1')).body.total).toBe(101);
+  });
+
+  it('metadata with an own "__proto__" key is 400, not stored without it; every other key is kept as sent', async () => {
+    // JSON.parse makes "__proto__" an own key, which the metadata schema used to leave out of what it returned.
+    const raw = (metadata: string) => server.api.request('POST', '/api/messages', `{"topic":"edges-proto","payload":"p","metadata":${metadata}}`);
+    for (const metadata of ['{"__proto__":"x","k":"v"}', '{"__proto__":{"a":1}}', '{"k":"v","__proto__":null}', '{"__proto__":"x"}']) {
+      const res = await raw(metadata);
+      expectErrorBody(res, 400);
+      expect(res.body.error, metadata).toBe('metadata must not have the key "__proto__"');
+    }
+    const batch = await server.api.request(
+      'POST',
+      '/api/messages/batch',
+      '{"messages":[{"topic":"edges-proto","payload":"p"},{"topic":"edges-proto","payload":"p","metadata":{"__proto__":"x"}}]}',
+    );
+    expectErrorBody(batch, 400);
+    expect(batch.body.error).toBe('messages[1]: metadata must not have the key "__proto__"');
+    expect((await server.api.get('/api/messages?topic=edges-proto')).body.total).toBe(0);
+
+    const metadata = { constructor: 'c', toString: 't', hasOwnProperty: 'h', valueOf: 'v', prototype: 'p', __defineGetter__: 'g', __proto: 'x', proto__: 'y', '': 'empty', '0': 'zero' };
+    const id = (await server.api.enqueue('edges-proto', 'p', { metadata })).body.id;
+    expect((await server.api.get('/api/messages?topic=edges-proto')).body.items[0].metadata).toEqual(metadata);
+    const dequeued = (await server.api.dequeue('edges-proto')).body.messages[0];
+    expect(dequeued.id).toBe(id);
+    expect(dequeued.metadata).toEqual(metadata);
+  });
+
+  it('a string holding a lone surrogate is 400 naming its field, in every request body; nothing is stored', async () => {
+    const user = (await server.api.post('/api/users', { username: 'edges-lone-user', password: 'long-enough-pass' })).body;
+    expect(user.id, 'the user for the grant requests').toBeDefined();
+    const cases: Array<[string, string, unknown, string]> = [
+      ['POST', '/api/messages', { topic: `edges${LONE}`, payload: 'p' }, 'topic'],
+      ['POST', '/api/messages', { topic: 'edges-lone', payload: `a${LONE}b` }, 'payload'],
+      ['POST', '/api/messages', { topic: 'edges-lone', payload: '\udc00' }, 'payload'],
+      ['POST', '/api/messages', { topic: 'edges-lone', payload: 'p', key: `k${LONE}` }, 'key'],
+      ['POST', '/api/messages', { topic: 'edges-lone', payload: 'p', metadata: { [`k${LONE}`]: 'v' } }, 'metadata keys'],
+      ['POST', '/api/messages', { topic: 'edges-lone', payload: 'p', metadata: { k: `v${LONE}` } }, 'metadata values'],
+      ['POST', '/api/messages/batch', { messages: [{ topic: 'edges-lone', payload: 'ok' }, { topic: 'edges-lone', payload: LONE }] }, 'messages[1]: payload'],
+      ['POST', '/api/messages/dequeue', { topic: `edges${LONE}` }, 'topic'],
+      ['POST', '/api/messages/dequeue', { topic: 'edges-lone', consumer_group: `g${LONE}` }, 'consumer_group'],
+      ['POST', `/api/messages/${MISSING_ID}/nack`, { error: `failed ${LONE}` }, 'error'],
+      ['POST', `/api/messages/${MISSING_ID}/ack`, { consumer_group: LONE }, 'consumer_group'],
+      ['POST', '/api/messages/ack', { ids: [LONE] }, 'ids'],
+      ['PUT', '/api/topic-schemas/edges-lone', { schema_json: `{"type":"record","name":"R","doc":"${LONE}","fields":[]}` }, 'schema_json'],
+      ['POST', '/api/topics/edges-lone/consumer-groups', { consumer_group: `g${LONE}` }, 'consumer_group'],
+      ['PUT', '/api/admin/delete-reaper/schedule', { schedule: `@daily${LONE}` }, 'schedule'],
+      ['POST', '/api/users', { username: `edges${LONE}`, password: 'long-enough-pass' }, 'username'],
+      ['POST', '/api/users', { username: 'edges-lone-2', password: `long-enough-pass${LONE}` }, 'password'],
+      ['PUT', `/api/users/${user.id}`, { username: `edges${LONE}` }, 'username'],
+      ['PUT', `/api/users/${user.id}`, { password: `long-enough-pass${LONE}` }, 'password'],
+      ['POST', `/api/users/${user.id}/grants`, { action: 'read', topic_pattern: `edges${LONE}` }, 'topic_pattern'],
+      ['POST', `/api/users/${user.id}/consumer-group-grants`, { consumer_group: `g${LONE}` }, 'consumer_group'],
+    ];
+    for (const [method, path, body, field] of cases) {
+      const res = await server.api.request(method, path, body);
+      expectErrorBody(res, 400);
+      expect(res.body.error, `${method} ${path} ${field}`).toBe(field.startsWith('messages[') ? `messages[1]: ${notWellFormed('payload')}` : notWellFormed(field));
+    }
+    expect((await server.api.get('/api/messages?topic=edges-lone')).body.total).toBe(0);
+    expectErrorBody(await server.api.get('/api/topic-schemas/edges-lone'), 404);
+    expect((await server.api.get('/api/users')).body.items.map((u: { username: string }) => u.username).filter((n: string) => n.startsWith('edges'))).toEqual(['edges-lone-user']);
+    expect((await server.api.get(`/api/users/${user.id}/grants`)).body.items).toEqual([]);
+
+    // Surrogate pairs (characters outside the BMP) and U+FFFD itself are text like any other, kept exactly.
+    const paired = await server.api.enqueue('edges-lone', 'a📦b', { key: '📦', metadata: { '📦': '🚚' } });
+    const replacement = await server.api.enqueue('edges-lone', '\ufffd', { key: '\ufffd' });
+    expect([paired.status, replacement.status]).toEqual([201, 201]);
+    const listed = (await server.api.get('/api/messages?topic=edges-lone')).body.items;
+    expect(listed.map((m: any) => [m.key, m.payload, m.metadata])).toEqual([
+      ['📦', 'a📦b', { '📦': '🚚' }],
+      ['\ufffd', '\ufffd', {}],
+    ]);
+  });
+
+  it('a lone surrogate percent-encoded in a path or a query is 400, never a different name', async () => {
+    // %ED%A0%80 is U+D800 as UTF-8 would spell it, were it allowed; decoding it is a broken escape.
+    for (const path of [
+      '/api/topics/edges-lone/messages/by-key/%ED%A0%80',
+      '/api/topics/edges-lone/messages/by-key/k%ED%A0%80',
+      '/api/topics/edges%ED%A0%80/messages/by-key/k',
+      '/api/topics/edges-lone/consumer-groups/%ED%A0%80',
+      '/api/topic-configs/%ED%A0%80',
+    ]) {
+      const res = await server.api.delete(path);
+      expectErrorBody(res, 400);
+      expect(res.body.error, path).toBe('malformed percent-encoding in the URL path');
+    }
+    for (const path of ['/api/messages?topic=%ED%A0%80', '/api/topics/edges-lone/message-log?before=2026-01-01T00:00:00Z%ED%A0%80']) {
+      expectErrorBody(await server.api.request(path.includes('message-log') ? 'DELETE' : 'GET', path), 400);
+    }
+  });
+
+  it('an impossible RFC 3339 time is refused, never rolled over: message-log before is 400, replay from_time 422', async () => {
+    expect((await server.api.put('/api/topic-configs/edges-time', { replayable: true })).status).toBe(200);
+    expect((await server.api.enqueue('edges-time', 'archived')).status).toBe(201);
+    const [message] = (await server.api.dequeue('edges-time')).body.messages;
+    expect((await server.api.post(`/api/messages/${message.id}/ack`, {})).status).toBe(204);
+    expect((await server.api.get('/api/topics/edges-time/message-log')).body.total).toBe(1);
+
+    const impossible = [
+      '2021-02-30T00:00:00Z', // rolled over to March 2 by Date.parse
+      '2021-02-29T00:00:00Z', // not a leap year
+      '1900-02-29T00:00:00Z', // a century that is not a leap year
+      '2021-04-31T00:00:00Z',
+      '2021-13-01T00:00:00Z',
+      '2021-00-10T00:00:00Z',
+      '2021-01-00T00:00:00Z',
+      '2021-01-01T24:00:00Z', // read as the next midnight by Date.parse
+      '2021-01-01T23:60:00Z',
+      '2021-01-01T23:59:60Z', // a leap second: refused, as before
+      '2021-01-01T00:00:00+24:00',
+      '2021-01-01T00:00:00-05:60',
+    ];
+    for (const time of impossible) {
+      const del = await server.api.delete(`/api/topics/edges-time/message-log?before=${encodeURIComponent(time)}`);
+      expectErrorBody(del, 400);
+      expect(del.body.error, time).toBe('before is required and must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z');
+      const replay = await server.api.post('/api/topics/edges-time/replay', { from_time: time });
+      expectErrorBody(replay, 422);
+      expect(replay.body.error, time).toBe('from_time must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z');
+    }
+    expect((await server.api.get('/api/topics/edges-time/message-log')).body.total).toBe(1);
+    expect((await server.api.get('/api/messages?topic=edges-time')).body.total).toBe(0);
+
+    // The edges that exist are fine: leap days, the last minute of a day, offsets up to 23:59.
+    for (const time of ['2020-02-29T00:00:00Z', '2000-02-29T23:59:59.999+23:59', '2021-12-31 23:59:59-23:59']) {
+      const del = await server.api.delete(`/api/topics/edges-time/message-log?before=${encodeURIComponent(time)}`);
+      expect(del.status, `${time}: ${del.text}`).toBe(200);
+      expect(del.body).toEqual({ deleted: 0 });
+    }
+    const replay = await server.api.post('/api/topics/edges-time/replay', { from_time: '2020-02-29T12:00:00+05:30' });
+    expect(replay.status, replay.text).toBe(200);
+    expect(replay.body).toMatchObject({ enqueued: 1, from_time: '2020-02-29T06:30:00.000Z' });
   });
 });

@@ -1,6 +1,8 @@
+import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
 import { describeEachEngine } from './helpers/engines.js';
+import { expectGrpcError, QueueClient } from './helpers/grpc.js';
 import { dequeueIds, enqueueId, failOnce, findMessage, listTopic, putTopicConfig } from './helpers/messages.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -73,5 +75,25 @@ describeEachEngine('max_depth', (engine) => {
     });
     expectErrorBody(res, 429);
     expect((await listTopic(server.api, 'depth-batch')).map((m) => m.payload)).toEqual(['a']);
+  });
+
+  it('a 429 for a full topic asks to retry with Retry-After (single and batch); gRPC stays RESOURCE_EXHAUSTED', async () => {
+    await putTopicConfig(server.api, 'depth-retry', { max_depth: 1 });
+    await enqueueId(server.api, 'depth-retry', 'a');
+    const single = await server.api.enqueue('depth-retry', 'b');
+    expectErrorBody(single, 429);
+    expect(single.headers.get('retry-after')).toBe('1');
+    const batch = await server.api.post('/api/messages/batch', { messages: [{ topic: 'depth-retry', payload: 'c' }] });
+    expectErrorBody(batch, 429);
+    expect(batch.headers.get('retry-after')).toBe('1');
+    const client = new QueueClient(server.server.grpcPort);
+    try {
+      await expectGrpcError(client.call('Enqueue', { topic: 'depth-retry', payload: Buffer.from('d') }), status.RESOURCE_EXHAUSTED, /^topic "depth-retry" is full \(max_depth reached\)$/);
+    } finally {
+      client.close();
+    }
+    // Other answers still carry none.
+    expect((await server.api.enqueue('depth-retry-other', 'e')).headers.get('retry-after')).toBeNull();
+    expect((await listTopic(server.api, 'depth-retry')).map((m) => m.payload)).toEqual(['a']);
   });
 });

@@ -1,16 +1,21 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Duplex, Readable } from 'node:stream';
+import { invalid } from '../queue/errors.js';
 
 /**
  * Reads a request's JSON body, for every route, with the rules clients have relied on since the API began
  * (those of body-parser's JSON reader, which it replaces: one reader per request instead of a middleware
  * stack in front of every route):
  * - a request without a body (no Content-Length, no Transfer-Encoding) has none: `undefined`;
- * - JSON whatever the Content-Type says (`curl -d` sends form encoding by default); its charset must be a
- *   UTF one (`utf-8` by default), else 415;
+ * - JSON whatever the Content-Type says (`curl -d` sends form encoding by default); its charset, when given,
+ *   must be UTF-8 (`utf-8` or `utf8`, any case, quoted or not), else 415: JSON is UTF-8 (RFC 8259), and a
+ *   body in another encoding would not read as what the client meant;
  * - Content-Encoding identity, gzip, deflate or br, else 415 before anything is read;
  * - at most `limit` bytes after decompression, else 413 (at once when Content-Length already says so);
+ * - bytes that are not UTF-8 (an invalid sequence, or a surrogate such as ED A0 80) are 400 `request body is
+ *   not valid UTF-8`, where decoding would turn them into U+FFFD and store altered text;
  * - an empty body is `{}`, a UTF-8 byte order mark is dropped, anything JSON.parse accepts is returned
  *   (`null`, `"x"`, `5` included: the caller says what is wrong with them, not "malformed");
  * - a body that stops early, disagrees with its Content-Length or does not decompress is 400.
@@ -46,18 +51,12 @@ function decompressor(encoding: string): Duplex {
   return createBrotliDecompress();
 }
 
-function decode(raw: Buffer, charset: string): string {
-  let text: string;
-  if (charset === 'utf-8' || charset === 'utf8') text = raw.toString('utf8');
-  else {
-    let decoder: TextDecoder;
-    try {
-      decoder = new TextDecoder(charset);
-    } catch {
-      throw error('charset.unsupported', 415);
-    }
-    text = decoder.decode(raw);
-  }
+const isUtf8Charset = (charset: string) => charset === 'utf-8' || charset === 'utf8';
+
+/** UTF-8 text (the only charset readJsonBody lets through), without a leading byte order mark. */
+function decode(raw: Buffer): string {
+  if (!isUtf8(raw)) throw invalid('request body is not valid UTF-8');
+  const text = raw.toString('utf8');
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
@@ -87,8 +86,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   if (req.destroyed || !req.socket || !req.socket.readable) {
     if (!req.complete) throw error('request.aborted', 400);
   }
-  const charset = charsetOf(req);
-  if (!charset.startsWith('utf-')) throw error('charset.unsupported', 415);
+  if (!isUtf8Charset(charsetOf(req))) throw error('charset.unsupported', 415);
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate' && encoding !== 'br') throw error('encoding.unsupported', 415);
   const declared = encoding === 'identity' && req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : undefined;
@@ -103,7 +101,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
     await drain(req);
     throw err;
   }
-  return parse(decode(raw, charset));
+  return parse(decode(raw));
 }
 
 function collect(req: IncomingMessage, stream: Readable, limit: number, declared: number | undefined): Promise<Buffer> {

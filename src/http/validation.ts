@@ -1,14 +1,40 @@
 import { z } from 'zod';
 import { isValidPattern } from '../auth/grants-policy.js';
 import { MIN_PASSWORD_LENGTH } from '../auth/passwords.js';
-import { invalid } from '../queue/errors.js';
+import { assertConsumerGroupName } from '../queue/consumer-group-names.js';
+import { DomainError, invalid } from '../queue/errors.js';
 import { MAX_BATCH_ENQUEUE, MAX_DEQUEUE_COUNT } from '../queue/messages.js';
 import { MESSAGE_STATUSES, PURGEABLE_STATUSES, topicConfigBody } from '../queue/topics.js';
 import type { MessageStatus } from '../store/messages/rows.js';
 
 /** As src/auth/users.ts, which checks them again for its other callers. */
 const MAX_USERNAME_LENGTH = 255;
-const MAX_GRANT_GROUP_LENGTH = 255;
+/** As src/queue/consumer-group-names.ts: a grant names a group that registration could create. */
+const MAX_GROUP_NAME_LENGTH = 200;
+
+/**
+ * Text JSON can carry but UTF-8 cannot: a lone UTF-16 surrogate (`"\ud800"` without its pair). Stored, it
+ * would become U+FFFD, so two different keys, names or payloads could come back as one; it is refused
+ * instead, by every string field of every request (`wellFormed` below), naming the field.
+ */
+const isWellFormed = (value: string): boolean => (value as string & { isWellFormed(): boolean }).isWellFormed();
+const notWellFormed = (field: string) => `${field} must be well-formed Unicode text: it holds a lone surrogate (such as \\ud800)`;
+
+/** The one check of every request string: well-formed Unicode, else 400 naming `field`. */
+function wellFormed<T extends z.ZodString>(schema: T, field: string): T {
+  return schema.refine(isWellFormed, { error: notWellFormed(field) }) as T;
+}
+
+/**
+ * JSON.parse makes `"__proto__"` an own key like any other, but z.record leaves it out of what it returns
+ * (assigning it would replace the result's prototype): refused rather than dropped. Keys must be
+ * well-formed like every other string.
+ */
+function checkMetadataKeys(value: unknown, ctx: z.RefinementCtx): void {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return;
+  if (Object.hasOwn(value, '__proto__')) ctx.addIssue({ code: 'custom', message: 'metadata must not have the key "__proto__"' });
+  else if (Object.keys(value).some((key) => !isWellFormed(key))) ctx.addIssue({ code: 'custom', message: notWellFormed('metadata keys') });
+}
 
 /**
  * Every request body and query this transport accepts, in one place. The OpenAPI document (src/http/openapi)
@@ -17,18 +43,26 @@ const MAX_GRANT_GROUP_LENGTH = 255;
  * described in words there, and checked once, by the domain, for HTTP and gRPC alike.
  */
 const stringMap = z
-  .record(z.string(), z.string({ error: 'metadata values must be strings' }), { error: 'metadata must be an object of string values' })
+  .preprocess(
+    (value, ctx) => {
+      checkMetadataKeys(value, ctx);
+      return value;
+    },
+    z.record(z.string(), wellFormed(z.string({ error: 'metadata values must be strings' }), 'metadata values'), {
+      error: 'metadata must be an object of string values',
+    }),
+  )
   .meta({ description: 'Free string keys and string values.' });
 
 const TOPIC = 'A topic name: 1-200 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit.';
-const optionalGroup = () => z.string({ error: 'consumer_group must be a string' }).optional().meta({ description: 'The consumer group (fan-out topics).' });
+const optionalGroup = () => wellFormed(z.string({ error: 'consumer_group must be a string' }), 'consumer_group').optional().meta({ description: 'The consumer group (fan-out topics).' });
 
 /** Strict: also the shape of each item of a batch, whose unknown fields nothing else checks (see BODY_FIELDS). */
 export const enqueueBody = z.strictObject({
-  topic: z.string({ error: 'topic is required and must be a string' }).meta({ description: `${TOPIC} Not a \`.dlq\` topic.` }),
-  payload: z.string({ error: 'payload is required and must be a string' }).meta({ description: 'Non-empty; at most queue.max_payload_bytes bytes of UTF-8 (413 beyond).' }),
+  topic: wellFormed(z.string({ error: 'topic is required and must be a string' }), 'topic').meta({ description: `${TOPIC} Not a \`.dlq\` topic.` }),
+  payload: wellFormed(z.string({ error: 'payload is required and must be a string' }), 'payload').meta({ description: 'Non-empty; at most queue.max_payload_bytes bytes of UTF-8 (413 beyond).' }),
   metadata: stringMap.nullish(),
-  key: z.string({ error: 'key must be a string' }).nullish().meta({ description: '1-255 characters; a pending message with this key on the topic is overwritten.' }),
+  key: wellFormed(z.string({ error: 'key must be a string' }), 'key').nullish().meta({ description: '1-255 characters; a pending message with this key on the topic is overwritten.' }),
 });
 
 export const enqueueBatchBody = z.object({
@@ -42,7 +76,7 @@ const countMessage = `count must be an integer from 1 to ${MAX_DEQUEUE_COUNT}`;
 const visibilityMessage = 'visibility_timeout_seconds must be an integer from 1 to 43200';
 
 export const dequeueBody = z.object({
-  topic: z.string({ error: 'topic is required and must be a string' }).meta({ description: `${TOPIC} \`.dlq\` topics included.` }),
+  topic: wellFormed(z.string({ error: 'topic is required and must be a string' }), 'topic').meta({ description: `${TOPIC} \`.dlq\` topics included.` }),
   count: z.int({ error: countMessage }).min(1, { error: countMessage }).max(MAX_DEQUEUE_COUNT, { error: countMessage }).optional().meta({ default: 1 }),
   visibility_timeout_seconds: z
     .int({ error: visibilityMessage })
@@ -54,7 +88,7 @@ export const dequeueBody = z.object({
 });
 
 export const nackBody = z.object({
-  error: z.string({ error: 'error must be a string' }).optional().meta({ description: 'Recorded as last_error (at most 64 KiB kept).' }),
+  error: wellFormed(z.string({ error: 'error must be a string' }), 'error').optional().meta({ description: 'Recorded as last_error (at most 64 KiB kept).' }),
   consumer_group: optionalGroup(),
 });
 
@@ -62,19 +96,17 @@ export const ackBody = z.object({ consumer_group: optionalGroup() });
 
 export const ackBatchBody = z.object({
   ids: z
-    .array(z.string({ error: 'ids must be strings' }), { error: 'ids is required and must be an array of message ids' })
+    .array(wellFormed(z.string({ error: 'ids must be strings' }), 'ids'), { error: 'ids is required and must be an array of message ids' })
     .max(MAX_DEQUEUE_COUNT, { error: `ids must hold at most ${MAX_DEQUEUE_COUNT} ids` }),
   consumer_group: optionalGroup(),
 });
 
 export const schemaBody = z.object({
-  schema_json: z.string({ error: 'schema_json is required and must be a string' }).meta({ description: 'An Avro schema, as JSON text.' }),
+  schema_json: wellFormed(z.string({ error: 'schema_json is required and must be a string' }), 'schema_json').meta({ description: 'An Avro schema, as JSON text.' }),
 });
 
 export const consumerGroupBody = z.object({
-  consumer_group: z
-    .string({ error: 'consumer_group is required and must be a string' })
-    .meta({ description: '1-200 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit.' }),
+  consumer_group: wellFormed(z.string({ error: 'consumer_group is required and must be a string' }), 'consumer_group').meta({ description: '1-200 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit.' }),
 });
 
 /** The time is checked by the archive (422 for a bad one, as the spec has it), so any value reaches it. */
@@ -86,9 +118,7 @@ export const replayBody = z.object({
 });
 
 export const scheduleBody = z.object({
-  schedule: z
-    .string({ error: 'schedule is required and must be a string (a cron expression, or "" to disable)' })
-    .meta({ description: 'A 5-field cron expression (6 with leading seconds, or a nickname such as @daily); "" disables the reaper.' }),
+  schedule: wellFormed(z.string({ error: 'schedule is required and must be a string (a cron expression, or "" to disable)' }), 'schedule').meta({ description: 'A 5-field cron expression (6 with leading seconds, or a nickname such as @daily); "" disables the reaper.' }),
 });
 
 export const purgeBody = z.object({
@@ -104,13 +134,11 @@ export const purgeBody = z.object({
 export { topicConfigBody } from '../queue/topics.js';
 
 const username = () =>
-  z
-    .string({ error: 'username is required and must be a non-empty string' })
+  wellFormed(z.string({ error: 'username is required and must be a non-empty string' }), 'username')
     .refine((v) => v.trim() !== '', { error: 'username is required and must be a non-empty string' })
     .max(MAX_USERNAME_LENGTH, { error: `username must be at most ${MAX_USERNAME_LENGTH} characters` });
 const password = () =>
-  z
-    .string({ error: 'password is required and must be a string' })
+  wellFormed(z.string({ error: 'password is required and must be a string' }), 'password')
     .min(1, { error: 'password is required and must be a string' })
     .min(MIN_PASSWORD_LENGTH, { error: `password must be at least ${MIN_PASSWORD_LENGTH} characters` });
 const isAdmin = () => z.boolean({ error: 'is_admin must be a boolean' });
@@ -122,8 +150,7 @@ export const updateUserBody = z.object({ username: username().optional(), passwo
 
 const PATTERN_MESSAGE = 'topic_pattern must be "*", a topic name, "<prefix>.*" or "<prefix>*"';
 const topicPattern = () =>
-  z
-    .string({ error: PATTERN_MESSAGE })
+  wellFormed(z.string({ error: PATTERN_MESSAGE }), 'topic_pattern')
     .refine((v) => v === '' || isValidPattern(v), { error: PATTERN_MESSAGE })
     .nullish()
     .meta({ description: '"*" (the default), a topic name, "<prefix>.*" or "<prefix>*".' });
@@ -135,12 +162,26 @@ export const grantBody = z.object({
   topic_pattern: topicPattern(),
 });
 
+/** The domain's own rule (consumer-group-names.ts), with its message: 400 where that rule would be. */
+function groupNameIssue(value: string, ctx: z.RefinementCtx): void {
+  try {
+    assertConsumerGroupName(value);
+  } catch (err) {
+    if (!(err instanceof DomainError)) throw err;
+    ctx.addIssue({ code: 'custom', message: err.message });
+  }
+}
+
 const GROUP_REQUIRED = 'consumer_group is required and must be a non-empty string';
+/**
+ * A consume grant names one group exactly (grants-policy.ts compares names, no patterns), so its group
+ * follows the registration rule: a name no group can have would be a grant that allows nothing.
+ */
 export const consumerGroupGrantBody = z.object({
-  consumer_group: z
-    .string({ error: GROUP_REQUIRED })
+  consumer_group: wellFormed(z.string({ error: GROUP_REQUIRED }), 'consumer_group')
     .min(1, { error: GROUP_REQUIRED })
-    .max(MAX_GRANT_GROUP_LENGTH, { error: `consumer_group must be at most ${MAX_GRANT_GROUP_LENGTH} characters` }),
+    .max(MAX_GROUP_NAME_LENGTH, { error: `consumer_group must be at most ${MAX_GROUP_NAME_LENGTH} characters` })
+    .superRefine(groupNameIssue),
   topic_pattern: topicPattern(),
 });
 
@@ -225,7 +266,8 @@ function queryInteger(name: string, meta: { minimum: number; default: number; de
 }
 
 /** A query parameter given at most once (`?topic=a&topic=b` is 400). */
-const queryText = (name: string, description: string) => z.string({ error: `${name} must be given once, as a string` }).optional().meta({ description });
+const queryText = (name: string, description: string) =>
+  wellFormed(z.string({ error: `${name} must be given once, as a string` }), name).optional().meta({ description });
 
 const pageShape = {
   limit: queryInteger('limit', { minimum: 1, default: 50, description: `Page size; above ${MAX_PAGE} is clamped to ${MAX_PAGE}.` }),

@@ -62,7 +62,10 @@ const VISIBILITY_EXPIRED = 'visibility timeout expired';
  */
 const EXPIRY_PROBE_INTERVAL_MS = 100;
 
-const queueFull = (topic: string) => new DomainError('queue_full', `topic "${topic}" is full (max_depth reached)`);
+/** A full topic has room again once a consumer takes a message: worth a retry soon (HTTP: Retry-After). */
+const QUEUE_FULL_RETRY_AFTER_SECONDS = 1;
+const queueFull = (topic: string) =>
+  new DomainError('queue_full', `topic "${topic}" is full (max_depth reached)`, { retryAfterSeconds: QUEUE_FULL_RETRY_AFTER_SECONDS });
 
 /** Ids are lower-case UUIDs; anything else cannot name a message, so it is "not found" (contract §3). */
 export function normaliseMessageId(id: unknown): string | null {
