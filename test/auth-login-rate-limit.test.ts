@@ -34,6 +34,32 @@ async function attempts(api: Api, n: number, headers: (i: number) => Record<stri
   return statuses;
 }
 
+/**
+ * Ten login attempts that the request pipeline refuses before the login itself would see them: an unknown
+ * field, a JSON body cut short, a body that is not an object, a charset the service does not read, a body over
+ * the limit (the server's queue.max_payload_bytes is 1 KiB: a limit of 70,680 bytes), and one with only a
+ * username, which the login refuses itself.
+ */
+async function refusedAttempts(api: Api, from = 0, to = 10): Promise<Array<Awaited<ReturnType<Api['post']>>>> {
+  const bodies: Array<[unknown, Record<string, string>?]> = [
+    [{ username: ADMIN.username, password: 'guess1', x: 1 }],
+    ['{"username":"admin","password":"gue'],
+    [{ username: ADMIN.username, password: 'guess2', extra: true, more: 'x' }],
+    ['[1,2,3]'],
+    ['"admin"'],
+    [JSON.stringify({ username: ADMIN.username, password: 'guess3' }), { 'content-type': 'application/json; charset=latin1' }],
+    [JSON.stringify({ username: ADMIN.username, password: 'guess4' }), { 'content-encoding': 'compress' }],
+    [JSON.stringify({ username: ADMIN.username, password: 'x'.repeat(80_000) })],
+    ['{"username":"admin","password":"guess5"}}'],
+    [{ username: ADMIN.username }],
+  ];
+  const answers = [];
+  for (const [body, headers] of bodies.slice(from, to)) answers.push(await api.post('/api/auth/login', body, headers));
+  return answers;
+}
+
+const REFUSED_STATUSES = [400, 400, 400, 400, 400, 415, 415, 413, 400, 400];
+
 function expectLimited(res: Awaited<ReturnType<Api['post']>>): void {
   expectErrorBody(res, 429);
   expect(res.body).toEqual({ error: 'too many login attempts' });
@@ -52,6 +78,40 @@ describeEachEngine('login rate limit (in memory)', (engine: Engine) => {
       expectLimited(await server.api.post('/api/auth/login', {}));
       clock.advance(60_000);
       expect((await server.api.post('/api/auth/login', ADMIN)).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('counts the attempts the request pipeline refuses (unknown field, malformed JSON, not an object, charset, too large): the 11th gets 429 before those checks', async () => {
+    const clock = manualClock();
+    // A small body limit (6 x 1 KiB + 64 KiB), so that a body over it stays cheap to send.
+    const server = await startTestServer(engine, { overrides: authOn({ queue: { max_payload_bytes: 1024 } }), now: clock.now });
+    try {
+      const refused = await refusedAttempts(server.api);
+      expect(refused.map((r) => r.status)).toEqual(REFUSED_STATUSES);
+      expect(refused.map((r) => r.body.error)).not.toContain('too many login attempts');
+      // The limit is reached: every kind of attempt is refused with 429 and Retry-After, its body unread.
+      for (const res of await refusedAttempts(server.api)) expectLimited(res);
+      expectLimited(await server.api.post('/api/auth/login', ADMIN));
+      clock.advance(60_000);
+      // A new window: the checks answer again; the 11th attempt gets 429 again, whatever its body.
+      expect((await server.api.post('/api/auth/login', ADMIN)).status).toBe(200);
+      expect((await refusedAttempts(server.api, 0, 9)).map((r) => r.status)).toEqual(REFUSED_STATUSES.slice(0, 9));
+      expectLimited(await server.api.post('/api/auth/login', { username: ADMIN.username, password: 'guess', x: 1 }));
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('counts every attempt exactly once, whichever step answers it', async () => {
+    const server = await startTestServer(engine, { overrides: authOn() });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) statuses.push((await server.api.post('/api/auth/login', { username: ADMIN.username, password: `guess${i}`, x: 1 })).status);
+      for (let i = 0; i < 5; i++) statuses.push((await server.api.post('/api/auth/login', i % 2 ? ADMIN : { username: ADMIN.username, password: `guess${i}` })).status);
+      expect(statuses).toEqual([400, 400, 400, 400, 400, 401, 200, 401, 200, 401]);
+      expectLimited(await server.api.post('/api/auth/login', ADMIN));
     } finally {
       await server.close();
     }
@@ -100,6 +160,21 @@ describeEachEngine('login rate limit (in memory)', (engine: Engine) => {
       expect((await isolated.api.post('/api/auth/login', ADMIN)).status).toBe(200);
     } finally {
       await Promise.all([a.close(), b.close(), isolated.close()]);
+    }
+  });
+
+  it('counts the attempts the request pipeline refuses in the shared counter too: the 11th, on either instance, gets 429 before any body check', async () => {
+    const shared = authOn({ redis: { url: REDIS_URL, key_prefix: `conveyor-test:${randomUUID()}:` }, queue: { max_payload_bytes: 1024 } });
+    const engine = (await import('./helpers/engines.js')).engineByName.sqlite;
+    const a = await startTestServer(engine, { overrides: shared });
+    const b = await startTestServer(engine, { overrides: shared });
+    try {
+      expect((await refusedAttempts(a.api, 0, 5)).map((r) => r.status)).toEqual(REFUSED_STATUSES.slice(0, 5));
+      expect((await refusedAttempts(b.api, 5, 10)).map((r) => r.status)).toEqual(REFUSED_STATUSES.slice(5));
+      for (const res of await refusedAttempts(b.api)) expectLimited(res);
+      expectLimited(await a.api.post('/api/auth/login', { username: ADMIN.username, password: 'guess', x: 1 }));
+    } finally {
+      await Promise.all([a.close(), b.close()]);
     }
   });
 });

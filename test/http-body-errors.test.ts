@@ -74,14 +74,23 @@ describe('errors raised while reading a body keep their 4xx status (the error ta
 describeEachEngine('compressed and oddly encoded bodies', (engine) => {
   let server: LoggedServer;
   beforeAll(async () => {
-    server = await startLoggedServer(engine, { queue: { max_payload_bytes: 1024 } });
+    // trust_proxy: each login request comes from its own address, so the login rate limit (every attempt counts,
+    // a refused body too) never answers these with 429.
+    server = await startLoggedServer(engine, { queue: { max_payload_bytes: 1024 }, server: { trust_proxy: true } });
   });
   afterAll(async () => {
     await server?.close();
   });
 
+  let client = 0;
+  const clientAddress = () => `10.${(++client >> 16) & 255}.${(client >> 8) & 255}.${client & 255}`;
   const send = (method: string, path: string, headers: Record<string, string>, body: Buffer) =>
-    rawRequest(server.port, { method, path, headers: { 'content-type': 'application/json', 'content-length': String(body.length), ...headers }, body });
+    rawRequest(server.port, {
+      method,
+      path,
+      headers: { 'content-type': 'application/json', 'content-length': String(body.length), 'x-forwarded-for': clientAddress(), ...headers },
+      body,
+    });
 
   function expectError(res: RawResponse, status: number, message?: string) {
     expect(res.status, `${res.status} ${res.text}`).toBe(status);
@@ -135,6 +144,45 @@ describeEachEngine('compressed and oddly encoded bodies', (engine) => {
       const purge = await send('POST', '/api/topics/zipped/purge', { 'content-encoding': encoding }, compress(Buffer.from('{"statuses":["pending"]}')));
       expect(JSON.parse(purge.text)).toEqual({ deleted: 1 });
     }
+  });
+
+  it('a charset is UTF-8 (utf-8 or utf8, any case, quoted or not) or the body is 415', async () => {
+    const body = Buffer.from('{"topic":"charsets","payload":"x"}');
+    const utf8 = ['charset=utf-8', 'charset=utf8', 'charset=UTF8', 'charset=UTF-8', 'charset="utf-8"', 'charset="UTF8"', 'charset = Utf-8', 'foo=bar; charset=utf8'];
+    for (const parameter of utf8) {
+      const res = await send('POST', '/api/messages', { 'content-type': `application/json; ${parameter}` }, body);
+      expect(res.status, `${parameter}: ${res.text}`).toBe(201);
+    }
+    const others = ['charset=utf-16le', 'charset=UTF-16', 'charset=utf-16be', 'charset=utf-32', 'charset="utf-7"', 'charset=utf-8x', 'charset=latin1', 'charset=iso-8859-1', 'charset=us-ascii', 'charset=unicode-1-1-utf-8'];
+    for (const parameter of others) {
+      expectError(await send('POST', '/api/messages', { 'content-type': `application/json; ${parameter}` }, body), 415, 'unsupported charset; send UTF-8 JSON');
+    }
+    // A body really in UTF-16 is refused too, not read as something else.
+    const utf16 = Buffer.from('{"topic":"charsets","payload":"x"}', 'utf16le');
+    expectError(await send('POST', '/api/messages', { 'content-type': 'application/json; charset=utf-16le' }, utf16), 415, 'unsupported charset; send UTF-8 JSON');
+    expectError(await send('POST', '/api/topics/charsets/purge', { 'content-type': 'application/json; charset=utf-16' }, Buffer.from('{}', 'utf16le')), 415);
+    expect((await server.api.get('/api/messages?topic=charsets')).body.total).toBe(utf8.length);
+  });
+
+  it('bytes that are not UTF-8 are 400, never stored as U+FFFD', async () => {
+    const invalid: Array<[string, Buffer]> = [
+      ['a surrogate as UTF-8 would spell it (ED A0 80)', Buffer.from([0xed, 0xa0, 0x80])],
+      ['a byte no UTF-8 text holds', Buffer.from([0xff])],
+      ['a sequence cut short', Buffer.from([0xc3])],
+      ['an overlong encoding of "/"', Buffer.from([0xc0, 0xaf])],
+    ];
+    const json = (middle: Buffer) => Buffer.concat([Buffer.from('{"topic":"not-utf8","payload":"a'), middle, Buffer.from('b"}')]);
+    for (const [what, bytes] of invalid) {
+      for (const [encoding, encode] of [['identity', (b: Buffer) => b], ['gzip', gzipSync]] as const) {
+        const res = await send('POST', '/api/messages', { 'content-encoding': encoding }, encode(json(bytes)));
+        expect([res.status, res.text], `${what}, ${encoding}`).toEqual([400, '{"error":"request body is not valid UTF-8"}']);
+      }
+    }
+    expect((await server.api.get('/api/messages?topic=not-utf8')).body.total).toBe(0);
+    // Valid multi-byte text, a byte order mark included, is read as it is.
+    const valid = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), json(Buffer.from('é📦'))]);
+    expect((await send('POST', '/api/messages', {}, valid)).status).toBe(201);
+    expect((await server.api.get('/api/messages?topic=not-utf8')).body.items.map((m: { payload: string }) => m.payload)).toEqual(['aé📦b']);
   });
 
   it('what node:http answers by itself is a JSON error too', async () => {

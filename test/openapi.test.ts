@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import _Ajv2020 from 'ajv/dist/2020.js';
 import _addFormats from 'ajv-formats';
@@ -100,6 +101,32 @@ const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
 
 const documentedRoutes = (doc: Json) =>
   Object.entries(doc.paths as Record<string, Json>).flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${expressPath(path)}`));
+
+/** A request as fetch will not send it (a GET with a body) and any body as given, answered as Api answers. */
+function rawRequest(baseUrl: string, method: string, path: string, headers: Record<string, string>, body: string | Buffer): Promise<ApiResponse> {
+  return new Promise((resolve, reject) => {
+    const data = typeof body === 'string' ? Buffer.from(body) : body;
+    const req = httpRequest(`${baseUrl}${path}`, { method, headers: { ...headers, 'content-length': String(data.length) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const answerHeaders = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) if (value !== undefined) answerHeaders.set(name, Array.isArray(value) ? value.join(', ') : value);
+        let parsed: unknown;
+        try {
+          parsed = text.length > 0 ? JSON.parse(text) : undefined;
+        } catch {
+          parsed = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, body: parsed, headers: answerHeaders, text });
+      });
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
 
 const AVRO = JSON.stringify({ type: 'record', name: 'Click', fields: [{ name: 'page', type: 'string' }] });
 
@@ -322,6 +349,33 @@ describeEachEngine('OpenAPI document', (engine) => {
     const answered = [...check.seen].flatMap(([key, statuses]) => [...statuses].map((s) => `${key} ${s}`));
     expect(successes.filter((s) => !answered.includes(s))).toEqual([]);
     for (const status of [400, 401, 403, 404, 409, 422, 429]) expect(answered.some((a) => a.endsWith(` ${status}`)), String(status)).toBe(true);
+  });
+
+  it('documents, for every operation, what the request pipeline answers: unknown fields, bodies that are not JSON objects, charsets, encodings, oversized bodies', async () => {
+    const check = new Conformance(doc);
+    const { token } = await createUser(server, [], true);
+    const auth = { authorization: `Bearer ${token}` };
+    const id = '0190a5c4-0000-7000-8000-000000000000';
+    const json = { 'content-type': 'application/json' };
+    const cases: Array<[method: string, url: string, headers: Record<string, string>, body: string | Buffer, status: number]> = [
+      // Operations that take no body still read one, and refuse its fields.
+      ['POST', '/api/admin/archive-reaper/run', { ...auth, ...json }, '{"x":1}', 400],
+      ['GET', '/api/stats', { ...auth, ...json }, '{"x":1}', 400],
+      ['GET', '/healthz', json, '{"x":', 400],
+      ['POST', '/api/auth/refresh', { ...auth, ...json }, '[1]', 400],
+      ['GET', '/api/version', { ...json, 'content-encoding': 'gzip' }, 'not gzip', 400],
+      ['POST', `/api/messages/${id}/requeue`, { ...auth, ...json }, Buffer.alloc(7 * 1024 * 1024, 0x20), 413],
+      ['DELETE', `/api/users/${id}`, { ...auth, 'content-type': 'application/json; charset=latin1' }, '{}', 415],
+      ['GET', '/api/topic-configs', { ...auth, ...json, 'content-encoding': 'compress' }, '{}', 415],
+      // And operations that take one refuse the same.
+      ['PUT', '/api/topic-configs/orders', { ...auth, 'content-type': 'application/json; charset=iso-8859-1' }, '{}', 415],
+      ['POST', '/api/messages/dequeue', { ...auth, ...json }, Buffer.alloc(7 * 1024 * 1024, 0x20), 413],
+    ];
+    for (const [method, url, headers, body, status] of cases) {
+      const res = await rawRequest(server.url, method, url, headers, body);
+      expect(res.status, `${method} ${url}: ${res.text}`).toBe(status);
+      check.check(method, url, undefined, res);
+    }
   });
 
   it('the UI types (src/ui/api/openapi.d.ts) are generated from this document: run npm run openapi if not', async () => {

@@ -14,7 +14,8 @@
  *   allowsConsume(principal, topic, consumerGroup?)      the same as a yes or no
  *   requireRequeue(principal, deadLetterTopic)           write on the dead-letter topic or its original topic
  *   visibleTopics(principal, action, topics): string[]   filters lists for non-admins (all for admins / auth off)
- *   login(username, password, clientAddress) / refresh(principal) / status(header)
+ *   countLoginAttempt(clientAddress): Promise<LoginAttempt>  counts one attempt; else DomainError('rate_limited')
+ *   login(attempt, username, password) / refresh(principal) / status(header)
  */
 import { failedPrecondition, invalid, DomainError } from '../queue/errors.js';
 import { baseTopicOf } from '../queue/topic-names.js';
@@ -49,6 +50,15 @@ export interface AuthorizerDeps {
   now: () => number;
 }
 
+/**
+ * One login attempt, counted against its client's limit by countLoginAttempt. login() takes it, once: a login
+ * cannot skip the count, and one request is never counted twice (the HTTP route counts it before its body is
+ * read, so that a body the pipeline refuses counts too, and logs in with the same attempt afterwards).
+ */
+export interface LoginAttempt {
+  readonly clientAddress: string;
+}
+
 export interface AuthStatus {
   auth_required: boolean;
   user?: { id: string; username: string; is_admin: boolean };
@@ -68,6 +78,8 @@ export class Authorizer {
   private readonly loading = new Map<string, Promise<Principal | null>>();
   /** Moves on with every change of users or grants, so that a load begun before one is not cached after it. */
   private generation = 0;
+  /** Attempts counted and not yet used by login(). */
+  private readonly countedAttempts = new WeakSet<LoginAttempt>();
 
   constructor(private readonly deps: AuthorizerDeps) {
     this.enabled = deps.enabled;
@@ -132,12 +144,25 @@ export class Authorizer {
   }
 
   /**
-   * Every attempt counts against the client's limit before anything else, whatever its outcome (contract §8).
-   * An unknown user still costs one argon2 verification, and both failures read the same.
+   * Counts one login attempt of `clientAddress`, before anything else about it is looked at: every attempt
+   * counts, whatever its outcome (contract §8). Beyond the limit: DomainError('rate_limited') with the
+   * seconds until the client's window ends.
    */
-  async login(username: unknown, password: unknown, clientAddress: string): Promise<string> {
+  async countLoginAttempt(clientAddress: string): Promise<LoginAttempt> {
     const decision = await this.deps.limiter.hit(clientAddress);
     if (!decision.allowed) throw new DomainError('rate_limited', 'too many login attempts', { retryAfterSeconds: decision.retryAfterSeconds });
+    const attempt: LoginAttempt = Object.freeze({ clientAddress });
+    this.countedAttempts.add(attempt);
+    return attempt;
+  }
+
+  /**
+   * Logs in with an attempt countLoginAttempt counted (each attempt once). An unknown user still costs one
+   * argon2 verification, and both failures read the same.
+   */
+  async login(attempt: LoginAttempt, username: unknown, password: unknown): Promise<string> {
+    // A programming error, not the client's: a login that was not counted, or an attempt used twice.
+    if (!this.countedAttempts.delete(attempt)) throw new Error('login attempt not counted by countLoginAttempt, or already used');
     if (typeof username !== 'string' || username === '') throw invalid('username is required');
     if (typeof password !== 'string' || password === '') throw invalid('password is required');
     const tokens = this.tokenIssuer();

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { VERSION } from '../../version.js';
+import { pipelineErrorStatuses } from '../route-table.js';
 import * as body from '../validation.js';
 import { OPERATIONS, type Operation } from './operations.js';
 import * as R from './responses.js';
@@ -39,13 +40,23 @@ const RESPONSE_BODIES: Record<string, z.ZodType> = Object.fromEntries(
 
 /** Error answers, shared by reference: every one is `{"error": "..."}`. */
 const ERRORS: Record<number, { name: string; description: string; retryAfter?: true }> = {
-  400: { name: 'BadRequest', description: 'The request is malformed or a value is invalid; `error` says which.' },
+  400: {
+    name: 'BadRequest',
+    description:
+      'The request is malformed or a value is invalid; `error` says which. Every operation, one without a request body included, answers it for a body that does not parse as JSON, is not a JSON object or holds a field the operation does not take (`unknown field "x"`), and for a body cut short, not matching its Content-Length or not decompressing.',
+  },
   401: { name: 'Unauthorized', description: 'No valid bearer token (authentication on).' },
   403: { name: 'Forbidden', description: 'The token lacks the grant or the admin flag this needs.' },
   404: { name: 'NotFound', description: 'No such resource.' },
   409: { name: 'Conflict', description: 'Already exists, or managed by a Kubernetes resource.' },
-  413: { name: 'PayloadTooLarge', description: 'The body or the payload is too large.' },
-  415: { name: 'UnsupportedMediaType', description: 'A Content-Encoding or charset the service does not read.' },
+  413: {
+    name: 'PayloadTooLarge',
+    description: 'Every operation answers it for a request body over the limit (64 MiB for a batch enqueue, 6 x queue.max_payload_bytes + 64 KiB otherwise, after decompression). On an enqueue (one message or a batch): a payload over queue.max_payload_bytes, or metadata over 64 KiB as JSON.',
+  },
+  415: {
+    name: 'UnsupportedMediaType',
+    description: 'Every operation answers it for a body sent with a Content-Type charset the service does not read (send UTF-8) or a Content-Encoding other than identity, gzip, deflate or br.',
+  },
   422: { name: 'Unprocessable', description: 'Well-formed but refused: see `error`.' },
   429: { name: 'TooManyRequests', description: 'The topic is full, or too many login attempts.', retryAfter: true },
   500: { name: 'InternalError', description: 'An unexpected failure (logged with the request id).' },
@@ -113,15 +124,15 @@ function queryParameters(query: z.ZodType): JsonObject[] {
   }));
 }
 
+/**
+ * The operation's own errors, and those every route's pipeline answers before the route has a say, as
+ * route-table.ts says they are (authentication, the body read, the object and unknown-field checks: a route
+ * that takes no body reads and refuses one too); then 403 where a grant or the admin flag is needed, and
+ * the failures any request may meet.
+ */
 function errorStatuses(op: Operation): number[] {
-  const statuses = new Set(op.errors ?? []);
-  if (op.body || op.query || op.path.includes(':')) statuses.add(400);
-  if (op.access !== 'open') statuses.add(401);
+  const statuses = new Set([...(op.errors ?? []), ...pipelineErrorStatuses(op.path)]);
   if (op.access === 'grant' || op.access === 'admin') statuses.add(403);
-  if (op.body) {
-    statuses.add(413);
-    statuses.add(415);
-  }
   statuses.add(500);
   statuses.add(503);
   return [...statuses].sort((a, b) => a - b);

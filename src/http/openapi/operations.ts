@@ -27,7 +27,11 @@ export interface Operation {
   /** Optional bodies (ack, nack, replay, purge) may be absent or empty. */
   bodyOptional?: true;
   success: { status: 200 | 201 | 204; schema: Success; description: string };
-  /** Errors the operation itself can answer; 401, 403, 413, 415, 500 and 503 are added by the builder (document.ts). */
+  /**
+   * Errors the operation itself can answer. The builder (document.ts) adds those of the request pipeline,
+   * which every route answers (400, 413, 415, and 401 where a token is needed: route-table.ts), 403 for
+   * `grant` and `admin`, 500 and 503.
+   */
   errors?: number[];
 }
 
@@ -75,7 +79,8 @@ export const OPERATIONS: Operation[] = [
     path: '/api/auth/login',
     operationId: 'login',
     summary: 'Log in',
-    description: 'Ten attempts per minute per client address (429 beyond, with Retry-After). 422 when authentication is off.',
+    description:
+      'Ten attempts per minute per client address, every attempt counting whatever its outcome, a body refused as malformed, too large or with an unknown field included; beyond them 429 with Retry-After, before the body is read. 422 when authentication is off.',
     tag: 'auth',
     access: 'open',
     body: body.loginBody,
