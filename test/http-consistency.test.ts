@@ -227,6 +227,18 @@ describeEachEngine('consistent answers across routes', (engine) => {
       expect(bad.body.error).toMatch(/^schedule is not a valid cron expression: .*minute/i);
       await api.put('/api/admin/delete-reaper/schedule', { schedule: '' });
     });
+
+    it('a schedule no date matches is refused rather than stored as active and never run', async () => {
+      for (const schedule of ['0 3 31 2 *', '* * 30 2 *', '0 0 0 31 4 *']) {
+        const res = await api.put('/api/admin/delete-reaper/schedule', { schedule });
+        expectErrorBody(res, 400);
+        expect(res.body.error).toBe('schedule never runs: no date matches all of its fields');
+      }
+      expect((await api.get('/api/admin/delete-reaper/schedule')).body).toEqual({ schedule: '', active: false });
+      // The 29th of February comes every four years: it runs.
+      expect((await api.put('/api/admin/delete-reaper/schedule', { schedule: '0 3 29 2 *' })).body).toEqual({ schedule: '0 3 29 2 *', active: true });
+      await api.put('/api/admin/delete-reaper/schedule', { schedule: '' });
+    });
   });
 });
 

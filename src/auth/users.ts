@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../store/dialect.js';
 import { deleteGrant, insertGrant, listGrants, type GrantRow } from '../store/grants.js';
 import { deleteUser, findUserByName, getUser, insertUser, listUsers, updateUser, type UserChanges, type UserRow } from '../store/users.js';
 import { conflict, DomainError, invalid, notFound } from '../queue/errors.js';
+import { assertConsumerGroupName } from '../queue/consumer-group-names.js';
 import { isValidPattern } from './grants-policy.js';
 import { hashPassword, MIN_PASSWORD_LENGTH } from './passwords.js';
 
@@ -23,7 +24,6 @@ export interface UserUpdateInput {
 }
 
 const MAX_USERNAME_LENGTH = 255;
-const MAX_GROUP_LENGTH = 255;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TOPIC_GRANT_ACTIONS = ['read', 'write', 'admin'];
 
@@ -146,7 +146,8 @@ export class UserService {
   async addConsumeGrant(userId: string, input: { consumer_group?: unknown; topic_pattern?: unknown }): Promise<Grant> {
     const group = input.consumer_group;
     if (typeof group !== 'string' || group === '') throw invalid('consumer_group is required and must be a non-empty string');
-    if (group.length > MAX_GROUP_LENGTH) throw invalid(`consumer_group must be at most ${MAX_GROUP_LENGTH} characters`);
+    // A grant names a group that registration could create (the HTTP body is checked the same way before).
+    assertConsumerGroupName(group);
     return this.insertGrant(userId, 'consume', assertPattern(input.topic_pattern), group);
   }
 

@@ -13,9 +13,14 @@ export function validateCron(expression: string): void {
       `schedule is not a valid cron expression: it needs 5 fields (minute hour day-of-month month day-of-week), or 6 with a leading seconds field; got ${fields.length}`,
     );
   }
+  let cron: Cron;
   try {
-    new Cron(expression, { paused: true, mode: '5-or-6-parts' }).stop();
+    cron = new Cron(expression, { paused: true, mode: '5-or-6-parts' });
   } catch (err) {
     throw invalid(`schedule is not a valid cron expression: ${(err as Error).message.replace(/^CronPattern: /, '')}`);
   }
+  // Such as "0 3 31 2 *": valid fields, but no date has them all, so a reaper that reads as scheduled never runs.
+  const next = cron.nextRun();
+  cron.stop();
+  if (next === null) throw invalid('schedule never runs: no date matches all of its fields');
 }
