@@ -319,6 +319,21 @@ describeEachEngine('consumer groups', (engine) => {
       expect(await topicMessages(api, 'raced')).toEqual([]);
     });
 
+    it('gives a message whose enqueue raced a second group registration that group\'s delivery in the next expiry run', async () => {
+      await register(api, 'growing', 'first');
+      const held = await heldKeyedEnqueue('growing', 'k');
+      expect((await register(api, 'growing', 'second')).status).toBe(201);
+      const id = await held.release();
+      // The enqueue read only the first group: the second's adoptions ran before its commit.
+      expect(await dequeueGroup(api, 'growing', 'second')).toEqual([]);
+      expect((await api.post('/api/admin/expiry-reaper/run')).status).toBe(200);
+      for (const group of ['first', 'second']) {
+        expect((await dequeueGroup(api, 'growing', group)).map((m) => m.id)).toEqual([id]);
+        expect((await ack(api, id, group)).status).toBe(204);
+      }
+      expect(await topicMessages(api, 'growing')).toEqual([]);
+    });
+
     it("finishes a message whose enqueue raced a group's unregistration once the remaining groups are done", async () => {
       await register(api, 'parting', 'stays');
       await register(api, 'parting', 'leaves');

@@ -2,25 +2,32 @@ import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
 
 /** `INSERT IGNORE` / `INSERT OR IGNORE`: a delivery that already exists is left as it is. */
-export function insertIgnore(trx: Knex.Transaction): string {
+function insertIgnore(trx: Knex.Transaction): string {
   return engineOf(trx) === 'mysql' ? 'INSERT IGNORE INTO' : 'INSERT OR IGNORE INTO';
 }
 
-export const DELIVERY_COLUMNS = '(message_id, topic, consumer_group, status, retry_count, last_error, visible_at, expires_at)';
+const DELIVERY_COLUMNS = '(message_id, topic, consumer_group, status, retry_count, last_error, visible_at, expires_at)';
 
 /**
  * Gives `group` a pending delivery of every message of the topic that no group has started (row status
  * pending), and of messages a plain consumer holds (processing without any delivery). One INSERT ... SELECT,
  * so a backlog is adopted without shipping rows through Node.
  */
-export async function adoptMessages(trx: Knex.Transaction, topic: string, group: string): Promise<void> {
-  await trx.raw(
+export async function adoptMessages(trx: Knex.Transaction, topic: string, group: string): Promise<number> {
+  const result = await trx.raw(
     `${insertIgnore(trx)} deliveries ${DELIVERY_COLUMNS}
      SELECT m.id, m.topic, ?, 'pending', 0, '', 0, m.expires_at FROM messages m
      WHERE m.topic = ? AND (m.status = 'pending'
        OR (m.status = 'processing' AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)))`,
     [group, topic],
   );
+  return deliveriesStored(result);
+}
+
+/** Rows an INSERT stored, from knex's raw answer: mysql2's [ResultSetHeader, ...]; 0 where the driver does not say. */
+function deliveriesStored(result: unknown): number {
+  const header = Array.isArray(result) ? (result[0] as { affectedRows?: unknown } | undefined) : undefined;
+  return typeof header?.affectedRows === 'number' ? header.affectedRows : 0;
 }
 
 /** The registered groups of each topic, read inside the enqueue transaction so a new group is never missed. */

@@ -2,14 +2,15 @@ import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
 import { retryTransaction } from '../retry.js';
 import { dropDeliveries } from './complete.js';
-import { DELIVERY_COLUMNS, insertIgnore } from './adopt.js';
+import { adoptMessages } from './adopt.js';
 
 /**
- * How long after a group's registration its topic is searched for messages stored without it. An enqueue
- * transaction that read the topic's groups before the registration committed, and committed after both of
- * the registration's adoptions, stored its message with no delivery at all; such a transaction is one open
- * across the registration, so an hour is many times longer than one lasts (a statement waiting for a row lock
- * gives up after `innodb_lock_wait_timeout`, 50 s by default).
+ * How long after a group's registration its topic is searched for messages stored without the group. An
+ * enqueue transaction that read the topic's groups before the registration committed, and committed after
+ * both of the registration's adoptions, stored its message without a delivery of that group (without any
+ * delivery, when the topic had no group before); such a transaction is one open across the registration, so an
+ * hour is many times longer than one lasts (a statement waiting for a row lock gives up after
+ * `innodb_lock_wait_timeout`, 50 s by default).
  */
 export const STRANDED_WINDOW_MS = 3_600_000;
 
@@ -23,23 +24,22 @@ export interface StrandedRepair {
  * MySQL/MariaDB (on SQLite every write transaction holds the database's write lock from its start, so an
  * enqueue and a registration or unregistration never overlap): repairs what an enqueue racing a consumer
  * group's registration or unregistration left behind, as part of the expiry reaper's run.
- * - Messages of a topic with a group registered in the last STRANDED_WINDOW_MS that are pending and have no
- *   delivery at all: every registered group of the topic gets one, as the enqueue would have given it. A
- *   pending message with no delivery on a fan-out topic has no other origin: enqueues and adoptions store a
- *   message's deliveries in the transaction that stores or adopts it, and a requeue to one group keeps that
- *   group's.
+ * - Each group registered in the last STRANDED_WINDOW_MS adopts its topic's messages again, as its
+ *   registration did (adoptMessages): every pending message, which no group has claimed yet, so every
+ *   registered group must have a delivery of it. Deliveries it has already are left as they are.
  * - Deliveries of a group that is no longer registered (an enqueue that read the group before its
- *   unregistration committed, and committed after the unregistration dropped the group's deliveries): dropped,
- *   and their messages finished when no group still works on them, as the unregistration does.
+ *   unregistration committed, and committed after the unregistration dropped the group's deliveries, or an
+ *   adoption above that read the group just before it went): dropped, and their messages finished when no
+ *   group still works on them, as the unregistration does.
  */
 export async function repairStranded(db: Knex, now: number, replayable: (topic: string) => boolean, signal?: AbortSignal): Promise<StrandedRepair> {
   const adopted = new Map<string, number>();
   if (engineOf(db) !== 'mysql') return { adopted, dropped: 0 };
-  const recent = await db('consumer_groups').distinct('topic').where('created_at', '>=', now - STRANDED_WINDOW_MS).pluck('topic');
-  for (const topic of recent.map(String)) {
+  const recent: Array<{ topic: string; consumer_group: string }> = await db('consumer_groups').select('topic', 'consumer_group').where('created_at', '>=', now - STRANDED_WINDOW_MS);
+  for (const { topic, consumer_group: group } of recent) {
     signal?.throwIfAborted();
-    const count = await adoptUndelivered(db, topic);
-    if (count > 0) adopted.set(topic, count);
+    const count = await retryTransaction(db, (trx) => adoptMessages(trx, String(topic), String(group)));
+    if (count > 0) adopted.set(String(topic), (adopted.get(String(topic)) ?? 0) + count);
   }
   let dropped = 0;
   for (const { topic, group } of await unregisteredDeliveries(db)) {
@@ -50,26 +50,6 @@ export async function repairStranded(db: Knex, now: number, replayable: (topic: 
     dropped += await dropDeliveries(db, topic, ofUnregistered, replayable(topic), now);
   }
   return { adopted, dropped };
-}
-
-/**
- * One transaction: the topic's group rows are read under a share lock, so an unregistration waits for it
- * rather than leave a delivery of its group behind; then one INSERT ... SELECT gives each of those groups a
- * delivery of every pending message with none. Returns the deliveries stored.
- */
-async function adoptUndelivered(db: Knex, topic: string): Promise<number> {
-  return retryTransaction(db, async (trx) => {
-    const groups = await trx('consumer_groups').where({ topic }).forShare().pluck('consumer_group');
-    if (groups.length === 0) return 0;
-    const [result] = (await trx.raw(
-      `${insertIgnore(trx)} deliveries ${DELIVERY_COLUMNS}
-       SELECT m.id, m.topic, g.consumer_group, 'pending', 0, '', 0, m.expires_at
-       FROM messages m JOIN consumer_groups g ON g.topic = m.topic
-       WHERE m.topic = ? AND m.status = 'pending' AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)`,
-      [topic],
-    )) as [{ affectedRows: number }];
-    return result.affectedRows;
-  });
 }
 
 /** The (topic, group) pairs that have deliveries but no registration: one loose scan of index deliveries_claim. */
