@@ -20,6 +20,8 @@ const MAX_GROUP_NAME_LENGTH = 200;
 const isWellFormed = (value: string): boolean => (value as string & { isWellFormed(): boolean }).isWellFormed();
 const notWellFormed = (field: string) => `${field} must be well-formed Unicode text: it holds a lone surrogate (such as \\ud800)`;
 
+const toWellFormed = (value: string): string => (value as string & { toWellFormed(): string }).toWellFormed();
+
 /** The one check of every request string: well-formed Unicode, else 400 naming `field`. */
 function wellFormed<T extends z.ZodString>(schema: T, field: string): T {
   return schema.refine(isWellFormed, { error: notWellFormed(field) }) as T;
@@ -88,7 +90,13 @@ export const dequeueBody = z.object({
 });
 
 export const nackBody = z.object({
-  error: wellFormed(z.string({ error: 'error must be a string' }), 'error').optional().meta({ description: 'Recorded as last_error (at most 64 KiB kept).' }),
+  // Diagnostic text, often cut by UTF-16 code units in the consumer (`message.slice(0, n)` can split an emoji):
+  // a lone surrogate becomes U+FFFD rather than refusing the nack and leaving the message held until its timeout.
+  error: z
+    .string({ error: 'error must be a string' })
+    .transform(toWellFormed)
+    .optional()
+    .meta({ description: 'Recorded as last_error (at most 64 KiB kept); a lone UTF-16 surrogate is recorded as U+FFFD.' }),
   consumer_group: optionalGroup(),
 });
 

@@ -997,7 +997,7 @@ export interface components {
             consumer_group?: string;
         };
         NackRequest: {
-            /** @description Recorded as last_error (at most 64 KiB kept). */
+            /** @description Recorded as last_error (at most 64 KiB kept); a lone UTF-16 surrogate is recorded as U+FFFD. */
             error?: string;
             /** @description The consumer group (fan-out topics). */
             consumer_group?: string;
