@@ -33,6 +33,8 @@ export interface ServerOptions {
   logger?: Logger;
   /** Injected clock (tests). */
   now?: () => number;
+  /** Aborted when the process is asked to stop during start-up: ends a wait for another pod's migrations. */
+  signal?: AbortSignal;
 }
 
 export interface RunningServer {
@@ -85,7 +87,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   tls?.watch(config.server.tls_reload_interval);
   const db = createDb({ url: config.db.url, poolSize: config.db.pool_size, logger, lockWaitTimeoutSeconds: config.db.lock_wait_timeout });
   try {
-    const applied = await migrate(db, logger);
+    const applied = await migrate(db, logger, options.signal);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
     // Galera: refuse a schema the cluster would not replicate; log the cluster's size and state.
     await checkClusterSchema(db, logger);

@@ -4,6 +4,8 @@ import type { Logger } from '../log/logger.js';
 export interface SignalTrap {
   /** A signal has arrived: start-up should stop at its next safe point rather than go on. */
   readonly requested: boolean;
+  /** Aborted by that signal: what start-up waits on and can give up safely (another pod's migrations) ends. */
+  readonly stopping: AbortSignal;
   /**
    * What closes the command: run at once when a signal came during start-up (then the process exits with the
    * line "conveyor stopped during start-up"), else at the first signal. Exits 0 after closing, 1 when closing failed.
@@ -20,6 +22,7 @@ export interface SignalTrap {
 export function trapSignals(logger: Logger): SignalTrap {
   let received: string | undefined;
   let close: (() => Promise<void>) | undefined;
+  const stopping = new AbortController();
   const stop = (duringStartup: boolean) => {
     close!().then(
       () => {
@@ -41,6 +44,7 @@ export function trapSignals(logger: Logger): SignalTrap {
     }
     // Stopping here could cut a migration short (MySQL commits each DDL statement): start-up decides when.
     logger.info({ signal, duringStartup: true }, 'shutting down once start-up reaches a safe point');
+    stopping.abort(new Error(`${signal} during start-up`));
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
@@ -48,6 +52,7 @@ export function trapSignals(logger: Logger): SignalTrap {
     get requested() {
       return received !== undefined;
     },
+    stopping: stopping.signal,
     closeWith(closeFn) {
       close = closeFn;
       if (received) stop(true);

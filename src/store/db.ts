@@ -235,12 +235,12 @@ function isConcurrentMigration(err: unknown): boolean {
  * connection to migrate and the renewals never queue behind a long ALTER. A migration cannot stop half-way,
  * so a lease lost meanwhile (renewals failing for 30 s) does not interrupt it; knex's own lock still guards.
  */
-async function withMigrationLease<T>(db: Knex, run: () => Promise<T>): Promise<T> {
+async function withMigrationLease<T>(db: Knex, run: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   await withDbRetry(db, () => createLeasesTable(db));
   const mysql = engineOf(db) === 'mysql';
   const leaseDb = mysql ? knexFactory({ ...db.client.config, pool: { min: 1, max: 1 } }) : db;
   try {
-    return await withLease(leaseDb, 'migrations', { waitMs: MIGRATION_LOCK_WAIT_MS }, () => run());
+    return await withLease(leaseDb, 'migrations', { waitMs: MIGRATION_LOCK_WAIT_MS, signal }, () => run());
   } catch (err) {
     if (err instanceof LeaseBusy) throw new Error('timed out waiting for another process to finish database migrations (the "migrations" row of the leases table)');
     throw err;
@@ -249,12 +249,20 @@ async function withMigrationLease<T>(db: Knex, run: () => Promise<T>): Promise<T
   }
 }
 
-/** Applies pending migrations under the migrations lease and knex's migration lock, so many pods can start at once. */
-export async function migrate(db: Knex, logger: Logger): Promise<string[]> {
-  return withMigrationLease(db, async () => {
-    await freeAbandonedLock(db, logger);
-    return migrateLatest(db);
-  });
+/**
+ * Applies pending migrations under the migrations lease and knex's migration lock, so many pods can start at
+ * once. `signal` ends the wait for another pod's lease (the process is stopping); once the lease is held the
+ * migrations run to the end, as one cannot stop half-way.
+ */
+export async function migrate(db: Knex, logger: Logger, signal?: AbortSignal): Promise<string[]> {
+  return withMigrationLease(
+    db,
+    async () => {
+      await freeAbandonedLock(db, logger);
+      return migrateLatest(db);
+    },
+    signal,
+  );
 }
 
 /**

@@ -31,6 +31,8 @@ export interface LeaseOptions {
   renewMs?: number;
   /** How long to wait for another holder to finish (0: give up at once). */
   waitMs?: number;
+  /** Ends the wait early (the process is stopping): the wait rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface Lease {
@@ -114,6 +116,22 @@ export async function releaseLease(db: Knex, name: string, holder: string, token
  * of waitMs. Work that can stop half-way watches `lease.signal`; what cannot (a migration) runs to its end,
  * guarded by its own lock as well.
  */
+/** Waits `ms`, or rejects with `signal`'s reason as soon as it is aborted. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  signal?.throwIfAborted();
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 export async function withLease<T>(db: Knex, name: string, options: LeaseOptions, work: (lease: Lease) => Promise<T>): Promise<T> {
   const ttlMs = options.ttlMs ?? LEASE_TTL_MS;
   const renewMs = options.renewMs ?? LEASE_RENEW_MS;
@@ -122,7 +140,7 @@ export async function withLease<T>(db: Knex, name: string, options: LeaseOptions
   let sent = performance.now();
   let got = await tryAcquireLease(db, name, ttlMs, holder);
   while (!got && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS / 2 + Math.random() * POLL_MS));
+    await pause(POLL_MS / 2 + Math.random() * POLL_MS, options.signal);
     sent = performance.now();
     got = await tryAcquireLease(db, name, ttlMs, holder);
   }
