@@ -71,11 +71,11 @@ describe('admin UI: maintenance (SQLite, auth on)', () => {
     await field.fill('0 3 * * *');
     // The reading of the typed expression, before it is saved.
     // The cron runs on the service's clock, which need not be the browser's: the reading says so.
-    await expect.poll(() => schedule.getByText("New schedule: At 03:00 AM, in the service's time zone", { exact: true }).count()).toBe(1);
-    expect(await schedule.getByText("Times are in the service's time zone").count()).toBe(1);
+    await expect.poll(() => schedule.getByText("New schedule: At 03:00 AM, in the service's time zone (or its CronJob's)", { exact: true }).count()).toBe(1);
+    expect(await schedule.getByText("Times are in the service's time zone (or its CronJob's)").count()).toBe(1);
     await schedule.getByRole('button', { name: 'Save schedule' }).click();
     await expect.poll(async () => (await server.api.get('/api/admin/delete-reaper/schedule')).body).toEqual({ schedule: '0 3 * * *', active: true });
-    await expect.poll(() => schedule.getByRole('definition').allTextContents()).toEqual(['0 3 * * *', 'Yes', "At 03:00 AM, in the service's time zone"]);
+    await expect.poll(() => schedule.getByRole('definition').allTextContents()).toEqual(['0 3 * * *', 'Yes', "At 03:00 AM, in the service's time zone (or its CronJob's)"]);
     await expectAccessible(page);
 
     const refused = await server.api.put('/api/admin/delete-reaper/schedule', { schedule: 'every night' });

@@ -5,12 +5,13 @@ import { useSaveSchedule, useSchedule } from './api';
 import { describeCron } from './cron';
 
 /**
- * The service runs the cron in its process's time zone, which its API does not tell and which need not be
- * this browser's: every reading says whose clock it is on, without pretending to know the zone.
+ * The service runs the cron in its process's time zone, or (reapers.mode external) a Kubernetes CronJob runs
+ * it in the CronJob's; the API tells neither, and neither need be this browser's: every reading says whose
+ * clock it is on, without pretending to know the zone.
  */
-const ZONE = "in the service's time zone";
+const ZONE = "in the service's time zone (or its CronJob's)";
 
-const HINT = `Five fields: minute, hour, day of month, month, day of week (as in a Kubernetes CronJob), e.g. 0 3 * * * for 03:00 every day; a sixth leading seconds field is accepted. Times are ${ZONE} (that of its process, not necessarily yours). Leave empty and save to disable the delete reaper.`;
+const HINT = `Five fields: minute, hour, day of month, month, day of week (as in a Kubernetes CronJob), e.g. 0 3 * * * for 03:00 every day; a sixth leading seconds field is accepted. Times are ${ZONE}: that of the service's process, or, when Kubernetes CronJobs run the reapers, the CronJob's (the chart's reapers.timeZone, else the cluster's, usually UTC); not necessarily yours. Leave empty and save to disable the delete reaper.`;
 
 function reading(expression: string): string {
   if (expression.trim() === '') return 'Disabled: the delete reaper does not run on its own.';
