@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation } from './dialect.js';
 import { adoptMessages } from './deliveries/adopt.js';
-import { dropDeliveries } from './deliveries/complete.js';
+import { dropDeliveries, ofUnregisteredGroup } from './deliveries/complete.js';
 import { lockedManager, type ManagerGuard } from './managed-rows.js';
 import { retryTransaction } from './retry.js';
 import { bumpCatalogRevision } from './settings.js';
@@ -82,6 +82,6 @@ export async function unregisterConsumerGroup(db: Knex, topic: string, group: st
     return deleted > 0;
   });
   if (!removed) return false;
-  await dropDeliveries(db, topic, (query) => query.where({ consumer_group: group }), replayable, now);
+  await dropDeliveries(db, topic, ofUnregisteredGroup(db, topic, group), replayable, now);
   return true;
 }

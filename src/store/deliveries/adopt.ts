@@ -12,13 +12,17 @@ const DELIVERY_COLUMNS = '(message_id, topic, consumer_group, status, retry_coun
  * Gives `group` a pending delivery of every message of the topic that no group has started (row status
  * pending), and of messages a plain consumer holds (processing without any delivery). One INSERT ... SELECT,
  * so a backlog is adopted without shipping rows through Node.
+ * MySQL/MariaDB: the messages are read under a share lock. In READ COMMITTED the SELECT would otherwise read
+ * rows that a transaction finishing them (an unregistration's clean-up, a purge) has locked and is deleting,
+ * and leave deliveries of messages that are gone; locked, it waits for that transaction and skips what it
+ * deleted.
  */
 export async function adoptMessages(trx: Knex.Transaction, topic: string, group: string): Promise<number> {
   const result = await trx.raw(
     `${insertIgnore(trx)} deliveries ${DELIVERY_COLUMNS}
      SELECT m.id, m.topic, ?, 'pending', 0, '', 0, m.expires_at FROM messages m
      WHERE m.topic = ? AND (m.status = 'pending'
-       OR (m.status = 'processing' AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)))`,
+       OR (m.status = 'processing' AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)))${engineOf(trx) === 'mysql' ? ' LOCK IN SHARE MODE' : ''}`,
     [group, topic],
   );
   return deliveriesStored(result);

@@ -54,6 +54,15 @@ export async function settleMessages(
 }
 
 /**
+ * The deliveries of `group` on `topic` while the group is not registered, checked again by every statement
+ * that uses it: a group registered again under the same name meanwhile keeps the deliveries its registration
+ * adopted (a clean-up of its former registration still running would otherwise take them).
+ */
+export function ofUnregisteredGroup(db: Knex, topic: string, group: string): (query: Knex.QueryBuilder) => Knex.QueryBuilder {
+  return (query) => query.where({ consumer_group: group }).whereNotExists((sub) => sub.select(db.raw('1')).from('consumer_groups').where({ topic, consumer_group: group }));
+}
+
+/**
  * Drops the deliveries of `topic` that `chosen` selects (an unregistered group's, or a purge's statuses), up
  * to 1,000 per transaction, and in the same transaction finishes the messages among theirs that no group is
  * still working on (settleMessages). Only messages that lost a delivery here are looked at: a message stored

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
 import { retryTransaction } from '../retry.js';
-import { dropDeliveries } from './complete.js';
+import { dropDeliveries, ofUnregisteredGroup } from './complete.js';
 import { adoptMessages } from './adopt.js';
 
 /**
@@ -44,10 +44,7 @@ export async function repairStranded(db: Knex, now: number, replayable: (topic: 
   let dropped = 0;
   for (const { topic, group } of await unregisteredDeliveries(db)) {
     signal?.throwIfAborted();
-    // Checked again in each statement: a group registered again under the same name meanwhile keeps them.
-    const ofUnregistered = (query: Knex.QueryBuilder) =>
-      query.where({ consumer_group: group }).whereNotExists((sub) => sub.select(db.raw('1')).from('consumer_groups').where({ topic, consumer_group: group }));
-    dropped += await dropDeliveries(db, topic, ofUnregistered, replayable(topic), now);
+    dropped += await dropDeliveries(db, topic, ofUnregisteredGroup(db, topic, group), replayable(topic), now);
   }
   return { adopted, dropped };
 }
