@@ -15,15 +15,18 @@ const DELIVERY_COLUMNS = '(message_id, topic, consumer_group, status, retry_coun
  * MySQL/MariaDB: the messages are read under a share lock. In READ COMMITTED the SELECT would otherwise read
  * rows that a transaction finishing them (an unregistration's clean-up, a purge) has locked and is deleting,
  * and leave deliveries of messages that are gone; locked, it waits for that transaction and skips what it
- * deleted.
+ * deleted. Messages the group has a delivery of already are left out by the WHERE, so READ COMMITTED
+ * releases their locks at once: a run again over a topic (the expiry reaper's repair) holds none of a
+ * backlog that is in order, and does not stand in the way of claims.
  */
 export async function adoptMessages(trx: Knex.Transaction, topic: string, group: string): Promise<number> {
   const result = await trx.raw(
     `${insertIgnore(trx)} deliveries ${DELIVERY_COLUMNS}
      SELECT m.id, m.topic, ?, 'pending', 0, '', 0, m.expires_at FROM messages m
      WHERE m.topic = ? AND (m.status = 'pending'
-       OR (m.status = 'processing' AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)))${engineOf(trx) === 'mysql' ? ' LOCK IN SHARE MODE' : ''}`,
-    [group, topic],
+       OR (m.status = 'processing' AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)))
+       AND NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.message_id = m.id AND o.consumer_group = ?)${engineOf(trx) === 'mysql' ? ' LOCK IN SHARE MODE' : ''}`,
+    [group, topic, group],
   );
   return deliveriesStored(result);
 }
