@@ -38,9 +38,10 @@ async function deletedVersion(trx: Knex.Transaction, topic: string): Promise<num
 }
 
 /**
- * Stores a schema; each PUT raises the version by one, also across a DELETE (the row lock serialises concurrent PUTs). Retried
- * whole. A re-run after a lost commit answer that finds exactly the row the lost attempt wrote (its version,
- * schema and time) answers it rather than raising the version a second time for one PUT.
+ * Stores a schema; each PUT raises the version by one, also across a DELETE (the row lock serialises
+ * concurrent PUTs). Retried whole. A re-run after a lost commit answer that finds exactly the row the lost
+ * attempt wrote (its version, schema and time) answers it rather than raising the version a second time for
+ * one PUT.
  */
 export async function putTopicSchema(db: Knex, topic: string, schemaJson: string, now: number, managedBy: string, guard: ManagerGuard): Promise<TopicSchemaRow> {
   let written: TopicSchemaRow | undefined;
