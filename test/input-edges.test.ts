@@ -224,6 +224,14 @@ describeEachEngine('input at the edges', (engine) => {
     for (const path of ['/api/messages?topic=%ED%A0%80', '/api/topics/edges-lone/message-log?before=2026-01-01T00:00:00Z%ED%A0%80']) {
       expectErrorBody(await server.api.request(path.includes('message-log') ? 'DELETE' : 'GET', path), 400);
     }
+    // A query parameter no rule of its own refuses is not read as another value either (U+FFFD, or the escape as typed).
+    for (const query of ['actor=%ED%A0%80', 'actor=%ZZ', 'actor=100%', 'topic=edges-lone&actor=%C3']) {
+      const res = await server.api.get(`/api/audit-log?${query}`);
+      expectErrorBody(res, 400);
+      expect(res.body.error, query).toBe('malformed percent-encoding in the URL query');
+    }
+    // Well-formed escapes and `+` for a space read as always.
+    expect((await server.api.get('/api/audit-log?actor=Jos%C3%A9+Q&topic=edges-lone')).status).toBe(200);
   });
 
   it('an impossible RFC 3339 time is refused, never rolled over: message-log before is 400, replay from_time 422', async () => {

@@ -2,6 +2,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { parse as parseQueryString } from 'node:querystring';
 import parseUrl from 'parseurl';
 import type { HttpContext } from './context.js';
+import { invalid } from '../queue/errors.js';
 import { answerError, notFoundHandler, sendError } from './errors.js';
 import { beginRequest } from './middleware/request-context.js';
 import type { ApiRequest, Handler, Next } from './request.js';
@@ -51,6 +52,26 @@ function runChain(chain: Handler[], req: ApiRequest, res: ServerResponse): void 
 }
 
 /**
+ * The query's parameters, or null when a percent-escape in it does not decode as UTF-8 (`%ZZ`, a lone `%`, or
+ * `%ED%A0%80`, a surrogate): Node's own decoding would read such an escape as U+FFFD or leave it as typed, and
+ * answer for a different value than the client sent; refused (400) as in the path.
+ */
+function parseQuery(query: string): Record<string, string | string[]> | null {
+  let malformed = false;
+  // querystring falls back to its lenient decoding when the decoder throws: noted here instead.
+  const strictly = (text: string) => {
+    try {
+      return decodeURIComponent(text);
+    } catch {
+      malformed = true;
+      return text;
+    }
+  };
+  const parsed = parseQueryString(query, '&', '=', { decodeURIComponent: strictly }) as Record<string, string | string[]>;
+  return malformed ? null : parsed;
+}
+
+/**
  * The HTTP API and the admin UI's files: one pipeline for every request, with auth on and off. The request
  * context (id, access log, duration metric labelled with the route template) first, then the route table
  * (route-table.ts: each route's chain runs authentication, audit, body, grants, validation and the handler),
@@ -67,8 +88,10 @@ export function createApp(ctx: HttpContext): RequestListener {
     const url = parseUrl(req);
     const path = url?.pathname ?? '/';
     req.path = path;
-    if (url?.query) req.query = parseQueryString(typeof url.query === 'string' ? url.query : '') as Record<string, string | string[]>;
+    const query = url?.query ? parseQuery(typeof url.query === 'string' ? url.query : '') : undefined;
+    if (query) req.query = query;
     const label = beginRequest(ctx, req, res);
+    if (query === null) return answerError(invalid('malformed percent-encoding in the URL query'), req, res);
     let match;
     try {
       match = table.match(req.method ?? 'GET', path);
