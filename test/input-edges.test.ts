@@ -1,3 +1,4 @@
+import * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
@@ -206,6 +207,72 @@ describeEachEngine('input at the edges', (engine) => {
       ['📦', 'a📦b', { '📦': '🚚' }],
       ['\ufffd', '\ufffd', {}],
     ]);
+  });
+
+  it('over gRPC, a string that is not UTF-8 or a metadata key "__proto__" is INVALID_ARGUMENT, never stored as another value', async () => {
+    // Messages written field by field, as a client in another language could send them.
+    const field = (n: number, value: string | Buffer) => {
+      const bytes = Buffer.from(value);
+      return Buffer.concat([Buffer.from([(n << 3) | 2, bytes.length]), bytes]);
+    };
+    const message = (...fields: Buffer[]) => Buffer.concat(fields);
+    const entry = (key: string | Buffer, value: string | Buffer) => field(3, message(field(1, key), field(2, value)));
+    const text = (...parts: Array<string | number[]>) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+    const raw = (b: Buffer) => b;
+    const call = (method: string, bytes: Buffer) =>
+      new Promise<grpc.ServiceError | null>((resolve) => client.raw.makeUnaryRequest(`/queue.QueueService/${method}`, raw, raw, bytes, new grpc.Metadata(), {}, (e) => resolve(e)));
+    const topic = field(1, 'edges-utf8');
+    const payload = field(2, 'p');
+    const notUtf8 = (type: string) => `the request is not a valid queue.${type} message: a string field holds bytes that are not UTF-8`;
+
+    const refused: Array<[string, string, Buffer]> = [
+      ['Enqueue', 'EnqueueRequest', message(field(1, text('edges', [0xff])), payload)],
+      ['Enqueue', 'EnqueueRequest', message(topic, payload, field(4, text('k', [0xed, 0xa0, 0x80])))], // U+D800 spelled in UTF-8
+      ['Enqueue', 'EnqueueRequest', message(topic, payload, entry(text('k', [0xc3]), 'v'))], // cut inside "é"
+      ['Enqueue', 'EnqueueRequest', message(topic, payload, entry('k', text([0xc0, 0xaf])))], // an overlong "/"
+      ['EnqueueBatch', 'EnqueueBatchRequest', message(field(1, message(topic, payload)), field(1, message(topic, payload, entry('k', text([0xfe])))))],
+      ['Dequeue', 'DequeueRequest', message(topic, field(3, text('g', [0xff])))],
+      ['BatchDequeue', 'BatchDequeueRequest', message(field(1, text([0xff])))],
+      ['Ack', 'AckRequest', message(field(1, text(MISSING_ID.slice(0, -1), [0xff])))],
+      ['AckBatch', 'AckBatchRequest', message(field(1, MISSING_ID), field(1, text([0x80])))],
+    ];
+    for (const [method, type, bytes] of refused) {
+      const err = await call(method, bytes);
+      expect(err && status[err.code], `${method} ${bytes.toString('hex')}`).toBe('INVALID_ARGUMENT');
+      expect(err!.details).toBe(notUtf8(type));
+    }
+    const subscribed = await new Promise<grpc.StatusObject>((resolve) => {
+      const stream = client.raw.makeServerStreamRequest('/queue.QueueService/Subscribe', raw, raw, message(field(1, text([0xff]))), new grpc.Metadata(), {});
+      stream.on('error', () => undefined);
+      stream.on('status', resolve);
+    });
+    expect([status[subscribed.code], subscribed.details]).toEqual(['INVALID_ARGUMENT', notUtf8('SubscribeRequest')]);
+
+    // protobufjs would assign the key to a plain object, where "__proto__" changes nothing: the entry vanished.
+    const protoKey = 'metadata must not have the key "__proto__"';
+    const withProto = message(topic, payload, entry('k', 'v'), entry('__proto__', 'x'));
+    expect((await call('Enqueue', withProto))?.details).toBe(`the request is not a valid queue.EnqueueRequest message: ${protoKey}`);
+    expect((await call('EnqueueBatch', message(field(1, message(topic, payload)), field(1, withProto))))?.details).toBe(
+      `the request is not a valid queue.EnqueueBatchRequest message: ${protoKey}`,
+    );
+    // A string that runs past the end of the message is no message (it used to be cut short and stored).
+    expect((await call('Enqueue', Buffer.concat([topic, Buffer.from([0x12, 10]), Buffer.from('p')])))?.details).toBe(
+      'the request is not a valid queue.EnqueueRequest message',
+    );
+    expect((await server.api.get('/api/messages?topic=edges-utf8')).body.total).toBe(0);
+
+    // "__proto__" as a value, a key, or in a name is text like any other.
+    expect(await call('Enqueue', message(topic, payload, field(4, '__proto__'), entry('__proto__x', '__proto__')))).toBeNull();
+    const [stored] = (await server.api.get('/api/messages?topic=edges-utf8')).body.items;
+    expect([stored.key, stored.metadata]).toEqual(['__proto__', { __proto__x: '__proto__' }]);
+
+    // A nack's error text is diagnostic, as over HTTP: bytes that are not UTF-8 become U+FFFD and the nack goes through.
+    const [held] = (await server.api.dequeue('edges-utf8')).body.messages;
+    expect(await call('Nack', message(field(1, held.id), field(2, text('boom ', [0xc3]))))).toBeNull();
+    expect((await server.api.get('/api/messages?topic=edges-utf8')).body.items[0]).toMatchObject({ id: held.id, status: 'pending', last_error: 'boom \ufffd' });
+    // ...but its id and group follow their own rules.
+    const [again] = (await server.api.dequeue('edges-utf8')).body.messages;
+    expect(status[(await call('Nack', message(field(1, text(again.id.slice(0, -1), [0xff])))))!.code]).toBe('NOT_FOUND');
   });
 
   it('a lone surrogate percent-encoded in a path or a query is 400, never a different name', async () => {

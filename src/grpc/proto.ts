@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import protobuf from 'protobufjs';
 
 /**
  * keepCase keeps the contract's snake_case names; `oneofs` marks which proto3 `optional` fields were sent
@@ -21,10 +22,17 @@ export function queueProtoPath(): string {
   throw new Error('proto/queue.proto not found next to the installed package');
 }
 
-export function loadQueuePackage(): { definition: protoLoader.PackageDefinition; service: grpc.ServiceDefinition } {
+/**
+ * The service as @grpc/proto-loader describes it, and the same file as protobufjs types (`root`), which the
+ * server decodes requests with (request-decoder.ts). proto-loader loads it the same way: keepCase and
+ * protobufjs's bundled google/protobuf types.
+ */
+export function loadQueuePackage(): { definition: protoLoader.PackageDefinition; service: grpc.ServiceDefinition; root: protobuf.Root } {
   const definition = protoLoader.loadSync(queueProtoPath(), LOADER_OPTIONS);
   const loaded = grpc.loadPackageDefinition(definition) as unknown as { queue: { QueueService: grpc.ServiceClientConstructor } };
-  return { definition, service: loaded.queue.QueueService.service };
+  const root = new protobuf.Root().loadSync(queueProtoPath(), { keepCase: true });
+  root.resolveAll();
+  return { definition, service: loaded.queue.QueueService.service, root };
 }
 
 /** Method name -> full name of its request message, e.g. Ack -> queue.AckRequest. */

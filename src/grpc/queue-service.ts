@@ -11,7 +11,7 @@ import { DomainError, notFound } from '../queue/errors.js';
 import { ackBatchOfHeld } from '../queue/held-ack-batch.js';
 import { assertTopicName } from '../queue/topic-names.js';
 import { codeName, grpcError, toGrpcError, type GrpcError } from './errors.js';
-import { isMalformed, malformedType, type MalformedRequest } from './malformed.js';
+import { isMalformed, malformedReason, type MalformedRequest } from './malformed.js';
 import {
   dequeueResponse,
   groupOf,
@@ -270,7 +270,7 @@ export class QueueServiceHandlers {
   }
 }
 
-const malformed = (request: MalformedRequest) => grpcError(Status.INVALID_ARGUMENT, `the request is not a valid ${malformedType(request)} message`);
+const malformed = (request: MalformedRequest) => grpcError(Status.INVALID_ARGUMENT, malformedReason(request));
 
 const consume = (r: DequeueRequest): Access => ({ action: 'consume', topic: r.topic, group: groupOf(r) });
 const settle = (ids: string[], r: { consumer_group: string }): Access => ({ action: 'settle', ids, group: groupOf(r) });

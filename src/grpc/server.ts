@@ -13,6 +13,7 @@ import type { CallGuard } from './auth.js';
 import { DatabaseHealth } from './health.js';
 import { grpcLimitOptions } from './limits.js';
 import { withTolerantDecoders } from './malformed.js';
+import { requestDecoders } from './request-decoder.js';
 import { LOADER_OPTIONS, loadQueuePackage, queueProtoPath, requestTypeNames } from './proto.js';
 import { QueueServiceHandlers } from './queue-service.js';
 import type { SettledRelay } from './subscribe.js';
@@ -56,7 +57,11 @@ export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer
     streams: metrics.meter.createUpDownCounter('conveyor_subscribe_streams', { description: 'Open Subscribe streams by topic' }),
   });
   const queue = loadQueuePackage();
-  server.addService(withTolerantDecoders(queue.service, requestTypeNames(queue.definition)), handlers.implementation());
+  // A nack's error is diagnostic text, often cut short by bytes: text that is not UTF-8 is recorded with
+  // U+FFFD, as over HTTP, and the nack goes through (refused, the message would stay held until its visibility
+  // timeout). Its id and group hold only ASCII, so a replacement there is refused by their own rules.
+  const decoders = requestDecoders(queue.root, LOADER_OPTIONS, new Set(['queue.NackRequest']));
+  server.addService(withTolerantDecoders(queue.service, requestTypeNames(queue.definition), decoders), handlers.implementation());
 
   const health = new DatabaseHealth(deps.db);
   await health.start();
