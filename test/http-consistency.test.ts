@@ -228,6 +228,31 @@ describeEachEngine('consistent answers across routes', (engine) => {
       await api.put('/api/admin/delete-reaper/schedule', { schedule: '' });
     });
 
+    it('only standard cron is accepted, the grammar the delete-reaper CronJob takes: not L, W, # or a 7 for Sunday', async () => {
+      const notStandard = (field: string, item: string) =>
+        `schedule is not a valid cron expression: ${field} "${item}" is not standard cron (numbers, names, *, ?, ranges, lists and steps; L, W and # are not), which a Kubernetes CronJob would refuse`;
+      const refused: Array<[string, string]> = [
+        ['0 3 L * *', notStandard('day-of-month', 'L')],
+        ['0 3 15W * *', notStandard('day-of-month', '15W')],
+        ['0 3 LW * *', notStandard('day-of-month', 'LW')],
+        ['0 3 * * 5L', notStandard('day-of-week', '5L')],
+        ['0 3 * * 1#2', notStandard('day-of-week', '1#2')],
+        ['0 0 3 * * 1#2', notStandard('day-of-week', '1#2')],
+        ['0 3 * * 7', 'schedule is not a valid cron expression: day-of-week "7" is not in 0-6 or a name, Sunday is 0'],
+        ['0 3 * * 1-7', 'schedule is not a valid cron expression: day-of-week "7" is not in 0-6 or a name, Sunday is 0'],
+      ];
+      for (const [schedule, error] of refused) {
+        const res = await api.put('/api/admin/delete-reaper/schedule', { schedule });
+        expectErrorBody(res, 400);
+        expect(res.body.error, schedule).toBe(error);
+      }
+      expect((await api.get('/api/admin/delete-reaper/schedule')).body).toEqual({ schedule: '', active: false });
+      for (const schedule of ['0 3 * * SUN', '0 3 ? Jan-Mar mon-fri', '*/15 0-6/2 1,15 * *', '0 3 * * 0-6', '0 0 3 * * sat']) {
+        expect((await api.put('/api/admin/delete-reaper/schedule', { schedule })).body, schedule).toEqual({ schedule, active: true });
+      }
+      await api.put('/api/admin/delete-reaper/schedule', { schedule: '' });
+    });
+
     it('a schedule no date matches is refused rather than stored as active and never run', async () => {
       for (const schedule of ['0 3 31 2 *', '* * 30 2 *', '0 0 0 31 4 *']) {
         const res = await api.put('/api/admin/delete-reaper/schedule', { schedule });
