@@ -1,6 +1,8 @@
+import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
 import { describeEachEngine } from './helpers/engines.js';
+import { expectGrpcError, QueueClient } from './helpers/grpc.js';
 import { enqueueId, findMessage, RFC3339_MS } from './helpers/messages.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -152,6 +154,25 @@ describeEachEngine('topic schemas', (engine) => {
       ['a JSON string', '"o-1"'],
     ])('rejects a payload that is %s with 422', async (_what, payload) => {
       expectErrorBody(await server.api.enqueue('ts-orders', payload), 422);
+    });
+
+    it('over gRPC, whose payload is bytes, a payload that is not UTF-8 is no JSON: INVALID_ARGUMENT, nothing stored', async () => {
+      const client = new QueueClient(server.server.grpcPort);
+      try {
+        const broken = Buffer.concat([Buffer.from('{"id":"'), Buffer.from([0xff, 0xfe]), Buffer.from('","amount":1,"note":null,"customer":{"name":"Ada"}}')]);
+        expect((await putSchema('ts-bytes', ORDER_SCHEMA)).status).toBe(200);
+        await expectGrpcError(
+          client.call('Enqueue', { topic: 'ts-bytes', payload: broken }),
+          status.INVALID_ARGUMENT,
+          /^payload does not match the topic schema: payload is not valid JSON \(its bytes are not UTF-8\)$/,
+        );
+        // U+FFFD sent as such is text like any other.
+        const replacement = Buffer.from(validOrder({ id: '\ufffd' }));
+        const { id } = await client.call('Enqueue', { topic: 'ts-bytes', payload: replacement });
+        expect((await server.api.get('/api/messages?topic=ts-bytes')).body.items.map((m: { id: string }) => m.id)).toEqual([id]);
+      } finally {
+        client.close();
+      }
     });
 
     it('validates every message of a batch, all or nothing', async () => {

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import avro from 'avsc';
 import { DomainError, invalid } from './errors.js';
 
@@ -24,9 +25,13 @@ const schemaViolation = (message: string) => new DomainError('schema_violation',
 
 /** The payload must be JSON whose value the schema accepts, with no undeclared fields (contract §2). */
 export function validatePayload(schema: CompiledSchema, payload: Buffer): void {
+  const text = payload.toString('utf8');
+  // Bytes that are not UTF-8 (possible over gRPC, whose payload is bytes) decode to U+FFFD and would then
+  // pass as JSON: refused, as JSON must be UTF-8 and a strict consumer's parser would refuse it.
+  if (text.includes('\ufffd') && !isUtf8(payload)) throw schemaViolation('payload does not match the topic schema: payload is not valid JSON (its bytes are not UTF-8)');
   let value: unknown;
   try {
-    value = JSON.parse(payload.toString('utf8'));
+    value = JSON.parse(text);
   } catch {
     throw schemaViolation('payload does not match the topic schema: payload is not valid JSON');
   }
