@@ -90,4 +90,33 @@ describeEachEngine('gRPC with consumer groups', (engine) => {
     a.stream.cancel();
     b.stream.cancel();
   });
+
+  it("frees a dead-letter stream's slot whether the ack names the dead letter's group or not", async () => {
+    const topic = await fanOutTopic('g1');
+    expect((await server.api.put(`/api/topic-configs/${topic}`, { max_retries: 1 })).status).toBe(200);
+    await client.call('EnqueueBatch', { requests: Array.from({ length: 4 }, (_, i) => ({ topic, payload: Buffer.from(`d${i}`) })) });
+    for (let i = 0; i < 4; i++) {
+      const { id } = await client.call('Dequeue', { topic, consumer_group: 'g1' });
+      await client.call('Nack', { id, error: 'boom', consumer_group: 'g1' });
+    }
+    expect((await server.api.get(`/api/messages?topic=${topic}.dlq`)).body.total).toBe(4);
+
+    // A stream naming the group gets that group's dead letters; an ack without the group settles them.
+    const named = new StreamRecorder(client.subscribe({ topic: `${topic}.dlq`, consumer_group: 'g1', max_in_flight: 1, visibility_timeout_seconds: 60 }));
+    await named.until(() => named.received.length === 1, 5000, 'the first dead letter');
+    await client.call('Ack', { id: named.received[0].id });
+    await named.until(() => named.received.length === 2, 3000, 'the second dead letter, once the first was acked without a group');
+    named.stream.cancel();
+    await named.until(() => named.ended !== undefined, 3000, 'the end of the stream');
+
+    // A stream without a group gets them too; an ack naming their group settles them.
+    const plain = new StreamRecorder(client.subscribe({ topic: `${topic}.dlq`, max_in_flight: 1, visibility_timeout_seconds: 60 }));
+    await plain.until(() => plain.received.length === 1, 5000, 'the third dead letter');
+    await client.call('Ack', { id: plain.received[0].id, consumer_group: 'g1' });
+    await plain.until(() => plain.received.length === 2, 3000, 'the fourth dead letter, once the third was acked with its group');
+    await client.call('AckBatch', { ids: [plain.received[1].id], consumer_group: 'g1' });
+    plain.stream.cancel();
+    // Three were acked; the second stays held until its visibility timeout.
+    expect((await server.api.get(`/api/messages?topic=${topic}.dlq`)).body.total).toBe(1);
+  });
 });

@@ -2,6 +2,7 @@ import { status as Status, type ServerWritableStream } from '@grpc/grpc-js';
 import type { UpDownCounter } from '@opentelemetry/api';
 import type { Message } from '../queue/message.js';
 import type { Subscriber, Subscription, SubscriptionHub } from '../queue/subscriptions.js';
+import { isDlqTopic } from '../queue/topic-names.js';
 import { grpcError, type GrpcError } from './errors.js';
 import { subscribeResponse, type SubscribeRequest } from './messages.js';
 
@@ -71,10 +72,17 @@ export class DeliveryTracker {
     if (this.holders.get(key)?.stream === stream) this.holders.delete(key);
   }
 
+  /**
+   * A dead letter is a plain delivery whatever group a stream or an ack names (the group only picks whose dead
+   * letters: src/queue/fan-out.ts), so streams of a `.dlq` topic hold it by id alone, and an ack naming a
+   * group finds it there too: a message is either a group's delivery or a plain one, never both.
+   */
   private releaseHeld(key: string): boolean {
-    const holder = this.holders.get(key);
-    if (!holder) return false;
-    this.holders.delete(key);
+    const plain = key.slice(key.lastIndexOf('/'));
+    const found = this.holders.has(key) ? key : this.holders.has(plain) ? plain : undefined;
+    if (found === undefined) return false;
+    const holder = this.holders.get(found)!;
+    this.holders.delete(found);
     holder.stream.settled(holder.id);
     return true;
   }
@@ -99,6 +107,8 @@ export class SubscribeStream implements Subscriber {
   private subscription?: Subscription;
   readonly topic: string;
   private readonly group?: string;
+  /** The group its deliveries are held under in the DeliveryTracker: none for dead letters (see releaseHeld). */
+  private readonly heldAs?: string;
   private readonly visibleMs: number;
 
   constructor(
@@ -111,6 +121,7 @@ export class SubscribeStream implements Subscriber {
   ) {
     this.topic = call.request.topic;
     this.group = group;
+    this.heldAs = isDlqTopic(this.topic) ? undefined : group;
     this.visibleMs = (visibilitySeconds ?? defaultVisibilitySeconds) * 1000;
   }
 
@@ -136,7 +147,7 @@ export class SubscribeStream implements Subscriber {
       this.call.off('cancelled', onCancel);
       this.call.off('drain', onDrain);
       this.deps.streams.add(-1, { topic: this.topic });
-      for (const id of this.inFlight.keys()) this.deps.deliveries.forget(this.group, id, this);
+      for (const id of this.inFlight.keys()) this.deps.deliveries.forget(this.heldAs, id, this);
       this.inFlight.clear();
     }
   }
@@ -150,7 +161,7 @@ export class SubscribeStream implements Subscriber {
       // Ended meanwhile: the message stays `processing` and returns through the visibility timeout.
       if (this.done) return;
       this.inFlight.set(message.id, Date.now() + this.visibleMs);
-      this.deps.deliveries.hold(this.group, message.id, this);
+      this.deps.deliveries.hold(this.heldAs, message.id, this);
       // grpc-js buffers what it cannot send yet; the hub holds back until 'drain'.
       if (!this.call.write(subscribeResponse(message))) this.backedUp = true;
     }
@@ -166,7 +177,7 @@ export class SubscribeStream implements Subscriber {
     for (const [id, deadline] of this.inFlight) {
       if (deadline > now) continue;
       this.inFlight.delete(id);
-      this.deps.deliveries.forget(this.group, id, this);
+      this.deps.deliveries.forget(this.heldAs, id, this);
     }
   }
 
