@@ -1,3 +1,4 @@
+import * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createUser, signToken, startAuthServer, type AuthServer, type TestUser } from './helpers/auth.js';
@@ -64,6 +65,21 @@ describeEachEngine('gRPC authentication and grants', (engine) => {
   it('ends a Subscribe without a valid token with UNAUTHENTICATED', async () => {
     expect((await endOf(anonymous, { topic: 'orders' })).code).toBe(status.UNAUTHENTICATED);
     expect((await endOf(as('junk'), { topic: 'orders' })).code).toBe(status.UNAUTHENTICATED);
+  });
+
+  it('answers a request it refuses before any grant (bad bytes, a bad Subscribe) UNAUTHENTICATED without a token, as HTTP answers 401 before 400', async () => {
+    const refused = async (client: QueueClient, request: object) => (await endOf(client, request)).details;
+    const raw = (b: Buffer) => b;
+    const unaryBytes = (client: QueueClient, bytes: Buffer) =>
+      new Promise<grpc.ServiceError | null>((resolve) => client.raw.makeUnaryRequest('/queue.QueueService/Enqueue', raw, raw, bytes, client.metadata(), {}, (e) => resolve(e)));
+    for (const request of [{ topic: 'bad topic' }, { topic: 'orders', max_in_flight: 5000 }]) {
+      expect(await refused(anonymous, request)).toBe('missing authorization header');
+      expect(await refused(as('not-a-jwt'), request)).toBe('invalid or expired token');
+      expect(await refused(as(writer.token), request)).toMatch(/^(topic must|max_in_flight must)/);
+    }
+    const garbage = Buffer.from([0x0b]);
+    expect((await unaryBytes(anonymous, garbage))?.details).toBe('missing authorization header');
+    expect((await unaryBytes(as(writer.token), garbage))?.details).toBe('the request is not a valid queue.EnqueueRequest message');
   });
 
   it('lets a write grant enqueue, dequeue, ack and subscribe on matching topics only', async () => {

@@ -112,7 +112,7 @@ export class QueueServiceHandlers {
         this.record(method, error?.code ?? Status.OK, started);
         callback(error, response);
       };
-      if (isMalformed(call.request)) return respond(malformed(call.request));
+      if (isMalformed(call.request)) return void this.refusal(call.metadata, malformed(call.request)).then((error) => respond(error));
       (access === BY_HANDLER ? handle(call.request, call.metadata) : this.authorize(call.metadata, access(call.request)).then(() => handle(call.request, call.metadata)))
         .then(
           (response) => respond(null, response),
@@ -124,26 +124,13 @@ export class QueueServiceHandlers {
   private async subscribe(call: ServerWritableStream<SubscribeRequest, unknown>): Promise<void> {
     const started = performance.now();
     const request = call.request;
-    if (isMalformed(request)) {
-      const error = malformed(request);
+    const invalidRequest = this.invalidSubscribe(request);
+    if (invalidRequest) {
+      const error = await this.refusal(call.metadata, invalidRequest);
       this.record('Subscribe', error.code, started);
       return void call.emit('error', error);
     }
-    // Checked before anything is counted or authorised: the open-streams gauge is labelled by topic, and a
-    // stream of a name no topic can have would leave a series behind.
-    try {
-      assertTopicName(request.topic);
-    } catch (err) {
-      const error = this.toError(err);
-      this.record('Subscribe', error.code, started);
-      return void call.emit('error', error);
-    }
-    const maxInFlight = maxInFlightOf(request);
-    if (typeof maxInFlight === 'string') {
-      const error = grpcError(Status.INVALID_ARGUMENT, maxInFlight);
-      this.record('Subscribe', error.code, started);
-      return void call.emit('error', error);
-    }
+    const maxInFlight = maxInFlightOf(request) as number;
     const group = groupOf(request);
     let code: Status = Status.OK;
     call.once('error', (err: GrpcError) => (code = err.code));
@@ -251,6 +238,35 @@ export class QueueServiceHandlers {
     } catch (err) {
       if (err instanceof DomainError && err.code === 'forbidden') return false;
       throw err;
+    }
+  }
+
+  /**
+   * What is wrong with a Subscribe request, checked before anything is counted or authorised: the
+   * open-streams gauge is labelled by topic, and a stream of a name no topic can have would leave a series
+   * behind.
+   */
+  private invalidSubscribe(request: SubscribeRequest | MalformedRequest): GrpcError | undefined {
+    if (isMalformed(request)) return malformed(request);
+    try {
+      assertTopicName(request.topic);
+    } catch (err) {
+      return this.toError(err);
+    }
+    const maxInFlight = maxInFlightOf(request);
+    return typeof maxInFlight === 'string' ? grpcError(Status.INVALID_ARGUMENT, maxInFlight) : undefined;
+  }
+
+  /**
+   * The answer to a request refused before its grants are checked: a caller without a valid token learns
+   * nothing of the rules (UNAUTHENTICATED, as HTTP's 401 comes before a 400), anyone else gets `error`.
+   */
+  private async refusal(metadata: Metadata, error: GrpcError): Promise<GrpcError> {
+    try {
+      await this.authorize(metadata, []);
+      return error;
+    } catch (err) {
+      return this.toError(err);
     }
   }
 
