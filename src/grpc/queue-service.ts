@@ -70,7 +70,7 @@ export class QueueServiceHandlers {
         'EnqueueBatch',
         // Every distinct topic of the batch is checked; the first one refused refuses the batch.
         (r) => [...new Set(r.requests.map((m) => m.topic))].map((topic) => ({ action: 'produce', topic })),
-        async (r) => messages.enqueueBatch(r.requests.map(toEnqueueInput)),
+        async (r) => messages.enqueueBatch(r.requests.map(toEnqueueInput), 'requests'),
       ),
       Dequeue: this.unary<DequeueRequest>('Dequeue', consume, async (r) => {
         const [message] = await messages.dequeue(dequeueInput(r, 1));

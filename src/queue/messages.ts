@@ -115,15 +115,18 @@ export class MessageService {
     return this.accepted(message.topic, outcome);
   }
 
-  /** All or nothing: one transaction; a full topic rejects the whole batch. */
-  async enqueueBatch(inputs: EnqueueInput[]): Promise<{ ids: string[] }> {
-    if (inputs.length === 0) throw invalid('messages must hold at least one message');
-    if (inputs.length > MAX_BATCH_ENQUEUE) throw invalid(`messages must hold at most ${MAX_BATCH_ENQUEUE} messages`);
+  /**
+   * All or nothing: one transaction; a full topic rejects the whole batch. `field` names the list in errors
+   * as the caller's transport does (HTTP `messages`, gRPC `requests`).
+   */
+  async enqueueBatch(inputs: EnqueueInput[], field = 'messages'): Promise<{ ids: string[] }> {
+    if (inputs.length === 0) throw invalid(`${field} must hold at least one message`);
+    if (inputs.length > MAX_BATCH_ENQUEUE) throw invalid(`${field} must hold at most ${MAX_BATCH_ENQUEUE} messages`);
     const messages = inputs.map((input, i) => {
       try {
         return this.prepare(input);
       } catch (err) {
-        if (err instanceof DomainError) throw new DomainError(err.code, `messages[${i}]: ${err.message}`);
+        if (err instanceof DomainError) throw new DomainError(err.code, `${field}[${i}]: ${err.message}`);
         throw err;
       }
     });
