@@ -283,9 +283,14 @@ describe.each(Object.keys(VALUE_SETS))('rendered with %s values', (set) => {
         expect(c.resources?.limits?.memory, `${where} ${c.name} memory limit`).toBeDefined();
         expect(c.image).toMatch(/conveyor/);
       }
-      // Only the controller talks to the Kubernetes API.
-      const runsController = w.podSpec.containers.some((c: any) => c.args?.[0] === 'controller');
-      expect(w.podSpec.automountServiceAccountToken, where).toBe(runsController);
+      // Only the controller talks to the Kubernetes API: only its container holds a token, also when it is the
+      // API pod's sidecar (the pod runs as its account, but the token is mounted into its container alone).
+      const tokenVolumes = new Set((w.podSpec.volumes ?? []).filter((v: any) => v.projected?.sources?.some((s: any) => s.serviceAccountToken)).map((v: any) => v.name));
+      for (const c of w.podSpec.containers) {
+        const mounted = (c.volumeMounts ?? []).find((m: any) => tokenVolumes.has(m.name));
+        const hasToken = w.podSpec.automountServiceAccountToken === true || mounted?.mountPath === '/var/run/secrets/kubernetes.io/serviceaccount';
+        expect(hasToken, `${where} ${c.name} holds a Kubernetes token`).toBe(c.args?.[0] === 'controller');
+      }
     }
   });
 

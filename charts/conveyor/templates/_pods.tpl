@@ -91,6 +91,9 @@
     {{- if .sidecar }}
     - name: data
       mountPath: /data
+    - name: kube-api-access
+      mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+      readOnly: true
     {{- end }}
 {{- end -}}
 
@@ -111,13 +114,14 @@ metadata:
     {{- end }}
 spec:
   {{- if $sidecar }}
-  # The controller runs as a sidecar sharing the SQLite volume, so the pod runs as the controller's account.
+  # The controller runs as a sidecar sharing the SQLite volume, so the pod runs as the controller's account;
+  # its token is mounted into the controller container only (volume kube-api-access), never into the API's,
+  # which faces the network and never calls the Kubernetes API.
   serviceAccountName: {{ include "conveyor.controller.serviceAccountName" . }}
-  automountServiceAccountToken: true
   {{- else }}
   serviceAccountName: {{ include "conveyor.api.serviceAccountName" . }}
-  automountServiceAccountToken: false
   {{- end }}
+  automountServiceAccountToken: false
   {{- with include "conveyor.imagePullSecrets" . | fromJsonArray }}
   imagePullSecrets:
     {{- toYaml . | nindent 4 }}
@@ -171,6 +175,28 @@ spec:
     {{- end }}
   volumes:
     {{- include "conveyor.volumes" . | nindent 4 }}
+    {{- if $sidecar }}
+    # What the kubelet mounts for automountServiceAccountToken (a short-lived, rotated token, the cluster's CA,
+    # the namespace), as a volume of its own so that only the controller container mounts it.
+    - name: kube-api-access
+      projected:
+        defaultMode: 292 # 0444
+        sources:
+          - serviceAccountToken:
+              path: token
+              expirationSeconds: 3607
+          - configMap:
+              name: kube-root-ca.crt
+              items:
+                - key: ca.crt
+                  path: ca.crt
+          - downwardAPI:
+              items:
+                - path: namespace
+                  fieldRef:
+                    apiVersion: v1
+                    fieldPath: metadata.namespace
+    {{- end }}
     {{- if .Values.tls.enabled }}
     # Mounted as a directory (no subPath), so the kubelet's updates of the Secret reach the running pod; the
     # service re-reads the files (config.server.tls_reload_interval).
