@@ -45,6 +45,9 @@ describe('CRDs and example manifests', () => {
   const broken: Array<[string, any, string]> = [
     ['maxDepth 0', { ...orders, spec: { ...orders.spec, maxDepth: 0 } }, 'spec.maxDepth'],
     ['a negative maxRetries', { ...orders, spec: { ...orders.spec, maxRetries: -1 } }, 'spec.maxRetries'],
+    // Above 2^53 - 1 the controller could not hold the number exactly (and would refuse it for good).
+    ['a maxDepth past the largest exact integer', { ...orders, spec: { ...orders.spec, maxDepth: 2 ** 53 } }, 'spec.maxDepth'],
+    ['a throughputLimit past the largest exact integer', { ...orders, spec: { ...orders.spec, throughputLimit: 2 ** 53 } }, 'spec.throughputLimit'],
     ['a string where a number goes', { ...orders, spec: { ...orders.spec, messageTtlSeconds: '1h' } }, 'spec.messageTtlSeconds'],
     ['an unknown deletionPolicy', { ...orders, spec: { ...orders.spec, deletionPolicy: 'Keep' } }, 'spec.deletionPolicy'],
     ['a dead-letter topic', { ...orders, spec: { ...orders.spec, topic: 'orders.dlq' } }, 'reserved for dead-letter topics'],
