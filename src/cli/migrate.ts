@@ -9,7 +9,8 @@ export const migrateHelp: CommandHelp = {
   synopsis: 'conveyor migrate [--config FILE]',
   summary: 'apply pending database migrations and exit',
   description: `Applies the pending database migrations and prints {"applied": [...]} on stdout (an empty list when
-there was nothing to do). Safe to run from many pods at once: a lease row (the leases table) serialises them.
+there was nothing to do, or when a newer release migrated the database: then a warning names its migrations,
+which this release runs on as they are). Safe to run from many pods at once: a lease row (the leases table) serialises them.
 conveyor serve migrates at start-up too; this command is for init containers and upgrades.`,
   options: [CONFIG_OPTION, HELP_OPTION],
   config: ['db.url', 'db.url_file', 'log.level'],

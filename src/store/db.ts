@@ -252,17 +252,42 @@ async function withMigrationLease<T>(db: Knex, run: () => Promise<T>, signal?: A
 /**
  * Applies pending migrations under the migrations lease and knex's migration lock, so many pods can start at
  * once. `signal` ends the wait for another pod's lease (the process is stopping); once the lease is held the
- * migrations run to the end, as one cannot stop half-way.
+ * migrations run to the end, as one cannot stop half-way. A database a newer release migrated is used as it
+ * is (see futureMigrations).
  */
 export async function migrate(db: Knex, logger: Logger, signal?: AbortSignal): Promise<string[]> {
   return withMigrationLease(
     db,
     async () => {
+      const future = await futureMigrations(db);
+      if (future.length > 0) {
+        logger.warn({ migrations: future }, 'the database was migrated by a newer release of conveyor (a rollback?): running on it without migrating');
+        return [];
+      }
       await freeAbandonedLock(db, logger);
       return migrateLatest(db);
     },
     signal,
   );
+}
+
+/**
+ * Migrations applied to the database that this release does not know, all newer than its own: a rollback,
+ * after a newer release migrated. Every migration only adds (tables, columns with defaults, indexes) and the
+ * release before it runs on the result, so rolling back one release works: those migrations are left in
+ * place, where the next upgrade finds them applied. (knex would refuse to start: "the migration directory is
+ * corrupt".) Unknown migrations older than this release's newest are another history, which it refuses.
+ */
+async function futureMigrations(db: Knex): Promise<string[]> {
+  if (!(await db.schema.hasTable('knex_migrations'))) return [];
+  const known = await migrationSource.getMigrations([]);
+  const unknown = (await db('knex_migrations').pluck('name')).map(String).filter((name) => !known.includes(name));
+  const newest = known.at(-1) ?? '';
+  const foreign = unknown.filter((name) => name <= newest);
+  if (foreign.length > 0) {
+    throw new Error(`the database holds migrations this release does not know and that are older than its newest (${foreign.join(', ')}): it was migrated by another build; refusing to run on it`);
+  }
+  return unknown.sort();
 }
 
 /**
