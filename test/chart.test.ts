@@ -693,6 +693,30 @@ describe('API pods: disruption budget and shutdown', () => {
     return result.stderr;
   };
 
+  it('the migration hook Job and the helm test pod take their own node selector, tolerations and affinity (tainted or dedicated nodes)', async () => {
+    const toleration = { key: 'dedicated', operator: 'Equal', value: 'queue', effect: 'NoSchedule' };
+    const affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }] } } };
+    const args = ['--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor'];
+    for (const section of ['migrations', 'tests']) {
+      args.push(
+        '--set', `${section}.nodeSelector.pool=queue`,
+        '--set-json', `${section}.tolerations=${JSON.stringify([toleration])}`,
+        '--set-json', `${section}.affinity=${JSON.stringify(affinity)}`,
+      );
+    }
+    const { objects } = await helmTemplate(args);
+    const job = objects.find((o) => o.kind === 'Job')!.spec.template.spec;
+    const test = objects.find((o) => o.kind === 'Pod')!.spec;
+    for (const [what, spec] of [['Job', job], ['test pod', test]] as const) {
+      expect({ nodeSelector: spec.nodeSelector, tolerations: spec.tolerations, affinity: spec.affinity }, what).toEqual({ nodeSelector: { pool: 'queue' }, tolerations: [toleration], affinity });
+    }
+    // Unset: none of them, in the default sets.
+    for (const o of all('external, chart-made secrets').filter((o) => o.kind === 'Job' || o.kind === 'Pod')) {
+      const spec = o.kind === 'Job' ? o.spec.template.spec : o.spec;
+      expect([spec.nodeSelector, spec.tolerations, spec.affinity], o.kind).toEqual([undefined, undefined, undefined]);
+    }
+  });
+
   it('PodDisruptionBudget: maxUnavailable 0 stays 0 (not the default 1); a percentage passes; unset is maxUnavailable 1', async () => {
     const pdb = async (args: string[]) => (await helmTemplate(args)).objects.find((o) => o.kind === 'PodDisruptionBudget')!.spec;
     const zero = await pdb(['--set', 'api.podDisruptionBudget.maxUnavailable=0']);
