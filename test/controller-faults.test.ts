@@ -62,6 +62,20 @@ describeEachEngine('controller: Kubernetes API faults', (engine) => {
     await waitForReady(kube, ref('after-compaction'));
   });
 
+  it('backs off a watch whose stream keeps failing (an ERROR event other than 410) instead of reopening it at once, and recovers', async () => {
+    const before = kube.requests.length;
+    const remove = kube.failWatchStreams({ pathPattern: TOPIC_CONFIG_WATCH, status: 500, message: 'etcdserver: request timed out' });
+    kube.dropWatches('close');
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const watches = kube.requests.slice(before).filter((r) => TOPIC_CONFIG_WATCH.test(`${r.path}?${r.query}`)).length;
+    // At once, then after 1 s and 3 s (doubling): a handful, not a loop as fast as the API server answers.
+    expect(watches).toBeGreaterThanOrEqual(2);
+    expect(watches).toBeLessThanOrEqual(4);
+    remove();
+    await apply(kube, topicConfig('after-stream-errors'));
+    await waitForReady(kube, ref('after-stream-errors'), 'True', undefined, 15_000);
+  });
+
   it('restarts a watch that went silent (no event, no bookmark)', async () => {
     const release = kube.hangRequests({ pathPattern: /watch=(true|1)/ });
     kube.dropWatches('destroy');

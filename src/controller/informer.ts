@@ -106,6 +106,8 @@ export class Informer {
     // Like client-go: a server-side timeout of 5-10 minutes, so watches are renewed now and then anyway.
     const timeoutSeconds = Math.floor(300 + Math.random() * 300);
     let gone = false;
+    /** An ERROR event other than 410: the server failed the watch (an etcd error, say) and ends the stream. */
+    let streamError: string | undefined;
     let finished = false;
     const abort = await watch.watch(
       this.path,
@@ -113,13 +115,15 @@ export class Informer {
       (type, obj) => {
         if (attempt !== this.generation) return;
         this.lastActivity = Date.now();
+        if (type === 'ERROR') {
+          const status = obj as { code?: number; message?: string } | undefined;
+          if (status?.code === 410) gone = true;
+          else streamError = `${status?.code ?? 'no code'}: ${status?.message ?? 'an ERROR event'}`;
+          return;
+        }
         this.healthy = true;
         // The watch delivers again: the next failure starts its backoff from the beginning.
         this.failures = 0;
-        if (type === 'ERROR') {
-          gone = (obj as { code?: number })?.code === 410;
-          return;
-        }
         const rv = (obj as KubeObject)?.metadata?.resourceVersion;
         if (rv) this.resourceVersion = rv;
         if (type === 'BOOKMARK') return;
@@ -130,6 +134,8 @@ export class Informer {
         if (attempt !== this.generation || this.stopped) return;
         if (gone || statusCode(err) === 410) return this.restart('resourceVersion expired (410 Gone)', true);
         if (err) return this.failed(attempt, `watch failed: ${describeKubeError(err)}`, false);
+        // Reopened at once, a watch the server keeps failing would loop as fast as it answers: back off.
+        if (streamError !== undefined) return this.failed(attempt, `watch failed: ${streamError}`, false);
         this.failures = 0;
         void this.watch(attempt);
       },

@@ -43,6 +43,7 @@ function matches(rule: RequestMatch, method: string, path: string, url: string):
 
 export class Faults {
   private readonly failRules: Array<Entry<FailRule>> = [];
+  private readonly streamFailRules: Array<Entry<FailRule>> = [];
   private readonly hangRules: HangEntry[] = [];
 
   addFail(rule: FailRule): () => void {
@@ -71,12 +72,34 @@ export class Faults {
     };
   }
 
+  /**
+   * Watch requests matching the rule are accepted (HTTP 200) and then get one ERROR event carrying the
+   * Status, and the stream ends: how kube-apiserver reports a failure inside a watch (an etcd error, say).
+   */
+  addStreamFail(rule: FailRule): () => void {
+    const e = { rule, remaining: rule.count ?? Infinity };
+    this.streamFailRules.push(e);
+    return () => {
+      const i = this.streamFailRules.indexOf(e);
+      if (i >= 0) this.streamFailRules.splice(i, 1);
+    };
+  }
+
   /** A Status to answer with when a fail rule matches (consumes one of its count). */
   failure(method: string, path: string, url: string): Status | undefined {
-    for (const e of this.failRules) {
+    return Faults.take(this.failRules, method, path, url);
+  }
+
+  /** The Status a watch stream is to fail with at once, when a stream fail rule matches. */
+  streamFailure(method: string, path: string, url: string): Status | undefined {
+    return Faults.take(this.streamFailRules, method, path, url);
+  }
+
+  private static take(rules: Array<Entry<FailRule>>, method: string, path: string, url: string): Status | undefined {
+    for (const e of rules) {
       if (e.remaining <= 0 || !matches(e.rule, method, path, url)) continue;
       e.remaining--;
-      if (e.remaining <= 0) this.failRules.splice(this.failRules.indexOf(e), 1);
+      if (e.remaining <= 0) rules.splice(rules.indexOf(e), 1);
       return statusForCode(e.rule.status, e.rule.reason, e.rule.message);
     }
     return undefined;
@@ -103,5 +126,6 @@ export class Faults {
     }
     this.hangRules.length = 0;
     this.failRules.length = 0;
+    this.streamFailRules.length = 0;
   }
 }

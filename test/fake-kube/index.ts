@@ -46,6 +46,8 @@ export interface FakeKube {
   comeBack(): Promise<void>;
   /** Answer matching requests with a metav1.Status error of `status`; returns a remover. */
   failRequests(rule: FailRule): () => void;
+  /** Accept matching watches, then send one ERROR event with a Status of `status` and end them; returns a remover. */
+  failWatchStreams(rule: FailRule): () => void;
   /**
    * Never answer matching requests while the rule is in place; the remover destroys the sockets of the
    * requests it held (their callers see a connection error such as "socket hang up").
@@ -104,6 +106,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     goAway: () => server.stop(),
     comeBack: () => server.listen(port),
     failRequests: (rule) => server.faults.addFail(rule),
+    failWatchStreams: (rule) => server.faults.addStreamFail(rule),
     hangRequests: (rule) => server.faults.addHang(rule),
     requests: server.requests,
     async close() {

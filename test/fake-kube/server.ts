@@ -375,6 +375,7 @@ export class FakeKubeServer {
         },
         res,
         onStatus: (code) => (entry.status = code),
+        failWith: this.faults.streamFailure('GET', entry.path, `${entry.path}?${entry.query}`),
       },
       this.watches,
     );

@@ -32,6 +32,8 @@ export interface WatchOptions {
   render(obj: any, first: boolean): any;
   res: ServerResponse;
   onStatus(code: number): void;
+  /** Fail the stream at once: one ERROR event with this Status, then the end (fault injection). */
+  failWith?: object;
 }
 
 export function serveWatch(o: WatchOptions, registry: Set<ActiveWatch>): void {
@@ -102,6 +104,11 @@ export function serveWatch(o: WatchOptions, registry: Set<ActiveWatch>): void {
   res.on('close', cleanup);
 
   const rv = o.resourceVersion;
+  if (o.failWith) {
+    write('ERROR', o.failWith);
+    handle.end();
+    return;
+  }
   if (o.sendInitialEvents) {
     for (const obj of store.list(o.storageKey)) if (inScope(obj)) send('ADDED', obj);
     write('BOOKMARK', {
