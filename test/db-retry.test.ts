@@ -4,6 +4,7 @@ import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { engineByName, type TestDatabase } from './helpers/engines.js';
 import { expectGrpcError, QueueClient } from './helpers/grpc.js';
+import { captureLogger } from './helpers/log-capture.js';
 import { metricValue } from './helpers/metrics.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.js';
@@ -40,9 +41,10 @@ async function waitForLockWait(other: mysql.Connection, timeoutMs = 10_000): Pro
   let server: TestServer & { database: TestDatabase };
   let other: mysql.Connection;
   let grpcClient: QueueClient;
+  const log = captureLogger();
   beforeAll(async () => {
     // Lock waits give up after one second here (the server's default is 50), so exhausting eight attempts takes seconds.
-    server = await startTestServer(engine, { overrides: { db: { lock_wait_timeout: '1s' } } });
+    server = await startTestServer(engine, { overrides: { db: { lock_wait_timeout: '1s' } }, logger: log.logger });
     other = await mysql.createConnection(server.database.url);
     grpcClient = new QueueClient(server.server.grpcPort);
   });
@@ -107,6 +109,10 @@ async function waitForLockWait(other: mysql.Connection, timeoutMs = 10_000): Pro
     }
     expect(await retries(server, 'exhausted')).toBeGreaterThan(exhausted);
     expect((await server.api.get('/api/messages?topic=capped')).body.total).toBe(1);
+    // Both transports log it the same way: a warning (the client is told to retry) naming the route or method.
+    const busy = log.lines.filter((l) => l.msg === 'database busy');
+    expect(busy.find((l) => l.method === 'Enqueue')).toMatchObject({ level: 'warn' });
+    expect(busy.find((l) => l.method !== 'Enqueue')).toMatchObject({ level: 'warn' });
   });
 });
 

@@ -27,19 +27,20 @@ export function grpcError(code: Status, details: string): GrpcError {
 
 /**
  * A domain error keeps its safe message; a busy or lost database is UNAVAILABLE; anything else is INTERNAL with a
- * fixed text, because driver messages can carry SQL and schema names. `log` receives what was hidden.
+ * fixed text, because driver messages can carry SQL and schema names. `log` receives what was hidden, at the
+ * level HTTP logs it at (a busy database, which the client is told to retry: warn).
  */
-export function toGrpcError(err: unknown, log: (err: unknown, what: string) => void): GrpcError {
+export function toGrpcError(err: unknown, log: (err: unknown, what: string, level: 'warn' | 'error') => void): GrpcError {
   if (err instanceof DomainError) return grpcError(CODE_OF[err.code], err.message);
   if (isDatabaseBusy(err)) {
-    log(err, 'database busy');
+    log(err, 'database busy', 'warn');
     return grpcError(Status.UNAVAILABLE, DATABASE_BUSY_MESSAGE);
   }
   if (isConnectionError(err)) {
-    log(err, 'database unavailable');
+    log(err, 'database unavailable', 'error');
     return grpcError(Status.UNAVAILABLE, 'database unavailable');
   }
-  log(err, 'unhandled error');
+  log(err, 'unhandled error', 'error');
   return grpcError(Status.INTERNAL, 'internal error');
 }
 

@@ -112,11 +112,11 @@ export class QueueServiceHandlers {
         this.record(method, error?.code ?? Status.OK, started);
         callback(error, response);
       };
-      if (isMalformed(call.request)) return void this.refusal(call.metadata, malformed(call.request)).then((error) => respond(error));
+      if (isMalformed(call.request)) return void this.refusal(method, call.metadata, malformed(call.request)).then((error) => respond(error));
       (access === BY_HANDLER ? handle(call.request, call.metadata) : this.authorize(call.metadata, access(call.request)).then(() => handle(call.request, call.metadata)))
         .then(
           (response) => respond(null, response),
-          (err) => respond(this.toError(err)),
+          (err) => respond(this.toError(err, method)),
         );
     };
   }
@@ -126,7 +126,7 @@ export class QueueServiceHandlers {
     const request = call.request;
     const invalidRequest = this.invalidSubscribe(request);
     if (invalidRequest) {
-      const error = await this.refusal(call.metadata, invalidRequest);
+      const error = await this.refusal('Subscribe', call.metadata, invalidRequest);
       this.record('Subscribe', error.code, started);
       return void call.emit('error', error);
     }
@@ -140,7 +140,7 @@ export class QueueServiceHandlers {
     try {
       principal = await this.authorize(call.metadata, access);
     } catch (err) {
-      const error = this.toError(err);
+      const error = this.toError(err, 'Subscribe');
       this.record('Subscribe', error.code, started);
       return void call.emit('error', error);
     }
@@ -156,7 +156,7 @@ export class QueueServiceHandlers {
       hub: this.hub,
       deliveries: this.deliveries,
       streams: this.deps.streams,
-      toError: (err) => this.toError(err),
+      toError: (err) => this.toError(err, 'Subscribe'),
     });
     if (this.closing) stream.shutdown();
     this.active.add(stream);
@@ -251,7 +251,7 @@ export class QueueServiceHandlers {
     try {
       assertTopicName(request.topic);
     } catch (err) {
-      return this.toError(err);
+      return this.toError(err, 'Subscribe');
     }
     const maxInFlight = maxInFlightOf(request);
     return typeof maxInFlight === 'string' ? grpcError(Status.INVALID_ARGUMENT, maxInFlight) : undefined;
@@ -261,12 +261,12 @@ export class QueueServiceHandlers {
    * The answer to a request refused before its grants are checked: a caller without a valid token learns
    * nothing of the rules (UNAUTHENTICATED, as HTTP's 401 comes before a 400), anyone else gets `error`.
    */
-  private async refusal(metadata: Metadata, error: GrpcError): Promise<GrpcError> {
+  private async refusal(method: string, metadata: Metadata, error: GrpcError): Promise<GrpcError> {
     try {
       await this.authorize(metadata, []);
       return error;
     } catch (err) {
-      return this.toError(err);
+      return this.toError(err, method);
     }
   }
 
@@ -274,8 +274,9 @@ export class QueueServiceHandlers {
     return this.deps.guard(metadata, Array.isArray(access) ? access : [access]);
   }
 
-  private toError(err: unknown): GrpcError {
-    return toGrpcError(err, (cause, what) => this.deps.logger.error({ err: cause }, what));
+  /** `method` names the call in the log line of what the answer hides, as HTTP's names the route. */
+  private toError(err: unknown, method: string): GrpcError {
+    return toGrpcError(err, (cause, what, level) => this.deps.logger[level]({ err: cause, method }, what));
   }
 
   private record(method: string, code: Status, started: number): void {
