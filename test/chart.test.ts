@@ -5,6 +5,7 @@
  * configuration each pod gets (the rendered conveyor.yaml plus the pod's CONVEYOR_* variables) is accepted by
  * the service's own loader (src/config/load.ts).
  */
+import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -692,6 +693,22 @@ describe('API pods: disruption budget and shutdown', () => {
     expect(result.code, result.stdout).not.toBe(0);
     return result.stderr;
   };
+
+  it('pods roll when a secret value changes, and their annotation does not give the value away to a bare hash', async () => {
+    const url = 'mysql://u:p@h:3306/db';
+    const annotation = async (args: string[]) => {
+      const { objects } = await helmTemplate(['--set', 'database.embedded=false', ...args]);
+      const api = objects.find((o) => o.kind === 'Deployment' && o.metadata.labels?.['app.kubernetes.io/component'] === 'server')!;
+      return api.spec.template.metadata.annotations['checksum/secret-values'];
+    };
+    const first = await annotation(['--set', `database.url=${url}`]);
+    expect(first).toMatch(/^[0-9a-f]{64}$/);
+    expect(await annotation(['--set', `database.url=${url}`])).toBe(first);
+    expect(await annotation(['--set', 'database.url=mysql://u:q@h:3306/db'])).not.toBe(first);
+    expect(await annotation(['--set', `database.url=${url}`, '--set', 'auth.adminPassword=another-admin-password'])).not.toBe(first);
+    const bare = createHash('sha256').update(JSON.stringify([url, '', true, '', '', '', '', ''])).digest('hex');
+    expect(first).not.toBe(bare);
+  });
 
   it('the migration hook Job and the helm test pod take their own node selector, tolerations and affinity (tainted or dedicated nodes)', async () => {
     const toleration = { key: 'dedicated', operator: 'Equal', value: 'queue', effect: 'NoSchedule' };

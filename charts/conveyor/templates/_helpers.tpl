@@ -409,10 +409,15 @@ failureThreshold: {{ .probe.failureThreshold }}
 {{- toJson $out -}}
 {{- end -}}
 
-{{/* Pod annotations that roll the pods when the configuration or a chart-managed secret value changes. */}}
+{{/*
+Pod annotations that roll the pods when the configuration or a chart-managed secret value changes. Whoever
+may read pods (often more than may read Secrets) sees the annotations: the secret values go through scrypt
+(derivePassword, salted with the release's name) rather than a bare SHA-256, which would let them test
+guessed passwords offline at billions a second.
+*/}}
 {{- define "conveyor.checksums" -}}
 checksum/config: {{ include "conveyor.configFile" . | sha256sum }}
-checksum/secret-values: {{ list .Values.database.url .Values.database.existingSecret .Values.auth.enabled .Values.auth.jwtSecret .Values.auth.adminPassword .Values.auth.existingSecret .Values.redis.url .Values.redis.existingSecret | toJson | sha256sum }}
+checksum/secret-values: {{ derivePassword 1 "maximum" (list .Values.database.url .Values.database.existingSecret .Values.auth.enabled .Values.auth.jwtSecret .Values.auth.adminPassword .Values.auth.existingSecret .Values.redis.url .Values.redis.existingSecret | toJson) "conveyor" .Release.Name | sha256sum }}
 {{- end -}}
 
 {{/* ---- impossible combinations ------------------------------------------------------------------------ */}}
