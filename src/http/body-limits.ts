@@ -3,6 +3,13 @@ import type { Config } from '../config/schema.js';
 /** Bodies of up to 1,000 messages (EnqueueBatch) may be large; everything else stays near one payload. */
 export const BATCH_BODY_LIMIT = 64 * 1024 * 1024;
 
+/**
+ * Routes that take no body fields accept only `{}` or nothing (bytes after decompression). A payload-sized
+ * limit there would let anyone, without a token on the open routes (/healthz, /api/version, ...), have the
+ * service decompress and parse megabytes (a few dozen bytes of brotli) for each request.
+ */
+export const NO_FIELDS_BODY_LIMIT = 1024;
+
 /** What JSON escaping can make of one payload byte on the wire: a control character becomes `\u0001`. */
 export const JSON_ESCAPE_FACTOR = 6;
 /** Room for everything in a single-message body besides the payload: topic, key, metadata, whitespace. */

@@ -1,5 +1,5 @@
 import { AUDITED_ROUTES } from './audited-routes.js';
-import { BATCH_BODY_LIMIT, singleBodyLimit } from './body-limits.js';
+import { BATCH_BODY_LIMIT, NO_FIELDS_BODY_LIMIT, singleBodyLimit } from './body-limits.js';
 import { readJsonBody } from './body-reader.js';
 import type { HttpContext } from './context.js';
 import { methodNotAllowed } from './errors.js';
@@ -7,7 +7,7 @@ import { auditRecorder } from './middleware/audit.js';
 import { needsToken } from './middleware/auth.js';
 import type { Handler } from './request.js';
 import type { Method, RouteTable } from './router.js';
-import { assertKnownFields, assertObjectBody } from './validation.js';
+import { assertKnownFields, assertObjectBody, BODY_FIELDS } from './validation.js';
 
 /** Every `METHOD /template` ever registered through route(): test/openapi.test.ts compares them with the OpenAPI document. */
 export const registeredRoutes = new Set<string>();
@@ -37,7 +37,7 @@ const isMethodSteps = (steps: Handler | Handler[] | MethodSteps): steps is Metho
 function prelude(ctx: HttpContext, method: Method, path: string, beforeBody: Handler[]): Handler[] {
   const tokenRequired = ctx.auth.enabled && needsToken(path);
   const audit = auditRecorder(ctx, AUDITED_ROUTES, `${method} ${path}`);
-  const limit = path === '/api/messages/batch' ? BATCH_BODY_LIMIT : singleBodyLimit(ctx.config);
+  const limit = path === '/api/messages/batch' ? BATCH_BODY_LIMIT : BODY_FIELDS[`${method} ${path}`] ? singleBodyLimit(ctx.config) : NO_FIELDS_BODY_LIMIT;
   // Before the body is read: its 401 wins over any body error.
   const authenticate: Handler = (req, _res, next) => {
     ctx.auth.authenticate(req.headers.authorization).then((principal) => {
