@@ -1,3 +1,4 @@
+import { connect as http2Connect } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -80,6 +81,40 @@ describeEachEngine('gRPC authentication and grants', (engine) => {
     const garbage = Buffer.from([0x0b]);
     expect((await unaryBytes(anonymous, garbage))?.details).toBe('missing authorization header');
     expect((await unaryBytes(as(writer.token), garbage))?.details).toBe('the request is not a valid queue.EnqueueRequest message');
+  });
+
+  it('checks the token before it reads the request: a caller without one is refused before its message has even arrived', async () => {
+    // A request whose message never comes: only a server that reads nothing before the token answers at all.
+    // (A message read first could be a few KB of gzip that decodes to millions of objects.)
+    const refusedBeforeMessage = (path: string, headers: Record<string, string>) =>
+      new Promise<Record<string, unknown>>((resolve, reject) => {
+        const session = http2Connect(`http://127.0.0.1:${server.server.grpcPort}`);
+        session.on('error', reject);
+        const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', 'grpc-encoding': 'gzip', ...headers });
+        // The status comes as trailers, or, for a call refused before anything was sent, in the response headers.
+        const done = (answer: Record<string, unknown>) => {
+          if (answer['grpc-status'] === undefined) return;
+          stream.close();
+          session.close();
+          resolve(answer);
+        };
+        stream.on('response', done);
+        stream.on('trailers', done);
+        stream.on('error', () => undefined);
+        setTimeout(() => reject(new Error(`no answer to ${path} without its message`)), 3000).unref();
+      });
+    for (const method of ['Enqueue', 'EnqueueBatch', 'Ack', 'Subscribe']) {
+      expect(await refusedBeforeMessage(`/queue.QueueService/${method}`, {})).toMatchObject({ 'grpc-status': '16', 'grpc-message': 'missing%20authorization%20header' });
+      expect(await refusedBeforeMessage(`/queue.QueueService/${method}`, { authorization: 'Bearer junk' })).toMatchObject({ 'grpc-status': '16' });
+    }
+    // Health checks need no token.
+    const health = new grpc.Client(`127.0.0.1:${server.server.grpcPort}`, grpc.credentials.createInsecure());
+    const raw = (b: Buffer) => b;
+    const err = await new Promise<grpc.ServiceError | null>((resolve) =>
+      health.makeUnaryRequest('/grpc.health.v1.Health/Check', raw, raw, Buffer.alloc(0), new grpc.Metadata(), {}, (e) => resolve(e)),
+    );
+    health.close();
+    expect(err).toBeNull();
   });
 
   it('lets a write grant enqueue, dequeue, ack and subscribe on matching topics only', async () => {

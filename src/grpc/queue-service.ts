@@ -112,7 +112,7 @@ export class QueueServiceHandlers {
         this.record(method, error?.code ?? Status.OK, started);
         callback(error, response);
       };
-      if (isMalformed(call.request)) return void this.refusal(method, call.metadata, malformed(call.request)).then((error) => respond(error));
+      if (isMalformed(call.request)) return respond(malformed(call.request));
       (access === BY_HANDLER ? handle(call.request, call.metadata) : this.authorize(call.metadata, access(call.request)).then(() => handle(call.request, call.metadata)))
         .then(
           (response) => respond(null, response),
@@ -126,9 +126,8 @@ export class QueueServiceHandlers {
     const request = call.request;
     const invalidRequest = this.invalidSubscribe(request);
     if (invalidRequest) {
-      const error = await this.refusal('Subscribe', call.metadata, invalidRequest);
-      this.record('Subscribe', error.code, started);
-      return void call.emit('error', error);
+      this.record('Subscribe', invalidRequest.code, started);
+      return void call.emit('error', invalidRequest);
     }
     const maxInFlight = maxInFlightOf(request) as number;
     const group = groupOf(request);
@@ -258,16 +257,13 @@ export class QueueServiceHandlers {
   }
 
   /**
-   * The answer to a request refused before its grants are checked: a caller without a valid token learns
-   * nothing of the rules (UNAUTHENTICATED, as HTTP's 401 comes before a 400), anyone else gets `error`.
+   * The answer to a call refused before its request was read (authenticate-first.ts: no valid token), recorded
+   * like every other answer.
    */
-  private async refusal(method: string, metadata: Metadata, error: GrpcError): Promise<GrpcError> {
-    try {
-      await this.authorize(metadata, []);
-      return error;
-    } catch (err) {
-      return this.toError(err, method);
-    }
+  refused(method: string, err: unknown, started: number): GrpcError {
+    const error = this.toError(err, method);
+    this.record(method, error.code, started);
+    return error;
   }
 
   private authorize(metadata: Metadata, access: Access | Access[]): Promise<Principal | null> {

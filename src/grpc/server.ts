@@ -12,6 +12,7 @@ import { grpcServerCredentials } from '../tls/grpc-credentials.js';
 import type { CallGuard } from './auth.js';
 import { DatabaseHealth } from './health.js';
 import { grpcLimitOptions } from './limits.js';
+import { authenticateFirst } from './authenticate-first.js';
 import { withTolerantDecoders } from './malformed.js';
 import { requestDecoders } from './request-decoder.js';
 import { LOADER_OPTIONS, loadQueuePackage, queueProtoPath, requestTypeNames } from './proto.js';
@@ -43,9 +44,6 @@ function bind(server: grpc.Server, address: string, creds: grpc.ServerCredential
 export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer> {
   const { config, metrics } = deps;
   const creds = grpcServerCredentials(deps.tls);
-  // Channelz is not served here (only health and reflection), and its per-call bookkeeping was the largest
-  // allocation of every call: GC pauses in the Subscribe tail (docs/benchmark.md, fourth round).
-  const server = new grpc.Server({ ...grpcLimitOptions(config), 'grpc.enable_channelz': 0 });
   const handlers = new QueueServiceHandlers({
     logger: deps.logger,
     messages: deps.messages,
@@ -56,6 +54,11 @@ export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer
     duration: metrics.durations('conveyor_grpc_request_duration_seconds', 'gRPC call duration by method and status code (streams: their lifetime)'),
     streams: metrics.meter.createUpDownCounter('conveyor_subscribe_streams', { description: 'Open Subscribe streams by topic' }),
   });
+  // The same for every call in every configuration (with auth off the guard lets every call through).
+  const interceptors = [authenticateFirst('queue.QueueService', (metadata) => deps.guard(metadata, []), (method, err, started) => handlers.refused(method, err, started))];
+  // Channelz is not served here (only health and reflection), and its per-call bookkeeping was the largest
+  // allocation of every call: GC pauses in the Subscribe tail (docs/benchmark.md, fourth round).
+  const server = new grpc.Server({ ...grpcLimitOptions(config), 'grpc.enable_channelz': 0, interceptors });
   const queue = loadQueuePackage();
   // A nack's error is diagnostic text, often cut short by bytes: text that is not UTF-8 is recorded with
   // U+FFFD, as over HTTP, and the nack goes through (refused, the message would stay held until its visibility
