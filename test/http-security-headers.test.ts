@@ -220,6 +220,13 @@ describe('auth on, CORS allow-list [sqlite]', () => {
     expect(denied.headers['access-control-allow-origin']).toBe(OTHER_UI);
   });
 
+  it("the admin UI's files keep Vary: Origin beside Accept-Encoding (its hashed bundles are cached for a year)", async () => {
+    const page = await json(port, 'GET', '/', undefined, { origin: UI });
+    expect(page.status).toBe(200);
+    expect(page.headers['access-control-allow-origin']).toBe(UI);
+    expect(String(page.headers.vary).split(/,\s*/).sort()).toEqual(['Accept-Encoding', 'Origin']);
+  });
+
   it('an origin not on the list gets no CORS header and its preflight is refused (before authentication too)', async () => {
     // Exact match only: no prefix, suffix, case or trailing-slash variants.
     for (const origin of [EVIL, 'https://ui.example.com.evil.example.com', 'http://ui.example.com', 'https://ui.example.com:8443', 'null']) {

@@ -106,7 +106,9 @@ export function loadUiAssets(root: string = defaultUiDirectory()): UiAssets {
       res.setHeader('ETag', asset.etag);
       // The page itself is checked on every load (a new build must reach browsers); hashed bundles never change.
       res.setHeader('Cache-Control', asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
-      res.setHeader('Vary', 'Accept-Encoding');
+      // Added to, not replacing, a Vary: Origin that CORS set (a cache must not hand one origin's answer to another).
+      const vary = res.getHeader('Vary');
+      res.setHeader('Vary', vary ? `${String(vary)}, Accept-Encoding` : 'Accept-Encoding');
       if (req.headers['if-none-match'] === asset.etag) {
         res.statusCode = 304;
         res.end();
