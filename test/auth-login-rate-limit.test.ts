@@ -60,6 +60,26 @@ async function refusedAttempts(api: Api, from = 0, to = 10): Promise<Array<Await
 
 const REFUSED_STATUSES = [400, 400, 400, 400, 400, 415, 415, 413, 400, 400];
 
+/**
+ * Sliding, not fixed, windows: one attempt, nine 58 s later, then ten more 2.5 s after those. Fixed windows let
+ * all twenty through in under four seconds (ten at the end of a window, ten at the start of the next); here
+ * only the first attempt's slot has come free by then. Retry-After says when the next one does.
+ */
+async function expectSlidingWindow(api: Api, clock: ReturnType<typeof manualClock>): Promise<void> {
+  expect(await attempts(api, 1)).toEqual([401]);
+  clock.advance(58_000);
+  expect(await attempts(api, 9)).not.toContain(429);
+  clock.advance(2_500);
+  const burst = await attempts(api, 10);
+  expect(burst.filter((s) => s !== 429)).toHaveLength(1);
+  const limited = await api.post('/api/auth/login', ADMIN);
+  expectLimited(limited);
+  // The oldest attempt let through is now the one of 58 s: free again 57.5 s from here.
+  expect(Number(limited.headers.get('retry-after'))).toBe(58);
+  clock.advance(57_500);
+  expect((await api.post('/api/auth/login', ADMIN)).status).toBe(200);
+}
+
 function expectLimited(res: Awaited<ReturnType<Api['post']>>): void {
   expectErrorBody(res, 429);
   expect(res.body).toEqual({ error: 'too many login attempts' });
@@ -99,6 +119,16 @@ describeEachEngine('login rate limit (in memory)', (engine: Engine) => {
       expect((await server.api.post('/api/auth/login', ADMIN)).status).toBe(200);
       expect((await refusedAttempts(server.api, 0, 9)).map((r) => r.status)).toEqual(REFUSED_STATUSES.slice(0, 9));
       expectLimited(await server.api.post('/api/auth/login', { username: ADMIN.username, password: 'guess', x: 1 }));
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('is a sliding window: no 60 s span lets more than 10 attempts through', async () => {
+    const clock = manualClock();
+    const server = await startTestServer(engine, { overrides: authOn(), now: clock.now });
+    try {
+      await expectSlidingWindow(server.api, clock);
     } finally {
       await server.close();
     }
@@ -160,6 +190,17 @@ describeEachEngine('login rate limit (in memory)', (engine: Engine) => {
       expect((await isolated.api.post('/api/auth/login', ADMIN)).status).toBe(200);
     } finally {
       await Promise.all([a.close(), b.close(), isolated.close()]);
+    }
+  });
+
+  it('is a sliding window there too', async () => {
+    const clock = manualClock();
+    const engine = (await import('./helpers/engines.js')).engineByName.sqlite;
+    const server = await startTestServer(engine, { overrides: authOn({ redis: { url: REDIS_URL, key_prefix: `conveyor-test:${randomUUID()}:` } }), now: clock.now });
+    try {
+      await expectSlidingWindow(server.api, clock);
+    } finally {
+      await server.close();
     }
   });
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createClient, type RedisClientType } from 'redis';
 import type { Logger } from '../log/logger.js';
 import { RepeatedFailure } from '../log/repeated.js';
@@ -8,7 +9,7 @@ export const LOGIN_WINDOW_MS = 60_000;
 
 export interface RateDecision {
   allowed: boolean;
-  /** Seconds until the window of this client ends (for Retry-After). */
+  /** Seconds until this client may try again (for Retry-After): when its oldest counted attempt is a minute old. */
   retryAfterSeconds: number;
 }
 
@@ -17,14 +18,18 @@ export interface LoginRateLimiter {
   hit(client: string): Promise<RateDecision>;
 }
 
-const decide = (count: number, remainingMs: number): RateDecision => ({
-  allowed: count <= LOGIN_ATTEMPTS,
-  retryAfterSeconds: Math.max(1, Math.ceil(remainingMs / 1000)),
-});
+const decide = (allowed: boolean, retryInMs: number): RateDecision => ({ allowed, retryAfterSeconds: Math.max(1, Math.ceil(retryInMs / 1000)) });
 
-/** Fixed windows per client, one instance only. Expired windows are swept as they are met, so memory stays bounded by the clients of the last minute. */
+/**
+ * A sliding window per client, one instance only: the times of its attempts of the last minute that were let
+ * through, at most 10. An attempt is let through while fewer than 10 are, so no 60 s span ever holds more
+ * than 10 checked attempts (fixed windows let 10 at the end of one and 10 at the start of the next through
+ * within seconds). Refused attempts are not recorded: they were never checked, and a client that keeps
+ * trying is let in again a minute after its oldest attempt, not never. Clients whose last attempt is over a
+ * minute old are swept as they are met, so memory stays bounded by the clients of the last minute.
+ */
 export class MemoryRateLimiter implements LoginRateLimiter {
-  private readonly windows = new Map<string, { count: number; endsAt: number }>();
+  private readonly attempts = new Map<string, number[]>();
   private sweptAt = 0;
 
   constructor(private readonly now: () => number) {}
@@ -33,29 +38,42 @@ export class MemoryRateLimiter implements LoginRateLimiter {
     const now = this.now();
     // At most once a second: with more than 10,000 clients in the last minute, a sweep on every attempt would
     // make each login walk them all.
-    if (this.windows.size > 10_000 && now - this.sweptAt >= 1000) {
+    if (this.attempts.size > 10_000 && now - this.sweptAt >= 1000) {
       this.sweptAt = now;
       this.sweep(now);
     }
-    let window = this.windows.get(client);
-    if (!window || window.endsAt <= now) {
-      window = { count: 0, endsAt: now + LOGIN_WINDOW_MS };
-      this.windows.set(client, window);
-    }
-    window.count += 1;
-    return decide(window.count, window.endsAt - now);
+    const times = this.attempts.get(client) ?? [];
+    while (times.length > 0 && times[0]! <= now - LOGIN_WINDOW_MS) times.shift();
+    const allowed = times.length < LOGIN_ATTEMPTS;
+    if (allowed) times.push(now);
+    this.attempts.set(client, times);
+    return decide(allowed, times[0]! + LOGIN_WINDOW_MS - now);
   }
 
   private sweep(now: number): void {
-    for (const [client, window] of this.windows) if (window.endsAt <= now) this.windows.delete(client);
+    for (const [client, times] of this.attempts) if (times.at(-1)! <= now - LOGIN_WINDOW_MS) this.attempts.delete(client);
   }
 }
 
 /**
- * Fixed windows shared by every instance through Redis: SET NX PX opens the window with its expiry, INCR counts,
- * PTTL says how long it still runs; one MULTI, so a window never lives without an expiry. When Redis cannot be
- * reached the attempt is counted in memory instead: logins keep working, limited per instance.
+ * The same sliding window in a sorted set per client (score: the attempt's time), decided by one script so
+ * instances never both let the tenth attempt through; the set expires a minute after its last attempt. The
+ * time is the instance's. When Redis cannot be reached the attempt is counted in memory instead: logins keep
+ * working, limited per instance.
  */
+const SLIDING_WINDOW_SCRIPT = `
+local key, now, window, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+local allowed = 0
+if redis.call('ZCARD', key) < limit then
+  redis.call('ZADD', key, now, ARGV[4])
+  redis.call('PEXPIRE', key, window)
+  allowed = 1
+end
+local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+return {allowed, tonumber(oldest[2]) + window - now}
+`;
+
 export class RedisRateLimiter implements LoginRateLimiter {
   private readonly fallback: MemoryRateLimiter;
 
@@ -63,17 +81,22 @@ export class RedisRateLimiter implements LoginRateLimiter {
     private readonly client: RedisClientType,
     private readonly keyPrefix: string,
     private readonly failures: RepeatedFailure,
-    now: () => number,
+    private readonly now: () => number,
   ) {
     this.fallback = new MemoryRateLimiter(now);
   }
 
   async hit(clientAddress: string): Promise<RateDecision> {
-    const key = `${this.keyPrefix}login:${clientAddress}`;
+    // A new key: the fixed-window counter under the old name was a string, which the script cannot read.
+    const key = `${this.keyPrefix}login-attempts:${clientAddress}`;
+    const now = this.now();
     try {
-      const [, count, ttl] = await this.client.multi().set(key, '0', { condition: 'NX', expiration: { type: 'PX', value: LOGIN_WINDOW_MS } }).incr(key).pTTL(key).exec();
+      const [allowed, retryInMs] = (await this.client.eval(SLIDING_WINDOW_SCRIPT, {
+        keys: [key],
+        arguments: [String(now), String(LOGIN_WINDOW_MS), String(LOGIN_ATTEMPTS), `${now}:${randomUUID()}`],
+      })) as [number, number];
       this.failures.ok();
-      return decide(Number(count), Number(ttl) > 0 ? Number(ttl) : LOGIN_WINDOW_MS);
+      return decide(allowed === 1, retryInMs);
     } catch (err) {
       // Every login while Redis is away lands here: counted by the same tracker as the client's own errors.
       this.failures.fail(err);
