@@ -9,6 +9,14 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 
 /** A lone UTF-16 surrogate: JSON can carry it (`"\ud800"`), UTF-8 cannot, so it would be stored as U+FFFD. */
 const LONE = '\ud800';
+/** A protobuf varint (a length). */
+function varint(n: number): Buffer {
+  const bytes: number[] = [];
+  for (; n >= 0x80; n = Math.floor(n / 128)) bytes.push((n & 0x7f) | 0x80);
+  bytes.push(n);
+  return Buffer.from(bytes);
+}
+
 const notWellFormed = (field: string) => `${field} must be well-formed Unicode text: it holds a lone surrogate (such as \\ud800)`;
 
 /**
@@ -273,6 +281,25 @@ describeEachEngine('input at the edges', (engine) => {
     // ...but its id and group follow their own rules.
     const [again] = (await server.api.dequeue('edges-utf8')).body.messages;
     expect(status[(await call('Nack', message(field(1, text(again.id.slice(0, -1), [0xff])))))!.code]).toBe('NOT_FOUND');
+  });
+
+  it('over gRPC, a request of more than 1,000,000 fields is refused before it is decoded (2 bytes each, 100+ once decoded)', async () => {
+    const raw = (b: Buffer) => b;
+    const call = (method: string, bytes: Buffer) =>
+      new Promise<grpc.ServiceError | null>((resolve) => client.raw.makeUnaryRequest(`/queue.QueueService/${method}`, raw, raw, bytes, new grpc.Metadata(), {}, (e) => resolve(e)));
+    // An EnqueueBatch of empty messages: field 1, length 0, over and over. Gzip makes this a few KB on the wire.
+    const emptyMessages = (n: number) => Buffer.alloc(2 * n, Buffer.from([0x0a, 0x00]));
+    const over = await call('EnqueueBatch', emptyMessages(1_000_001));
+    expect([over && status[over.code], over?.details]).toEqual([
+      'INVALID_ARGUMENT',
+      'the request is not a valid queue.EnqueueBatchRequest message: it holds more than 1,000,000 fields, nested ones included',
+    ]);
+    // Fields inside the messages count too: 2 messages of 500,001 metadata entries each.
+    const entries = Buffer.alloc(2 * 500_001, Buffer.from([0x1a, 0x00]));
+    const nested = Buffer.concat([0, 1].map(() => Buffer.concat([Buffer.from([0x0a]), varint(entries.length), entries])));
+    expect((await call('EnqueueBatch', nested))?.details).toMatch(/it holds more than 1,000,000 fields/);
+    // At the budget, the request is decoded and answered by its own rules.
+    expect((await call('EnqueueBatch', emptyMessages(1_000_000)))?.details).toBe('requests must hold at most 1000 messages');
   });
 
   it('a lone surrogate percent-encoded in a path or a query is 400, never a different name', async () => {

@@ -83,9 +83,33 @@ function protoKeyIn(original: protobuf.Root, type: protobuf.Type, message: Recor
 }
 
 /**
+ * The most fields one request may hold, nested ones included. Every field costs at least 2 bytes on the wire
+ * but a hundred or more once decoded, so a 64 MiB request of empty messages (a few KB of gzip) would decode
+ * into gigabytes: beyond this the request is refused before it is decoded. Far above what a real request
+ * holds (a batch of 1,000 messages with hundreds of metadata entries each).
+ */
+export const MAX_REQUEST_FIELDS = 1_000_000;
+
+/** Counts the fields of a message and of the messages it holds, building nothing; throws past the budget. */
+function countFields(type: protobuf.Type, reader: protobuf.Reader, end: number, budget: { left: number }): void {
+  while (reader.pos < end) {
+    const tag = reader.uint32();
+    if (--budget.left < 0) throw new RefusedRequest(`it holds more than ${MAX_REQUEST_FIELDS.toLocaleString('en-US')} fields, nested ones included`);
+    const field = type.fieldsById[tag >>> 3];
+    if ((tag & 7) === 2 && field !== undefined && !field.map && field.resolvedType instanceof protobuf.Type) {
+      const length = reader.uint32();
+      countFields(field.resolvedType, reader, reader.pos + length, budget);
+    } else {
+      reader.skipType(tag & 7);
+    }
+  }
+}
+
+/**
  * A decoder for one request type: protobufjs's, with the reader above, and with the same conversion options
  * as @grpc/proto-loader's (so handlers see what they saw before). It throws RefusedRequest for what the reader
- * refuses and for a map key `__proto__`, protobufjs's own errors for bytes that are no message of the type.
+ * refuses, for a map key `__proto__` and for more than MAX_REQUEST_FIELDS fields, protobufjs's own errors for
+ * bytes that are no message of the type.
  * The types in `replacing` read bytes that are not UTF-8 as U+FFFD instead.
  */
 export function requestDecoders(
@@ -100,6 +124,8 @@ export function requestDecoders(
     const asEntries = entries.lookupType(typeName);
     const replace = replacing.has(typeName);
     return (bytes) => {
+      // A field takes 2 bytes at least: only a request this large can hold too many.
+      if (bytes.length > 2 * MAX_REQUEST_FIELDS) countFields(type, protobuf.Reader.create(bytes), bytes.length, { left: MAX_REQUEST_FIELDS });
       const reader = new Utf8Reader(bytes, replace);
       const message = type.decode(reader);
       if (reader.sawProtoKey) {
