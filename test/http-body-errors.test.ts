@@ -133,6 +133,17 @@ describeEachEngine('compressed and oddly encoded bodies', (engine) => {
     }
   });
 
+  it('a body of more than 1,000,000 objects and arrays is 413 before it is parsed; brackets inside strings are text', async () => {
+    // 2 bytes on the wire each, far more once parsed: a few KB of gzip that would parse into gigabytes.
+    const empties = gzipSync(Buffer.from(`{"messages":[${'{},'.repeat(1_000_000)}{}]}`));
+    expectError(await send('POST', '/api/messages/batch', { 'content-encoding': 'gzip' }, empties), 413, 'request body holds more than 1,000,000 objects and arrays');
+    // 1,024,000 braces, all inside payloads, in a body long enough to be counted: enqueued.
+    const messages = Array.from({ length: 1000 }, () => ({ topic: 'braces', payload: '{'.repeat(1024) }));
+    const padded = Buffer.from(`${JSON.stringify({ messages })}${' '.repeat(1_000_000)}`);
+    const res = await send('POST', '/api/messages/batch', { 'content-encoding': 'gzip' }, gzipSync(padded));
+    expect(res.status, res.text).toBe(201);
+  });
+
   it('the hot routes answer alike however the path is spelt (trailing slash, query string)', async () => {
     const hot = ROUTES.slice(0, 3);
     const cases: Array<[Record<string, string>, Buffer]> = [

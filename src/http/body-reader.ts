@@ -13,7 +13,8 @@ import { invalid } from '../queue/errors.js';
  *   must be UTF-8 (`utf-8` or `utf8`, any case, quoted or not), else 415: JSON is UTF-8 (RFC 8259), and a
  *   body in another encoding would not read as what the client meant;
  * - Content-Encoding identity, gzip, deflate or br, else 415 before anything is read;
- * - at most `limit` bytes after decompression, else 413 (at once when Content-Length already says so);
+ * - at most `limit` bytes after decompression, else 413 (at once when Content-Length already says so), and at
+ *   most MAX_JSON_CONTAINERS objects and arrays, else 413 before parsing;
  * - bytes that are not UTF-8 (an invalid sequence, or a surrogate such as ED A0 80) are 400 `request body is
  *   not valid UTF-8`, where decoding would turn them into U+FFFD and store altered text;
  * - an empty body is `{}`, a UTF-8 byte order mark is dropped, anything JSON.parse accepts is returned
@@ -60,8 +61,32 @@ function decode(raw: Buffer): string {
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
+/**
+ * The most objects and arrays one body may hold. `{}` is 2 bytes on the wire and far more once parsed, so a
+ * 64 MiB batch body of empty objects (a few dozen KB of gzip) would parse into gigabytes: beyond this the body
+ * is refused before it is parsed. Far above what a real body holds (1,000 messages with their metadata).
+ */
+export const MAX_JSON_CONTAINERS = 1_000_000;
+
+/** Whether `text` opens at most `max` objects and arrays (brackets inside strings are text, not counted). */
+function containersWithin(text: string, max: number): boolean {
+  let count = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if ((c === 0x7b || c === 0x5b) && ++count > max) return false;
+  }
+  return true;
+}
+
 function parse(text: string): unknown {
   if (text.length === 0) return {};
+  // An object or array takes 2 characters at least: only a body this long can hold too many.
+  if (text.length > 2 * MAX_JSON_CONTAINERS && !containersWithin(text, MAX_JSON_CONTAINERS)) throw error('entity.too.complex', 413);
   try {
     return JSON.parse(text);
   } catch {

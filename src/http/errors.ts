@@ -5,6 +5,7 @@ import { isConnectionError } from '../store/dialect.js';
 import { DATABASE_BUSY_MESSAGE, isDatabaseBusy } from '../store/retry.js';
 import type { Logger } from '../log/logger.js';
 import type { ApiRequest, Handler } from './request.js';
+import { MAX_JSON_CONTAINERS } from './body-reader.js';
 import { sendJsonText } from './respond.js';
 
 /** The one table from domain errors to HTTP status codes. */
@@ -45,6 +46,8 @@ function bodyReadError(err: { type?: unknown; status?: unknown; statusCode?: unk
       return [400, 'malformed JSON body'];
     case 'entity.too.large':
       return [413, 'request body too large'];
+    case 'entity.too.complex':
+      return [413, `request body holds more than ${MAX_JSON_CONTAINERS.toLocaleString('en-US')} objects and arrays`];
     case 'encoding.unsupported':
       return [415, 'unsupported Content-Encoding; send the body as identity, gzip, deflate or br'];
     case 'charset.unsupported':
