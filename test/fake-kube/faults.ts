@@ -47,12 +47,7 @@ export class Faults {
   private readonly hangRules: HangEntry[] = [];
 
   addFail(rule: FailRule): () => void {
-    const e = { rule, remaining: rule.count ?? Infinity };
-    this.failRules.push(e);
-    return () => {
-      const i = this.failRules.indexOf(e);
-      if (i >= 0) this.failRules.splice(i, 1);
-    };
+    return Faults.add(this.failRules, rule);
   }
 
   /**
@@ -77,11 +72,16 @@ export class Faults {
    * Status, and the stream ends: how kube-apiserver reports a failure inside a watch (an etcd error, say).
    */
   addStreamFail(rule: FailRule): () => void {
+    return Faults.add(this.streamFailRules, rule);
+  }
+
+  /** Adds a fail rule to `rules`; returns its remover. */
+  private static add(rules: Array<Entry<FailRule>>, rule: FailRule): () => void {
     const e = { rule, remaining: rule.count ?? Infinity };
-    this.streamFailRules.push(e);
+    rules.push(e);
     return () => {
-      const i = this.streamFailRules.indexOf(e);
-      if (i >= 0) this.streamFailRules.splice(i, 1);
+      const i = rules.indexOf(e);
+      if (i >= 0) rules.splice(i, 1);
     };
   }
 
