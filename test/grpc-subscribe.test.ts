@@ -250,25 +250,37 @@ describeEachEngine('gRPC Subscribe', (engine) => {
         return conn;
       }));
       const [onT, onU, onV] = locks;
+      // Transactions other than the test's own waiting for a row lock: the flushes held back. InnoDB refreshes
+      // INNODB_TRX only when it was not read for 100 ms, so the polls are slower than that.
+      const own = await Promise.all(locks.map(async (conn) => ((await conn.query('SELECT CONNECTION_ID() AS id')) as any)[0][0].id as number));
+      const waiting = async () =>
+        Number(
+          ((await onT.query(`SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_mysql_thread_id NOT IN (${own.join(',')})`)) as any)[0][0].n,
+        );
+      const flushesWaiting = (n: number) => expect.poll(waiting, { timeout: 10_000, interval: 150 }).toBe(n);
+      // Enough for a wave of requests to reach the instance's queue, on a busy machine too (nothing to poll).
+      const settle = () => sleep(600);
       try {
         const filler = 'x'.repeat(16_000);
         const wave = (n: number, tag: string) => Array.from({ length: n }, (_, i) => enqueue(t, `${tag}-${i}-${filler}`));
         // Both flushes of the instance wait, one on u and one on v; 40 messages for t queue behind them.
         const held = [enqueue(u, 'u')];
-        await sleep(100);
+        await flushesWaiting(1);
         held.push(enqueue(v, 'v'));
-        await sleep(100);
+        await flushesWaiting(2);
         const first = wave(40, 'first');
-        await sleep(100);
+        await settle();
         // u goes: the 40 go in one flush, which reserves 40 slots and waits on t. 40 more queue behind v.
         await onU.query('COMMIT');
-        await sleep(200);
+        await settle();
+        await flushesWaiting(2);
         const second = wave(40, 'second');
-        await sleep(100);
+        await settle();
         // v goes: the next 40 reserve theirs and wait on t too. Then t: both commit and hand over, and the first
         // hand-over's writes back the unread stream up before the second one's come.
         await onV.query('COMMIT');
-        await sleep(200);
+        await settle();
+        await flushesWaiting(2);
         await onT.query('COMMIT');
         const ids = (await Promise.all([...first, ...second])).map((r) => r.id);
         await Promise.all(held);
