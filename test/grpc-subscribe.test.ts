@@ -250,14 +250,19 @@ describeEachEngine('gRPC Subscribe', (engine) => {
         return conn;
       }));
       const [onT, onU, onV] = locks;
-      // Transactions other than the test's own waiting for a row lock: the flushes held back. InnoDB refreshes
-      // INNODB_TRX only when it was not read for 100 ms, so the polls are slower than that.
+      // The flushes held back behind one of the test's locks. InnoDB refreshes its lock tables only when they were
+      // not read for 100 ms, so the polls are slower than that; naming the holder tells one wait from another,
+      // so a poll cannot pass on a count left over from before a commit.
       const own = await Promise.all(locks.map(async (conn) => ((await conn.query('SELECT CONNECTION_ID() AS id')) as any)[0][0].id as number));
-      const waiting = async () =>
+      const waitingOn = async (holder: number) =>
         Number(
-          ((await onT.query(`SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_mysql_thread_id NOT IN (${own.join(',')})`)) as any)[0][0].n,
+          ((await onT.query(
+            `SELECT COUNT(DISTINCT w.requesting_trx_id) AS n FROM information_schema.INNODB_LOCK_WAITS w
+             JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id WHERE b.trx_mysql_thread_id = ?`,
+            [own[holder]],
+          )) as any)[0][0].n,
         );
-      const flushesWaiting = (n: number) => expect.poll(waiting, { timeout: 10_000, interval: 150 }).toBe(n);
+      const flushesWaitingOn = (holder: number, n: number) => expect.poll(() => waitingOn(holder), { timeout: 10_000, interval: 150 }).toBe(n);
       // Enough for a wave of requests to reach the instance's queue, on a busy machine too (nothing to poll).
       const settle = () => sleep(600);
       try {
@@ -265,22 +270,20 @@ describeEachEngine('gRPC Subscribe', (engine) => {
         const wave = (n: number, tag: string) => Array.from({ length: n }, (_, i) => enqueue(t, `${tag}-${i}-${filler}`));
         // Both flushes of the instance wait, one on u and one on v; 40 messages for t queue behind them.
         const held = [enqueue(u, 'u')];
-        await flushesWaiting(1);
+        await flushesWaitingOn(1, 1);
         held.push(enqueue(v, 'v'));
-        await flushesWaiting(2);
+        await flushesWaitingOn(2, 1);
         const first = wave(40, 'first');
         await settle();
         // u goes: the 40 go in one flush, which reserves 40 slots and waits on t. 40 more queue behind v.
         await onU.query('COMMIT');
-        await settle();
-        await flushesWaiting(2);
+        await flushesWaitingOn(0, 1);
         const second = wave(40, 'second');
         await settle();
         // v goes: the next 40 reserve theirs and wait on t too. Then t: both commit and hand over, and the first
         // hand-over's writes back the unread stream up before the second one's come.
         await onV.query('COMMIT');
-        await settle();
-        await flushesWaiting(2);
+        await flushesWaitingOn(0, 2);
         await onT.query('COMMIT');
         const ids = (await Promise.all([...first, ...second])).map((r) => r.id);
         await Promise.all(held);
