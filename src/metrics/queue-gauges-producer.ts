@@ -1,5 +1,6 @@
 import { ValueType, type Attributes } from '@opentelemetry/api';
 import { metrics as sdkMetrics, type resources } from '@opentelemetry/sdk-node';
+import { within } from '../deadline.js';
 
 export interface QueueGaugeSource {
   /** Depth per topic and status, and the oldest pending message's age per topic; may be cached. */
@@ -9,6 +10,8 @@ export interface QueueGaugeSource {
 const gauge = (name: string, description: string, unit: string): sdkMetrics.MetricDescriptor => ({ name, description, unit, valueType: ValueType.DOUBLE });
 const DEPTH = gauge('conveyor_queue_depth', 'Messages by topic and status', '');
 const OLDEST = gauge('conveyor_oldest_pending_age_seconds', 'Age of the oldest pending message per topic', 's');
+/** Well inside any scrape timeout a user would set (Prometheus's default is 10 s). */
+const SNAPSHOT_DEADLINE_MS = 2_000;
 
 /**
  * conveyor_queue_depth and conveyor_oldest_pending_age_seconds exactly as the database holds them at the
@@ -16,6 +19,10 @@ const OLDEST = gauge('conveyor_oldest_pending_age_seconds', 'Age of the oldest p
  * value of a series no callback observes any more, so a topic emptied or purged kept its depth and its age for
  * good, and an alert on them fired on until a restart. Here a topic and status with no messages has no series,
  * and while the database cannot be read neither gauge is shown.
+ *
+ * A scrape waits at most `deadlineMs` for the database: a database that hangs (no error, no answer) would
+ * otherwise hold every scrape past Prometheus's timeout, and the instance would look down (`up` 0, the
+ * instance-down alerts firing) while its process is fine. The late snapshot is still cached for the next one.
  */
 export class QueueGaugesProducer implements sdkMetrics.MetricProducer {
   private source: QueueGaugeSource | undefined;
@@ -23,6 +30,7 @@ export class QueueGaugesProducer implements sdkMetrics.MetricProducer {
   constructor(
     private readonly resource: resources.Resource,
     private readonly scopeName: string,
+    private readonly deadlineMs = SNAPSHOT_DEADLINE_MS,
   ) {}
 
   observe(source: QueueGaugeSource): void {
@@ -31,7 +39,8 @@ export class QueueGaugesProducer implements sdkMetrics.MetricProducer {
 
   async collect(): Promise<sdkMetrics.CollectionResult> {
     const metrics: sdkMetrics.MetricData[] = [];
-    const snapshot = await this.source?.snapshot().catch(() => undefined); // the source logs its failures
+    // The source logs its failures.
+    const snapshot = this.source && (await within(this.source.snapshot().catch(() => undefined), this.deadlineMs));
     if (snapshot) {
       const endTime = hrNow();
       const point = (attributes: Attributes, value: number) => ({ attributes, startTime: endTime, endTime, value });

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { ANONYMOUS_ACTOR, type AuditAction, type AuditActor, type AuditEvent } from '../../queue/audit.js';
 import { isValidTopicName } from '../../queue/topic-names.js';
+import { within } from '../../deadline.js';
 import type { HttpContext } from '../context.js';
 import type { ApiRequest, Handler } from '../request.js';
 
@@ -43,15 +44,6 @@ export type AuditTable = Record<string, AuditSpec<any>>;
 const AUDIT_WAIT_MS = 2000;
 
 const actorOf = (req: ApiRequest): AuditActor => (req.principal ? { id: req.principal.userId, name: req.principal.username } : ANONYMOUS_ACTOR);
-
-function within(work: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-    timer.unref();
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}
 
 /**
  * Records one request of an audited route. Runs before the route's grant checks and body parsing (route-table.ts),
