@@ -189,8 +189,9 @@ describe('Grafana dashboard', () => {
       for (const { expr, refId } of panel.targets!) {
         const where = `${panel.title} ${refId}: ${expr}`;
         expect(expr, where).toContain('instance=~"$instance"');
-        for (const [, window] of expr.matchAll(/\}\[([^\]]+)\]/g)) {
-          expect(['$__rate_interval', '1h'], where).toContain(window);
+        // Rates over Grafana's interval or an hour; the one day is how long a job's targets count after they went down.
+        for (const [whole, window] of expr.matchAll(/(?:target_info\{[^}]*)?\}\[([^\]]+)\]/g)) {
+          expect(whole.startsWith('target_info') ? ['1d'] : ['$__rate_interval', '1h'], where).toContain(window);
           windows++;
         }
         expect(unknownMetrics(expr), where).toEqual([]);
@@ -255,5 +256,23 @@ describe('process metrics', () => {
     for (let spin = Date.now(); Date.now() - spin < 50; );
     expect(await cpuAfter()).toBe(frozen);
     await provider.shutdown();
+  });
+
+  it('report the event-loop lag of a window that a scrape does not reset, so a frequent reader (the admin UI) cannot hide it from Prometheus', async () => {
+    const exporter = new PrometheusExporter({ preventServerStart: true });
+    const provider = new MeterProvider({ readers: [exporter] });
+    const stop = observeProcessMetrics(provider.getMeter('conveyor'));
+    const lag = async () => parseMetrics(new PrometheusSerializer('', false).serialize((await exporter.collect()).resourceMetrics)).find((s) => s.name === 'nodejs_eventloop_lag_seconds')!.value;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      for (let blocked = Date.now(); Date.now() - blocked < 300; );
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await lag()).toBeGreaterThan(0.2);
+      // A second reader right after the first sees the same stall.
+      expect(await lag()).toBeGreaterThan(0.2);
+    } finally {
+      stop();
+      await provider.shutdown();
+    }
   });
 });
