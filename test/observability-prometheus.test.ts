@@ -232,8 +232,9 @@ describe('observability kit against real Prometheus', () => {
     expect(steady?.errors).toEqual([]);
   });
 
-  it('scrapes the controller: every Controller panel expression returns series, no error', async () => {
+  it('scrapes the controller: every Controller panel expression returns series, no error; stopped, it shows as down', async () => {
     const controller = await controllerTargets();
+    let stopped = false;
     try {
       const jobs: ScrapeJob[] = [
         { name: 'conveyor', targets: [metricsTarget] },
@@ -256,8 +257,16 @@ describe('observability kit against real Prometheus', () => {
       expect(failures, `failing panels:\n${failures.join('\n')}`).toEqual([]);
       // The process panels cover the controller too (it reuses MetricsRegistry).
       expect(await prometheus.series(`process_cpu_seconds_total{job="conveyor-controller"}`)).toHaveLength(controller.targets.length);
-    } finally {
+
+      // A job whose every target is down still shows, as down (its target_info went stale with the last scrape).
       await controller.stop();
+      stopped = true;
+      await prometheus.waitFor(`up{job="conveyor-controller"} == 0`, (s) => s.length === controller.targets.length, 20_000, 'the controller scraped as down');
+      const [, down] = panelsOf(dashboard).find((p) => p.title === 'Targets up / down')!.targets!;
+      const downByJob = Object.fromEntries((await prometheus.series(substitute(down.expr))).map((s) => [s.metric.job, Number(s.value[1])]));
+      expect(downByJob).toEqual({ conveyor: 0, 'conveyor-controller': controller.targets.length });
+    } finally {
+      if (!stopped) await controller.stop();
     }
   }, 60_000);
 });
