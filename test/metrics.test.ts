@@ -181,6 +181,27 @@ describeEachEngine('queue gauges', (engine) => {
     expect(valueOf(samples, 'conveyor_oldest_pending_age_seconds', { topic: 'g-kept' })).toBe(71);
   });
 
+  it("show each consumer group's backlog, which a fan-out topic's own figures cannot show once one group consumes", async () => {
+    const t = 'g-fanout';
+    const scrape = async () => parseMetrics((await server.api.get('/metrics')).text);
+    for (const group of ['live', 'gone']) expect((await server.api.post(`/api/topics/${t}/consumer-groups`, { consumer_group: group })).status).toBe(201);
+    for (let i = 0; i < 3; i++) expect((await server.api.enqueue(t, `m${i}`)).status).toBe(201);
+    const taken = (await server.api.dequeue(t, { count: 10, consumer_group: 'live' })).body.messages;
+    expect(taken).toHaveLength(3);
+    expect((await server.api.post(`/api/messages/${taken[0].id}/ack`, { consumer_group: 'live' })).status).toBe(204);
+    clock.advance(60_000);
+    const samples = await scrape();
+    // The topic shows its messages as processing (the live group took them), nothing pending and no age.
+    expect(valueOf(samples, 'conveyor_queue_depth', { topic: t, status: 'pending' })).toBeUndefined();
+    expect(valueOf(samples, 'conveyor_oldest_pending_age_seconds', { topic: t })).toBeUndefined();
+    const group = (name: string, consumer_group: string, status?: string) => valueOf(samples, name, { topic: t, consumer_group, ...(status && { status }) });
+    expect(group('conveyor_group_depth', 'gone', 'pending')).toBe(3);
+    expect(group('conveyor_group_oldest_pending_age_seconds', 'gone')).toBe(60);
+    expect(group('conveyor_group_depth', 'live', 'processing')).toBe(2);
+    expect(group('conveyor_group_depth', 'live', 'pending')).toBeUndefined();
+    expect(group('conveyor_group_oldest_pending_age_seconds', 'live')).toBeUndefined();
+  });
+
   // MySQL only: a table lock makes the database hang without an error; SQLite's reads cannot wait.
   if (engine.name === 'mysql') it('are left out of a scrape while the database does not answer, instead of holding it past the scrape timeout', async () => {
     const depth = (samples: ReturnType<typeof parseMetrics>) => valueOf(samples, 'conveyor_queue_depth', { topic: 'g-hung', status: 'pending' });

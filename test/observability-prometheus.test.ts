@@ -208,7 +208,7 @@ describe('observability kit against real Prometheus', () => {
       await sleep(250);
       all = await rules();
     }
-    expect(all).toHaveLength(11);
+    expect(all).toHaveLength(13);
     expect(all.filter((r) => r.health !== 'ok').map((r) => `${r.name}: ${r.health} ${r.lastError}`)).toEqual([]);
 
     // Real series, real labels: once Prometheus holds the dead-letter count, one more dead letter makes
@@ -292,6 +292,11 @@ async function driveTraffic(server: ChildServer, grpc: QueueClient, streams: Str
   const taken = (await api.dequeue('obs-orders', { count: 3 })).body.messages;
   for (const m of taken.slice(0, 2)) await ok(api.post(`/api/messages/${m.id}/ack`), 204);
   await ok(api.post(`/api/messages/${taken[2].id}/nack`, { error: 'retry me' }), 204);
+
+  // Consumer groups: one group takes the fan-out message, the other leaves it pending (the group panels).
+  for (const group of ['obs-billing', 'obs-audit']) await ok(api.post('/api/topics/obs-fanout/consumer-groups', { consumer_group: group }), 201);
+  await ok(api.enqueue('obs-fanout', 'f'), 201);
+  expect((await api.dequeue('obs-fanout', { consumer_group: 'obs-billing' })).body.messages).toHaveLength(1);
 
   // gRPC: enqueue, batch dequeue, ack, nack; unary Dequeue of an empty topic answers NOT_FOUND.
   for (let i = 0; i < 3; i++) await grpc.call('Enqueue', { topic: 'obs-grpc', payload: Buffer.from(`g${i}`) });

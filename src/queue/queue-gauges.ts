@@ -1,14 +1,23 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../log/logger.js';
 import { RepeatedFailure } from '../log/repeated.js';
+import { countDeliveriesByStatus, oldestPendingDeliveryCreatedAt, type DeliveryCount } from '../store/deliveries/backlog.js';
 import { countByStatus, oldestPendingCreatedAt, type StatusCount } from '../store/messages/browse.js';
 
-type Snapshot = { depth: StatusCount[]; oldestPendingAgeSeconds: Map<string, number> };
+type Snapshot = {
+  depth: StatusCount[];
+  oldestPendingAgeSeconds: Map<string, number>;
+  groupDepth: DeliveryCount[];
+  groupOldestPendingAgeSeconds: Array<{ topic: string; consumer_group: string; ageSeconds: number }>;
+};
 
 /**
- * Feeds conveyor_queue_depth and conveyor_oldest_pending_age_seconds. A scrape reuses a snapshot younger
- * than `maxAgeMs`, so however often Prometheus (or several) scrape, the database sees at most one
- * index-only GROUP BY and one index seek per topic per period.
+ * Feeds conveyor_queue_depth and conveyor_oldest_pending_age_seconds, and their consumer-group forms. A scrape
+ * reuses a snapshot younger than `maxAgeMs`, so however often Prometheus (or several) scrape, the database sees
+ * at most two index-only GROUP BYs and one index seek per topic and per group with pending deliveries per period.
+ *
+ * The group forms exist because a fan-out message is `processing` from its first group's claim until every
+ * group has settled it: a group nobody consumes any more leaves no trace in the topic's own figures.
  */
 export class QueueGauges {
   private cached: { at: number; snapshot: Snapshot } | undefined;
@@ -48,9 +57,14 @@ export class QueueGauges {
     const depth = await countByStatus(this.db);
     const pendingTopics = depth.filter((d) => d.status === 'pending' && d.count > 0).map((d) => d.topic);
     const oldest = await oldestPendingCreatedAt(this.db, pendingTopics);
+    const groupDepth = await countDeliveriesByStatus(this.db);
+    const pendingGroups = groupDepth.filter((d) => d.status === 'pending' && d.count > 0);
+    const groupOldest = await oldestPendingDeliveryCreatedAt(this.db, pendingGroups);
     const now = this.now();
-    const ages = new Map([...oldest].map(([topic, createdAt]) => [topic, Math.max(0, (now - createdAt) / 1000)]));
-    const snapshot = { depth, oldestPendingAgeSeconds: ages };
+    const age = (createdAt: number) => Math.max(0, (now - createdAt) / 1000);
+    const ages = new Map([...oldest].map(([topic, createdAt]) => [topic, age(createdAt)]));
+    const groupAges = groupOldest.map(({ topic, consumer_group, createdAt }) => ({ topic, consumer_group, ageSeconds: age(createdAt) }));
+    const snapshot = { depth, oldestPendingAgeSeconds: ages, groupDepth, groupOldestPendingAgeSeconds: groupAges };
     this.cached = { at: now, snapshot };
     return snapshot;
   }

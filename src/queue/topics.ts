@@ -4,7 +4,7 @@ import { countByStatus, listMessages, type MessageFilter, type StatusCount } fro
 import type { MessageStatus } from '../store/messages/rows.js';
 import { deleteByKey, purgeTopic } from '../store/messages/remove.js';
 import { purgeFanOutTopic } from '../store/deliveries/purge.js';
-import { countDeliveriesByStatus, type DeliveryCount } from '../store/deliveries/requeue.js';
+import { countDeliveriesByStatus, type DeliveryCount } from '../store/deliveries/backlog.js';
 import { setManager } from '../store/managed-rows.js';
 import { deleteTopicConfig, getTopicConfig, putTopicConfig, type TopicConfigRow, type TopicConfigValues } from '../store/topic-configs.js';
 import { deleteTopicSchema, getTopicSchema, putTopicSchema, type TopicSchemaRow } from '../store/topic-schemas.js';

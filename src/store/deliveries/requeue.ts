@@ -59,21 +59,3 @@ export async function requeueToGroups(
     return (earlier = { topic, outcome: 'pending' as const });
   });
 }
-
-export interface DeliveryCount {
-  topic: string;
-  consumer_group: string;
-  status: string;
-  count: number;
-}
-
-/** Per-group counts for /api/stats; acked rows are bookkeeping until their message completes, not shown. */
-export async function countDeliveriesByStatus(db: Knex): Promise<DeliveryCount[]> {
-  const rows = await db('deliveries')
-    .select('topic', 'consumer_group', 'status')
-    .count({ n: '*' })
-    .whereNot({ status: 'acked' })
-    .groupBy('topic', 'consumer_group', 'status')
-    .orderBy(['topic', 'consumer_group', 'status']);
-  return rows.map((r: Record<string, unknown>) => ({ topic: String(r.topic), consumer_group: String(r.consumer_group), status: String(r.status), count: Number(r.n) }));
-}
