@@ -214,6 +214,64 @@ describe('admin UI: sign-in and session (SQLite, auth on)', () => {
     await expectAccessible(page);
     expect(unexpected(errors)).toEqual([]);
   });
+
+  it('offers no renewal of a token the service refused once the sign-in dialog is closed', async () => {
+    const { page, errors } = await openWithToken(browser, server, await adminToken(900), '#/overview');
+    const refreshes: string[] = [];
+    page.on('request', (request) => {
+      if (request.url().endsWith('/api/auth/refresh')) refreshes.push(request.url());
+    });
+    // A refused token with 90 s left: an idle user would be warned at once, an active one's tab would renew it.
+    const forged = await signToken({ uid: adminId, sub: ADMIN.username, adm: true }, { secret: 'another-secret-of-at-least-32-bytes-long!!', expiresInSeconds: 90 });
+    await page.evaluate(([key, value]) => sessionStorage.setItem(key, value), [TOKEN_KEY, forged] as const);
+    await expect.poll(() => signInDialog(page).isVisible(), { timeout: 10_000 }).toBe(true);
+    await page.keyboard.press('Escape');
+    await expect.poll(() => signInDialog(page).isVisible()).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(await page.getByRole('alertdialog').count()).toBe(0);
+    expect(refreshes).toEqual([]);
+    expect(unexpected(errors)).toEqual([]);
+  });
+
+  it('says so in the warning when "Stay signed in" fails for another reason than a refused token', async () => {
+    const { page, errors } = await openWithToken(browser, server, await adminToken(90), '#/overview');
+    const warning = page.getByRole('alertdialog');
+    await expect.poll(() => warning.isVisible(), { timeout: 10_000 }).toBe(true);
+    await page.route('**/api/auth/refresh', (route) => route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: 'database unavailable' }) }));
+    await warning.getByRole('button', { name: 'Stay signed in' }).click();
+    await expect.poll(() => warning.getByRole('alert').textContent()).toBe('Could not renew the session: database unavailable. Try again, or sign out and back in.');
+    await page.unroute('**/api/auth/refresh');
+    const short = await storedToken(page);
+    await warning.getByRole('button', { name: 'Stay signed in' }).click();
+    await expect.poll(() => storedToken(page), { timeout: 10_000 }).not.toBe(short);
+    await expect.poll(() => warning.count()).toBe(0);
+    expect(unexpected(errors).filter((e) => !/status of 503/.test(e))).toEqual([]);
+  });
+
+  it("shows another user who signs in on the tab after a 401 none of the previous user's screen", async () => {
+    const username = 'second-operator';
+    const password = 'second-operator-pass';
+    const created = await server.api.post('/api/users', { username, password, is_admin: false });
+    expect(created.status, created.text).toBe(201);
+    expect((await server.api.post(`/api/users/${created.body.id}/grants`, { action: 'read', topic_pattern: 'ui.orders' })).status).toBe(201);
+    const { page, errors } = await openWithToken(browser, server, await adminToken(900), '#/consume');
+    await page.getByLabel('Topic').fill('ui.secret');
+    await page.getByRole('button', { name: 'Dequeue', exact: true }).click();
+    await expect.poll(() => page.getByText('classified').isVisible(), { timeout: 10_000 }).toBe(true);
+
+    const forged = await signToken({ uid: adminId, sub: ADMIN.username, adm: true }, { secret: 'another-secret-of-at-least-32-bytes-long!!' });
+    await page.evaluate(([key, value]) => sessionStorage.setItem(key, value), [TOKEN_KEY, forged] as const);
+    // The next dequeue is refused: the dialog opens over the Consume screen, its leased messages still shown.
+    await page.getByRole('button', { name: 'Dequeue', exact: true }).click();
+    await expect.poll(() => signInDialog(page).isVisible(), { timeout: 10_000 }).toBe(true);
+    expect(await page.getByText('classified').count()).toBe(1);
+    await signIn(page, username, password);
+    await expect.poll(() => page.getByRole('banner').getByText(username).isVisible()).toBe(true);
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Consume');
+    expect(await page.getByText('classified').count()).toBe(0);
+    expect(await page.getByLabel('Topic').inputValue()).toBe('');
+    expect(unexpected(errors)).toEqual([]);
+  });
 });
 
 describe('admin UI: sign-in (MariaDB, auth on)', () => {

@@ -70,7 +70,8 @@ export function App() {
         </ul>
       </nav>
       <main className="content" id="main" tabIndex={-1}>
-        <ScreenOrGate entry={entry} ready={authRequired === false || user !== null} pending={authRequired === null} isAdmin={isAdmin} />
+        {/* Keyed by user: another user signing in on this tab gets fresh screens, not the last one's dequeued payloads. */}
+        <ScreenOrGate key={user?.id ?? ''} entry={entry} ready={authRequired === false || user !== null} pending={authRequired === null} isAdmin={isAdmin} />
       </main>
       <Footer />
       {loginPrompt && <SignInDialog />}

@@ -1,5 +1,5 @@
 import { useEffect, useId, useRef, useState } from 'react';
-import { api, unwrap } from '../api/client';
+import { api, ApiError, unwrap } from '../api/client';
 import { idleFor, trackActivity } from './activity';
 import { tokenExpiresAt } from './jwt';
 import { session, useSession } from './session';
@@ -18,9 +18,10 @@ function clock(ms: number): string {
 
 /** Renews the token of a signed-in tab: quietly while the user is active, after asking when they were idle. */
 export function SessionKeeper() {
-  const { authRequired, user, loginPrompt } = useSession();
+  const { authRequired, user, loginPrompt, promptDismissed } = useSession();
   const [left, setLeft] = useState<number | null>(null);
   const [warning, setWarning] = useState(false);
+  const [refreshFailure, setRefreshFailure] = useState<string | null>(null);
   const warningRef = useRef(false);
   const show = (value: boolean) => {
     warningRef.current = value;
@@ -31,7 +32,8 @@ export function SessionKeeper() {
   const stayRef = useRef<HTMLButtonElement>(null);
   const titleId = useId();
   const signOut = useSignOut();
-  const active = authRequired === true && user !== null && !loginPrompt;
+  // A dismissed sign-in dialog means the service refused this tab's token: nothing is left to renew.
+  const active = authRequired === true && user !== null && !loginPrompt && !promptDismissed;
 
   const refresh = async () => {
     if (refreshing.current) return;
@@ -39,10 +41,12 @@ export function SessionKeeper() {
     try {
       const { token } = (await unwrap(api.POST('/api/auth/refresh'))) as { token: string };
       session.setToken(token);
+      setRefreshFailure(null);
       show(false);
-    } catch {
-      // A 401 has already opened the sign-in dialog (client.ts); anything else is retried a little later.
+    } catch (err) {
+      // A 401 has already opened the sign-in dialog (client.ts); anything else is said, and retried a little later.
       failedAt.current = Date.now();
+      if (!(err instanceof ApiError && err.status === 401)) setRefreshFailure(err instanceof ApiError ? err.message : 'the service could not be reached');
     } finally {
       refreshing.current = false;
     }
@@ -88,6 +92,11 @@ export function SessionKeeper() {
       <p id={titleId} className="session-warning-title">
         Your session expires in {clock(left)}
       </p>
+      {refreshFailure && (
+        <p role="alert" className="error">
+          Could not renew the session: {refreshFailure}. Try again, or sign out and back in.
+        </p>
+      )}
       <div className="session-warning-actions">
         <button ref={stayRef} type="button" className="primary" onClick={() => void refresh()}>
           Stay signed in
