@@ -228,6 +228,26 @@ describe('admin UI messages screen (SQLite, auth off)', () => {
     expect(errors).toEqual([]);
   });
 
+  it('says why a key "." or ".." cannot be deleted from a browser, instead of a 404 for the wrong path', async () => {
+    const api = server.api;
+    expect((await api.enqueue('dots', 'one dot', { key: '.' })).status).toBe(201);
+    expect((await api.enqueue('dots', 'two dots', { key: '..' })).status).toBe(201);
+    const { page, errors } = await openUi(browser, server, { path: '#/messages?topic=dots' });
+    await expect.poll(() => rows(page).count()).toBe(2);
+    for (const key of ['.', '..']) {
+      await page.getByLabel('Key to delete').fill(key);
+      await page.getByRole('button', { name: 'Delete by key…' }).click();
+      const confirm = page.getByRole('dialog', { name: 'Delete by key' });
+      await confirm.getByRole('button', { name: 'Delete' }).click();
+      await expect
+        .poll(() => confirm.getByRole('alert').textContent())
+        .toBe(`A browser cannot send the key "${key}" in a URL path: it reads it as a step of the path. Delete these messages with curl --path-as-is.`);
+      await confirm.getByRole('button', { name: 'Cancel' }).click();
+    }
+    expect((await listOf(api, 'topic=dots')).items).toHaveLength(2);
+    expect(errors).toEqual([]);
+  });
+
   it('renders hostile payloads, keys and metadata as text, never as HTML', async () => {
     const img = '<img src=x onerror="window.__xss=1">';
     const script = '<script>window.__xss=2</script>';

@@ -30,10 +30,18 @@ export function useRequeue() {
   });
 }
 
+/** A browser reads these as steps of the path (written as %2E too) and drops them, so they never reach the service. */
+const PATH_STEP_KEYS = new Set(['.', '..']);
+
 export function useDeleteByKey() {
   const invalidate = useInvalidateMessages();
   return useMutation({
-    mutationFn: (vars: { topic: string; key: string }) => unwrap(api.DELETE('/api/topics/{topic}/messages/by-key/{key}', { params: { path: { topic: vars.topic, key: vars.key } } })),
+    mutationFn: async (vars: { topic: string; key: string }) => {
+      if (PATH_STEP_KEYS.has(vars.key)) {
+        throw new Error(`A browser cannot send the key "${vars.key}" in a URL path: it reads it as a step of the path. Delete these messages with curl --path-as-is.`);
+      }
+      return unwrap(api.DELETE('/api/topics/{topic}/messages/by-key/{key}', { params: { path: { topic: vars.topic, key: vars.key } } }));
+    },
     onSuccess: invalidate,
   });
 }
