@@ -13,8 +13,10 @@ import { href, useRoute } from '../router';
  * JSON; only its message tells them apart ("metadata exceeds 65536 bytes (as JSON)").
  */
 const isMetadataError = (error: unknown) => error instanceof ApiError && error.status === 413 && error.message.startsWith('metadata');
+/** The 422 of queue.require_topic_registration ("topic \"x\" is not registered ...") is about the topic. */
+const isTopicError = (error: unknown) => error instanceof ApiError && error.status === 422 && /^topic ".*" is not registered/s.test(error.message);
 /** Answers about the payload itself (schema violation, too large) belong next to the payload editor. */
-const isPayloadError = (error: unknown) => error instanceof ApiError && (error.status === 422 || error.status === 413) && !isMetadataError(error);
+const isPayloadError = (error: unknown) => error instanceof ApiError && (error.status === 422 || error.status === 413) && !isMetadataError(error) && !isTopicError(error);
 
 /** As the service counts keys (src/queue/message-keys.ts): Unicode code points, so an emoji is one, not two. */
 const MAX_KEY_CHARACTERS = 255;
@@ -37,7 +39,7 @@ export function EnqueueScreen() {
   const metadata = parseMetadata(metadataText);
   // Shown as soon as the key is too long, a pasted one included: nothing is cut off and sent under another key.
   const keyError = keyLengthError(key);
-  const topicError = checked && topic.trim() === '' ? 'Enter the topic to enqueue to.' : null;
+  const topicMissing = checked && topic.trim() === '' ? 'Enter the topic to enqueue to.' : null;
   const payloadMissing = checked && payload === '' ? 'Enter a payload: the service takes a non-empty text.' : null;
 
   const enqueue = useMutation({
@@ -54,7 +56,8 @@ export function EnqueueScreen() {
 
   const payloadError = payloadMissing ?? (isPayloadError(enqueue.error) ? errorText(enqueue.error) : null);
   const metadataError = metadata.ok ? (isMetadataError(enqueue.error) ? errorText(enqueue.error) : null) : metadata.error;
-  const otherError = enqueue.error && !isPayloadError(enqueue.error) && !isMetadataError(enqueue.error) ? enqueue.error : null;
+  const topicError = topicMissing ?? (isTopicError(enqueue.error) ? errorText(enqueue.error) : null);
+  const otherError = enqueue.error && !isPayloadError(enqueue.error) && !isMetadataError(enqueue.error) && !isTopicError(enqueue.error) ? enqueue.error : null;
   const sentTopic = enqueue.variables?.topic ?? '';
 
   return (
