@@ -85,5 +85,18 @@ describe('admin UI consume screen (SQLite, auth off)', () => {
     await expect.poll(() => page.getByText('Count is a whole number from 1 to 1000.').isVisible()).toBe(true);
     expect(await page.getByText('The visibility timeout is a whole number of seconds from 1 to 43200.').isVisible()).toBe(true);
     expect((await server.api.get('/api/messages?topic=checked')).body.items[0].status).toBe('pending');
+
+    // Text the number field cannot read ("5e") leaves its value empty, which would mean the server's default.
+    await page.getByLabel('Count').fill('1');
+    const visibility = page.getByLabel('Visibility timeout (seconds)');
+    await visibility.fill('');
+    await visibility.click();
+    await page.keyboard.type('5e');
+    expect(await visibility.inputValue()).toBe('');
+    await page.getByRole('button', { name: 'Dequeue', exact: true }).click();
+    await expect.poll(() => page.getByText('The visibility timeout is a whole number of seconds from 1 to 43200.').isVisible()).toBe(true);
+    expect(await page.getByText('Count is a whole number from 1 to 1000.').count()).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await server.api.get('/api/messages?topic=checked')).body.items[0].status).toBe('pending');
   });
 });

@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useRef, useState, type FormEvent } from 'react';
 import { api, unwrap } from '../api/client';
 import { ErrorMessage } from '../components/error-message';
 import { Field } from '../components/field';
@@ -20,6 +20,9 @@ export function ConsumeScreen() {
   const [topic, setTopic] = useState('');
   const [count, setCount] = useState('1');
   const [visibility, setVisibility] = useState('');
+  // A number field holding text it cannot read ("5e") has the value "", which would mean the server's default.
+  const visibilityInput = useRef<HTMLInputElement>(null);
+  const [visibilityUnreadable, setVisibilityUnreadable] = useState(false);
   const [group, setGroup] = useState('');
   const [batches, setBatches] = useState<Batch[]>([]);
   const [checked, setChecked] = useState(false);
@@ -28,7 +31,10 @@ export function ConsumeScreen() {
   const countNumber = Number(count);
   const countError = checked && !(Number.isInteger(countNumber) && countNumber >= 1 && countNumber <= 1000) ? 'Count is a whole number from 1 to 1000.' : null;
   const visibilityNumber = Number(visibility);
-  const visibilityError = checked && visibility !== '' && !(Number.isInteger(visibilityNumber) && visibilityNumber >= 1 && visibilityNumber <= 43200) ? 'The visibility timeout is a whole number of seconds from 1 to 43200.' : null;
+  const visibilityError =
+    checked && (visibilityUnreadable || (visibility !== '' && !(Number.isInteger(visibilityNumber) && visibilityNumber >= 1 && visibilityNumber <= 43200)))
+      ? 'The visibility timeout is a whole number of seconds from 1 to 43200.'
+      : null;
   const topicError = checked && topic.trim() === '' ? 'Enter the topic to dequeue from.' : null;
 
   const dequeue = useMutation({
@@ -45,9 +51,11 @@ export function ConsumeScreen() {
   const submit = (event: FormEvent) => {
     event.preventDefault();
     setChecked(true);
+    const unreadable = visibilityInput.current?.validity.badInput === true;
+    setVisibilityUnreadable(unreadable);
     const countOk = Number.isInteger(countNumber) && countNumber >= 1 && countNumber <= 1000;
     const visibilityOk = visibility === '' || (Number.isInteger(visibilityNumber) && visibilityNumber >= 1 && visibilityNumber <= 43200);
-    if (topic.trim() === '' || !countOk || !visibilityOk) return;
+    if (topic.trim() === '' || !countOk || !visibilityOk || unreadable) return;
     dequeue.mutate({
       topic: topic.trim(),
       count: countNumber,
@@ -69,7 +77,18 @@ export function ConsumeScreen() {
           <input type="number" inputMode="numeric" min={1} max={1000} value={count} onChange={(e) => setCount(e.target.value)} />
         </Field>
         <Field label="Visibility timeout (seconds)" hint="Empty: the server's default." error={visibilityError}>
-          <input type="number" inputMode="numeric" min={1} max={43200} value={visibility} onChange={(e) => setVisibility(e.target.value)} />
+          <input
+            ref={visibilityInput}
+            type="number"
+            inputMode="numeric"
+            min={1}
+            max={43200}
+            value={visibility}
+            onChange={(e) => {
+              setVisibility(e.target.value);
+              setVisibilityUnreadable(e.target.validity.badInput);
+            }}
+          />
         </Field>
         <Field label="Consumer group (optional)">
           <input value={group} onChange={(e) => setGroup(e.target.value)} autoComplete="off" spellCheck={false} />
