@@ -354,12 +354,14 @@ describe('admin UI messages screen (auth on)', () => {
     expect(errors.every((e) => e.includes('403'))).toBe(true);
   });
 
-  it('an admin demoted while the purge dialog is open gets the 403 message and nothing is purged', async () => {
+  it('an admin demoted while the purge dialog is open gets the 403 message, nothing is purged, and the admin screens go', async () => {
     expect((await server.api.enqueue('secure2', 'stays')).status).toBe(201);
     const ops = await createUser(true, []);
     const { page } = await openUi(browser, server, { path: '#/messages?topic=secure2' });
     await signIn(page, ops.username, USER_PASSWORD);
     await expect.poll(() => rows(page).count()).toBe(1);
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    for (const admin of ['Users', 'Maintenance']) expect(await nav.getByRole('link', { name: admin }).count()).toBe(1);
     await page.getByRole('button', { name: 'Purge…' }).click();
     const purge = page.getByRole('dialog', { name: 'Purge topic' });
     await purge.getByLabel('Type secure2 to confirm').fill('secure2');
@@ -367,5 +369,8 @@ describe('admin UI messages screen (auth on)', () => {
     await purge.getByRole('button', { name: 'Purge' }).click();
     await expect.poll(() => purge.getByRole('alert').textContent()).toBe('Permission denied: admin access required. Ask an administrator for a grant.');
     expect((await listOf(server.api, 'topic=secure2')).total).toBe(1);
+    // The 403 made the tab ask again who it is: no more admin screens, without a reload.
+    await expect.poll(() => nav.getByRole('link', { name: 'Users' }).count()).toBe(0);
+    expect(await nav.getByRole('link', { name: 'Maintenance' }).count()).toBe(0);
   });
 });

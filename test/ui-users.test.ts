@@ -142,6 +142,19 @@ describe('admin UI: users and grants (SQLite, auth on)', () => {
     expect((await login('carol', 'carol-new-password-1')).status).toBe(401);
   });
 
+  it('an admin who removes their own administrator rights loses the admin screens at once', async () => {
+    const frankId = await createUser(server, 'frank', true);
+    const { page } = await openUi(browser, server, { path: `#/users?user=${frankId}` });
+    await signIn(page, 'frank', PASSWORD);
+    await expect.poll(() => page.getByRole('heading', { level: 2, name: 'frank' }).count()).toBe(1);
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    for (const admin of ['Users', 'Maintenance']) expect(await nav.getByRole('link', { name: admin }).count()).toBe(1);
+    await page.getByRole('button', { name: 'Remove administrator rights' }).click();
+    await expect.poll(async () => (await userNamed(server, 'frank'))?.is_admin).toBe(false);
+    await expect.poll(() => nav.getByRole('link', { name: 'Users' }).count()).toBe(0);
+    expect(await nav.getByRole('link', { name: 'Maintenance' }).count()).toBe(0);
+  });
+
   it('adds grants and consume grants that let the user work, refuses duplicates and bad patterns inline, and deletes them', async () => {
     const daveId = await createUser(server, 'dave');
     const daveLogin = await login('dave', PASSWORD);

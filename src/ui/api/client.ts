@@ -20,6 +20,12 @@ export class ApiError extends Error {
  */
 export const baseUrl = new URL('.', document.baseURI).href.replace(/\/$/, '');
 
+let forbidden: (() => void) | undefined;
+/** Called on every 403: the user's rights may have changed since the tab learnt them (an admin demoted). */
+export function onForbidden(handler: () => void): void {
+  forbidden = handler;
+}
+
 const middleware: Middleware = {
   onRequest({ request }) {
     const token = session.token();
@@ -29,6 +35,7 @@ const middleware: Middleware = {
   onResponse({ response }) {
     setReachable(response.status !== 502 && response.status !== 504);
     if (response.status === 401) session.expired();
+    if (response.status === 403) forbidden?.();
     return response;
   },
   onError() {

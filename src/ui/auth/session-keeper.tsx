@@ -3,6 +3,7 @@ import { api, ApiError, unwrap } from '../api/client';
 import { idleFor, trackActivity } from './activity';
 import { tokenExpiresAt } from './jwt';
 import { session, useSession } from './session';
+import { rereadUser } from './status';
 import { useSignOut } from './use-sign-out';
 
 /** Someone who touched the page within this long is "there": their session is renewed without asking. */
@@ -41,6 +42,7 @@ export function SessionKeeper() {
     try {
       const { token } = (await unwrap(api.POST('/api/auth/refresh'))) as { token: string };
       session.setToken(token);
+      void rereadUser();
       setRefreshFailure(null);
       show(false);
     } catch (err) {

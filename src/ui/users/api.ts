@@ -1,5 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
+import { rereadUser } from '../auth/status';
 import type { components } from '../api/openapi';
 
 /** A user as the API answers it (docs/auth.md): the password hash is never sent. */
@@ -49,7 +50,8 @@ export function useUpdateUser(userId: string) {
   const invalidate = useInvalidate();
   return useMutation({
     mutationFn: (body: { password?: string; is_admin?: boolean }) => unwrap(api.PUT('/api/users/{id}', { params: { path: { id: userId } }, body })),
-    onSuccess: invalidate,
+    // The signed-in user may be the one changed: the navigation follows their rights.
+    onSuccess: () => Promise.all([invalidate(), rereadUser()]),
   });
 }
 
