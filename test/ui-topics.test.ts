@@ -27,6 +27,11 @@ metadata: {name: ui-managed-schema, namespace: team-ui}
 spec:
   topic: ui.managed
   schema: {type: record, name: Click, fields: [{name: page, type: string}]}
+---
+apiVersion: conveyor.dev/v1alpha1
+kind: ConsumerGroup
+metadata: {name: ui-readers, namespace: team-ui}
+spec: {topic: ui.managed}
 `;
 
 const region = (page: Page, name: 'Configuration' | 'Schema') => page.getByRole('region', { name, exact: true });
@@ -215,6 +220,16 @@ describe('admin UI: topics (SQLite, auth off)', () => {
       const row = page.getByRole('row', { name: /ui\.managed/ });
       await expect.poll(() => row.textContent()).toContain('TopicConfig team-ui/ui-managed, TopicSchema team-ui/ui-managed-schema');
       await expectAccessible(page);
+
+      // Consumer groups: the one the ConsumerGroup resource registered names it and cannot be unregistered
+      // here (the controller would register it again); one registered through the API can.
+      expect((await server.api.post('/api/topics/ui.managed/consumer-groups', { consumer_group: 'ui-manual' })).status).toBe(201);
+      await expect.poll(async () => (await server.api.get('/api/topics/ui.managed/consumer-groups')).body.items, { timeout: 20_000 }).toEqual(['ui-manual', 'ui-readers']);
+      await page.evaluate(() => (location.hash = '#/groups?topic=ui.managed'));
+      const managed = page.getByRole('row', { name: /^ui-readers/ });
+      await expect.poll(() => managed.textContent(), { timeout: 10_000 }).toContain('ConsumerGroup team-ui/ui-readers');
+      expect(await managed.getByRole('button').count()).toBe(0);
+      expect(await page.getByRole('row', { name: /^ui-manual/ }).getByRole('button', { name: 'Unregister ui-manual' }).count()).toBe(1);
       expect(unexpected(errors)).toEqual([]);
     } finally {
       await controller?.close();
