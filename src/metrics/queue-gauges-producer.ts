@@ -29,7 +29,7 @@ const SNAPSHOT_DEADLINE_MS = 2_000;
  * them fired on until a restart. Here a topic (or group) and status with nothing in it has no series, and while
  * the database cannot be read no such gauge is shown.
  *
- * A scrape waits at most `deadlineMs` for the database: a database that hangs (no error, no answer) would
+ * A scrape waits at most SNAPSHOT_DEADLINE_MS for the database: a database that hangs (no error, no answer) would
  * otherwise hold every scrape past Prometheus's timeout, and the instance would look down (`up` 0, the
  * instance-down alerts firing) while its process is fine. The late snapshot is still cached for the next one.
  */
@@ -39,7 +39,6 @@ export class QueueGaugesProducer implements sdkMetrics.MetricProducer {
   constructor(
     private readonly resource: resources.Resource,
     private readonly scopeName: string,
-    private readonly deadlineMs = SNAPSHOT_DEADLINE_MS,
   ) {}
 
   observe(source: QueueGaugeSource): void {
@@ -49,7 +48,7 @@ export class QueueGaugesProducer implements sdkMetrics.MetricProducer {
   async collect(): Promise<sdkMetrics.CollectionResult> {
     const metrics: sdkMetrics.MetricData[] = [];
     // The source logs its failures.
-    const snapshot = this.source && (await within(this.source.snapshot().catch(() => undefined), this.deadlineMs));
+    const snapshot = this.source && (await within(this.source.snapshot().catch(() => undefined), SNAPSHOT_DEADLINE_MS));
     if (snapshot) {
       const endTime = hrNow();
       const point = (attributes: Attributes, value: number) => ({ attributes, startTime: endTime, endTime, value });

@@ -18,12 +18,18 @@ export async function countDeliveriesByStatus(db: Knex): Promise<DeliveryCount[]
   return rows.map((r: Record<string, unknown>) => ({ topic: String(r.topic), consumer_group: String(r.consumer_group), status: String(r.status), count: Number(r.n) }));
 }
 
+export interface OldestDelivery {
+  topic: string;
+  consumer_group: string;
+  createdAt: number;
+}
+
 /**
  * created_at of the oldest pending delivery of each group: one walk of `deliveries_claim` (topic, group, status,
  * message_id) to its first entry per group, never a scan. Message ids are UUIDv7, so the first is the oldest.
  */
-export async function oldestPendingDeliveryCreatedAt(db: Knex, groups: Array<{ topic: string; consumer_group: string }>): Promise<Array<{ topic: string; consumer_group: string; createdAt: number }>> {
-  const oldest: Array<{ topic: string; consumer_group: string; createdAt: number }> = [];
+export async function oldestPendingDeliveryCreatedAt(db: Knex, groups: Array<{ topic: string; consumer_group: string }>): Promise<OldestDelivery[]> {
+  const oldest: OldestDelivery[] = [];
   for (const { topic, consumer_group } of groups) {
     const row = await db('deliveries as d')
       .join('messages as m', 'm.id', 'd.message_id')
