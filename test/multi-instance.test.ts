@@ -185,7 +185,8 @@ function runCli(args: string[], env: Record<string, string>): Promise<{ code: nu
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
     child.stderr.on('data', (c) => (stderr += c));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    // 'close', not 'exit': the process can be gone before its last output was read from the pipes.
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
 

@@ -38,7 +38,8 @@ export function runCli(args: string[], env: Record<string, string>, cwd: string)
     child.stdout.on('data', (c) => (stdout += c));
     child.stderr.on('data', (c) => (stderr += c));
     const timer = setTimeout(() => child.kill('SIGKILL'), 45_000);
-    child.on('exit', (code) => {
+    // 'close', not 'exit': the process can be gone before its last stderr bytes were read from the pipe.
+    child.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
