@@ -263,8 +263,10 @@ describeEachEngine('gRPC Subscribe', (engine) => {
           )) as any)[0][0].n,
         );
       const flushesWaitingOn = (holder: number, n: number) => expect.poll(() => waitingOn(holder), { timeout: 10_000, interval: 150 }).toBe(n);
-      // Enough for a wave of requests to reach the instance's queue, on a busy machine too (nothing to poll).
-      const settle = () => sleep(600);
+      // Enough for a wave of requests to reach the instance's queue, on a busy machine too (nothing to poll). A
+      // request that arrives after both flushes wait on t goes in a third flush, after the stream backed up: in a
+      // CI run on a machine half as fast, 600 ms left the second wave out (40 handed over, not 80).
+      const settle = () => sleep(2_000);
       try {
         const filler = 'x'.repeat(16_000);
         const wave = (n: number, tag: string) => Array.from({ length: n }, (_, i) => enqueue(t, `${tag}-${i}-${filler}`));
