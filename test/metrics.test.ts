@@ -224,7 +224,7 @@ describeEachEngine('queue gauges', (engine) => {
   });
 });
 
-describeEachEngine('reaper run counters', (engine) => {
+describeEachEngine('counters of rare events', (engine) => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer(engine, { overrides: { reapers: { mode: 'external' } } });
@@ -241,5 +241,11 @@ describeEachEngine('reaper run counters', (engine) => {
     expect((await server.api.post('/api/admin/expiry-reaper/run')).status).toBe(200);
     const after = parseMetrics((await server.api.get('/metrics')).text);
     expect(valueOf(after, 'conveyor_reaper_runs_total', { reaper: 'expiry', outcome: 'success' })).toBe(1);
+  });
+
+  it('hold every database conflict kind and retry outcome from the start, at 0, so the first conflict shows in rate()', async () => {
+    const samples = parseMetrics((await server.api.get('/metrics')).text);
+    for (const kind of ['deadlock', 'lock_wait', 'wsrep_not_ready', 'connection_lost']) expect(valueOf(samples, 'conveyor_db_conflicts_total', { kind }), kind).toBe(0);
+    for (const outcome of ['recovered', 'exhausted']) expect(valueOf(samples, 'conveyor_db_retries_total', { outcome }), outcome).toBe(0);
   });
 });

@@ -36,6 +36,8 @@ const KNOWN_METRICS = new Set([
   'conveyor_claims_total',
   'conveyor_reaper_runs_total',
   'conveyor_reaper_last_run_timestamp_seconds',
+  'conveyor_db_conflicts_total',
+  'conveyor_db_retries_total',
   'conveyor_controller_reconciles_total',
   'conveyor_controller_reconcile_duration_seconds',
   'conveyor_controller_workqueue_depth',
@@ -205,7 +207,7 @@ describe('Grafana dashboard', () => {
   });
 
   it('has the rows and panels the issue asks for', () => {
-    expect(rows).toEqual(['Overview', 'Throughput', 'Depth and age', 'Dead letters', 'HTTP', 'gRPC', 'Reapers', 'Controller', 'Process']);
+    expect(rows).toEqual(['Overview', 'Throughput', 'Depth and age', 'Dead letters', 'HTTP', 'gRPC', 'Reapers', 'Controller', 'Process', 'Database']);
     const has = (pattern: RegExp) => expect(exprs.some((e) => pattern.test(e)), String(pattern)).toBe(true);
     for (const event of ['enqueued', 'dequeued', 'acked', 'nacked']) has(new RegExp(`sum by \\(topic.*rate\\(conveyor_messages_${event}_total`));
     has(/sum by \(status\) \(max by \(topic, status\) \(conveyor_queue_depth/);
@@ -224,6 +226,8 @@ describe('Grafana dashboard', () => {
     has(/conveyor_controller_reconciles_total/);
     has(/result!="success"/);
     has(/conveyor_controller_leader/);
+    has(/sum by \(kind\) \(rate\(conveyor_db_conflicts_total/);
+    has(/sum by \(outcome\) \(rate\(conveyor_db_retries_total/);
     for (const metric of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds']) has(new RegExp(metric));
   });
 });

@@ -34,7 +34,8 @@ export function canDeleteReturning(db: Knex): Promise<boolean> {
  * - `connection_lost`: the connection died under a statement. Unlike the others this one may have committed
  *   (the COMMIT or an autocommit statement reached the server, its answer did not): see src/store/retry.ts.
  */
-export type ConflictKind = 'deadlock' | 'lock_wait' | 'wsrep_not_ready' | 'connection_lost';
+export const CONFLICT_KINDS = ['deadlock', 'lock_wait', 'wsrep_not_ready', 'connection_lost'] as const;
+export type ConflictKind = (typeof CONFLICT_KINDS)[number];
 
 /** Errors of connecting in the first place: the database is away, not a query that a retry would rescue. */
 const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ER_CON_COUNT_ERROR', 'ER_ACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'HANDSHAKE_NO_SSL_SUPPORT']);

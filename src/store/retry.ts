@@ -35,11 +35,14 @@ export interface Attempt {
   readonly uncertain: boolean;
 }
 
+export const RETRY_OUTCOMES = ['recovered', 'exhausted'] as const;
+export type RetryOutcome = (typeof RETRY_OUTCOMES)[number];
+
 /** Where conflicts and retries are counted (conveyor_db_conflicts_total, conveyor_db_retries_total). */
 export interface RetryObserver {
   conflict(kind: ConflictKind): void;
   /** An operation that needed at least one retry: recovered, or gave up with DatabaseBusy. */
-  retried(outcome: 'recovered' | 'exhausted'): void;
+  retried(outcome: RetryOutcome): void;
 }
 
 /** Attempts ran out: the database kept refusing (conflicts, lock waits, a node not ready, lost connections). */
