@@ -41,7 +41,7 @@ export async function settleMessages(
   const byStatus = async (status: string) => new Set(await trx('deliveries').whereIn('message_id', doneIds).where({ status }).distinct().pluck('message_id'));
   const acked = await byStatus('acked');
   const expired = await byStatus('expired');
-  const toArchive = done.filter((m) => acked.has(m.id) && replayable(m.topic)).map((m) => m.id);
+  const toArchive = await notSettledBefore(trx, done.filter((m) => acked.has(m.id) && replayable(m.topic)).map((m) => m.id));
   if (toArchive.length > 0) await archiveMessages(trx, toArchive, now);
   outcome.expired = doneIds.filter((id) => expired.has(id));
   outcome.completed = doneIds.filter((id) => !expired.has(id));
@@ -51,6 +51,17 @@ export async function settleMessages(
     await trx('messages').whereIn('id', outcome.completed).delete();
   }
   return outcome;
+}
+
+/**
+ * A message marked expired here kept its deliveries, the acked ones too, and was archived then if it was to be:
+ * settling it again (a purge, an unregistration, the expiry run's repair) must not archive it a second time,
+ * which the log's primary key refuses, failing that whole transaction.
+ */
+async function notSettledBefore(trx: Knex.Transaction, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return ids;
+  const expired = new Set((await trx('messages').whereIn('id', ids).where({ status: 'expired' }).pluck('id')).map(String));
+  return ids.filter((id) => !expired.has(id));
 }
 
 /**
