@@ -7,23 +7,28 @@ export function engineOf(db: Knex): Engine {
   return client === 'mysql2' || client === 'mysql' ? 'mysql' : 'sqlite';
 }
 
-const deleteReturning = new WeakMap<object, Promise<boolean>>();
+const mariaDb = new WeakMap<object, Promise<boolean>>();
 
 /**
- * `DELETE ... RETURNING`: SQLite (3.35+) and MariaDB (10.0.5+) have it, MySQL 8 does not. Asked once per
- * pool (SELECT VERSION()); a failed probe answers no, which only costs the transactional fallback.
+ * Whether a MySQL-protocol pool talks to MariaDB, whose SQL goes further than MySQL 8's where the store uses it
+ * (`DELETE ... RETURNING`, table value constructors without `ROW`). Asked once per pool (SELECT VERSION()); a
+ * failed probe answers no, which only costs the portable form.
  */
-export function canDeleteReturning(db: Knex): Promise<boolean> {
-  if (engineOf(db) === 'sqlite') return Promise.resolve(true);
-  let answer = deleteReturning.get(db.client);
+export function isMariaDb(db: Knex): Promise<boolean> {
+  let answer = mariaDb.get(db.client);
   if (!answer) {
     answer = db
       .raw('SELECT VERSION() AS version')
       .then(([rows]: [Array<{ version: string }>]) => /mariadb/i.test(rows[0]?.version ?? ''))
       .catch(() => false);
-    deleteReturning.set(db.client, answer);
+    mariaDb.set(db.client, answer);
   }
   return answer;
+}
+
+/** `DELETE ... RETURNING`: SQLite (3.35+) and MariaDB (10.0.5+) have it, MySQL 8 does not. */
+export function canDeleteReturning(db: Knex): Promise<boolean> {
+  return engineOf(db) === 'sqlite' ? Promise.resolve(true) : isMariaDb(db);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { engineOf } from '../dialect.js';
+import { engineOf, isMariaDb } from '../dialect.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
 import { runStatement } from '../statement.js';
 import { chunkRows, type MessageRow } from './rows.js';
@@ -244,8 +244,26 @@ function isPlainBatch(messages: NewMessage[], options: InsertOptions): boolean {
 }
 
 const NEW_ROW_COLUMNS = Object.keys(newMessageRow({ id: '', topic: '', key: null, payload: Buffer.alloc(0), metadata: '', maxRetries: 0, expiresAt: null, createdAt: 0 }));
-const ROW_PLACEHOLDERS = `(${NEW_ROW_COLUMNS.map(() => '?').join(', ')})`;
+const ROW_PLACEHOLDERS = NEW_ROW_COLUMNS.map(() => '?').join(', ');
 const FIRST_ROW = NEW_ROW_COLUMNS.map((c) => `? AS ${c}`).join(', ');
+
+/**
+ * The rows after the first: one table value constructor on MariaDB (one parse for the lot); MySQL 8 has none
+ * without `ROW(...)`, and none at all before 8.0.19, so there each row is a SELECT of its own.
+ */
+function laterRows(count: number, mariaDb: boolean): string {
+  if (count === 0) return '';
+  if (mariaDb) return ` UNION ALL VALUES ${Array.from({ length: count }, () => `(${ROW_PLACEHOLDERS})`).join(', ')}`;
+  return ` UNION ALL SELECT ${ROW_PLACEHOLDERS}`.repeat(count);
+}
+
+/** insertUngrouped's statement for `rows` rows (bound column by column, newMessageRow's order) and `topics` topics. */
+export function ungroupedInsertSql(rows: number, topics: number, mariaDb: boolean): string {
+  return (
+    `INSERT INTO messages (${NEW_ROW_COLUMNS.join(', ')}) SELECT * FROM (SELECT ${FIRST_ROW}${laterRows(rows - 1, mariaDb)}) AS new_rows ` +
+    `WHERE NOT EXISTS (SELECT 1 FROM consumer_groups WHERE topic IN (${Array.from({ length: topics }, () => '?').join(', ')}))`
+  );
+}
 
 /**
  * MySQL/MariaDB: one autocommit INSERT ... SELECT that stores the rows only while none of their topics has a
@@ -259,13 +277,8 @@ async function insertUngrouped(db: Knex, messages: NewMessage[]): Promise<boolea
   const topics = [...new Set(messages.map((m) => m.topic))];
   const bindings: Knex.RawBinding[] = [];
   for (const m of messages) bindings.push(...Object.values(newMessageRow(m)));
-  const rest = messages.length > 1 ? ` UNION ALL VALUES ${Array.from({ length: messages.length - 1 }, () => ROW_PLACEHOLDERS).join(', ')}` : '';
-  const result = (await runStatement(
-    db,
-    `INSERT INTO messages (${NEW_ROW_COLUMNS.join(', ')}) SELECT * FROM (SELECT ${FIRST_ROW}${rest}) AS new_rows ` +
-      `WHERE NOT EXISTS (SELECT 1 FROM consumer_groups WHERE topic IN (${topics.map(() => '?').join(', ')}))`,
-    [...bindings, ...topics],
-  )) as { affectedRows: number };
+  const sql = ungroupedInsertSql(messages.length, topics.length, await isMariaDb(db));
+  const result = (await runStatement(db, sql, [...bindings, ...topics])) as { affectedRows: number };
   if (result.affectedRows !== 0 && result.affectedRows !== messages.length) {
     throw new Error(`stored ${result.affectedRows} of ${messages.length} messages in one statement`);
   }
