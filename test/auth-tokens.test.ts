@@ -134,6 +134,41 @@ describeEachEngine('auth: login, tokens and status', (engine) => {
     }
   });
 
+  it('ends the tokens issued before a password change: at once on this instance, within 5 s on another', async () => {
+    const second = await startTestServer(engine, {
+      database: server.database,
+      now: clock.now,
+      overrides: { auth: { enabled: true, jwt_secret: JWT_SECRET } },
+    });
+    try {
+      const user = await createUser(server, ['read:pw-change']);
+      const elsewhere = second.api.withToken(user.token);
+      expect((await elsewhere.get('/api/stats')).status).toBe(200);
+      // The change lands in a later second than the token's `iat`, as any real change after a login does.
+      clock.advance(1_000);
+      expect((await server.admin.put(`/api/users/${user.id}`, { password: 'a-new-password-456' })).status).toBe(200);
+
+      const here = await user.api.get('/api/stats');
+      expectErrorBody(here, 401);
+      expect(here.body.error).toBe('invalid or expired token');
+      expectErrorBody(await user.api.post('/api/auth/refresh'), 401);
+      expect((await user.api.get('/api/auth/status')).body).toEqual({ auth_required: true });
+      clock.advance(5_001);
+      expectErrorBody(await elsewhere.get('/api/stats'), 401);
+
+      expectErrorBody(await server.api.post('/api/auth/login', { username: user.username, password: USER_PASSWORD }), 401);
+      const login = await server.api.post('/api/auth/login', { username: user.username, password: 'a-new-password-456' });
+      expect(login.status).toBe(200);
+      expect((await server.api.withToken(login.body.token).get('/api/stats')).status).toBe(200);
+      expect((await second.api.withToken(login.body.token).get('/api/stats')).status).toBe(200);
+      // Other changes leave tokens alone: a rename keeps the session (the claims are informational).
+      expect((await server.admin.put(`/api/users/${user.id}`, { username: `${user.username}-renamed` })).status).toBe(200);
+      expect((await server.api.withToken(login.body.token).get('/api/stats')).status).toBe(200);
+    } finally {
+      await second.close();
+    }
+  });
+
   it('loads an expired principal once for all the requests that miss it together', async () => {
     const log = captureLogger('trace');
     const traced = await startTestServer(engine, {

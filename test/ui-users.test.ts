@@ -1,5 +1,6 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectErrorBody } from './helpers/assert-error.js';
 import { ADMIN } from './helpers/auth.js';
 import { expectAccessible, launchBrowser, openUi, signIn, startUiServer, type UiServer } from './helpers/browser.js';
 import { engineByName } from './helpers/engines.js';
@@ -140,6 +141,31 @@ describe('admin UI: users and grants (SQLite, auth on)', () => {
     await expect.poll(() => page.getByRole('table', { name: 'Users' }).getByRole('link', { name: 'carol' }).count()).toBe(0);
     expect(await userNamed(server, 'carol')).toBeUndefined();
     expect((await login('carol', 'carol-new-password-1')).status).toBe(401);
+  });
+
+  it("changing one's own password keeps the session, on the new password; tokens issued before it are refused", async () => {
+    const graceId = await createUser(server, 'grace', true);
+    const before = await login('grace', PASSWORD);
+    const { page, errors } = await openUi(browser, server, { path: `#/users?user=${graceId}` });
+    await signIn(page, 'grace', PASSWORD);
+    await expect.poll(() => page.getByRole('heading', { level: 2, name: 'grace' }).count()).toBe(1);
+    // Tokens count whole seconds: the change must fall in a later second than the sign-ins for them to end.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+
+    await page.getByRole('button', { name: 'Change password' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Change password of grace' });
+    await dialog.getByLabel('New password').fill('grace-new-password-1');
+    await dialog.getByRole('button', { name: 'Change password' }).click();
+    await expect.poll(() => page.getByRole('status').filter({ hasText: 'The password of grace was changed.' }).count()).toBe(1);
+    expectErrorBody(await new Api(server.url).withToken(before.body.token).get('/api/users'), 401);
+
+    // The screens go on with a token of the new password: the users list loads, no sign-in is asked for.
+    await page.getByRole('table', { name: 'Users' }).getByRole('link', { name: ADMIN.username }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 2, name: ADMIN.username }).count()).toBe(1);
+    await page.reload();
+    await expect.poll(() => page.getByRole('heading', { level: 2, name: ADMIN.username }).count()).toBe(1);
+    expect(await page.getByRole('dialog', { name: 'Sign in' }).count()).toBe(0);
+    expect(errors.filter((e) => !e.includes('status of 4'))).toEqual([]);
   });
 
   it('an admin who removes their own administrator rights loses the admin screens at once', async () => {

@@ -6,7 +6,8 @@
  *       `header` is the raw Authorization value ("Bearer <token>"; gRPC: metadata `authorization`). Returns
  *       null when auth is off; throws DomainError('unauthenticated', 'missing authorization header' |
  *       'invalid or expired token'). The user is re-read from the database (cached at most 5 s), so a deleted
- *       user gets 401 and a demoted admin loses admin rights.
+ *       user gets 401, a demoted admin loses admin rights, and a token issued before the user's last password
+ *       change gets 401.
  *   requireAuthenticated(principal)                      any valid user (GET /metrics)
  *   requireAdmin(principal)                              else DomainError('forbidden', 'admin access required')
  *   requireTopic(principal, 'read'|'write'|'admin', topic)  else DomainError('forbidden', 'insufficient permissions')
@@ -218,8 +219,9 @@ export class Authorizer {
     const claims = await this.claimsOf(token, now);
     if (!claims) return null;
     const cached = this.cache.get(claims.uid);
-    if (cached && now - cached.loadedAt < PRINCIPAL_CACHE_MS && now >= cached.loadedAt) return cached.principal;
-    return this.load(claims.uid, now);
+    const principal = cached && now - cached.loadedAt < PRINCIPAL_CACHE_MS && now >= cached.loadedAt ? cached.principal : await this.load(claims.uid, now);
+    // A token from before the user's last password change is over, as if it had expired.
+    return principal && claims.iat >= principal.tokensIssuedFrom ? principal : null;
   }
 
   /**
@@ -251,6 +253,7 @@ export class Authorizer {
     const grants: GrantRule[] = (await this.deps.users.grantsOf(user))
       .filter((g) => (GRANT_ACTIONS as readonly string[]).includes(g.action))
       .map((g) => ({ action: g.action as GrantAction, topicPattern: g.topic_pattern, consumerGroup: g.consumer_group }));
-    return { userId: user.id, username: user.username, isAdmin: user.is_admin, grants };
+    // Whole seconds, as `iat` has them: a token issued in the second of the change, before or after it, stays.
+    return { userId: user.id, username: user.username, isAdmin: user.is_admin, grants, tokensIssuedFrom: Math.floor(user.password_changed_at / 1000) };
   }
 }

@@ -10,8 +10,9 @@ export interface TokenClaims {
   adm: boolean;
 }
 
-/** Claims of a token that verified, with its expiry (`exp`, seconds since the epoch). */
+/** Claims of a token that verified, with when it was issued and expires (`iat`, `exp`: seconds since the epoch). */
 export interface VerifiedToken extends TokenClaims {
+  iat: number;
   exp: number;
 }
 
@@ -46,8 +47,8 @@ export class TokenIssuer {
         currentDate: new Date(this.now()),
         requiredClaims: ['uid', 'sub', 'iat', 'exp'],
       });
-      if (typeof payload.uid !== 'string' || typeof payload.sub !== 'string' || typeof payload.exp !== 'number') return null;
-      return { uid: payload.uid, sub: payload.sub, adm: payload.adm === true, exp: payload.exp };
+      if (typeof payload.uid !== 'string' || typeof payload.sub !== 'string' || typeof payload.iat !== 'number' || typeof payload.exp !== 'number') return null;
+      return { uid: payload.uid, sub: payload.sub, adm: payload.adm === true, iat: payload.iat, exp: payload.exp };
     } catch (err) {
       if (err instanceof errors.JOSEError || err instanceof TypeError) return null;
       throw err;

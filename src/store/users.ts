@@ -9,6 +9,8 @@ export interface UserRow {
   is_admin: boolean;
   created_at: number;
   updated_at: number;
+  /** ms since the epoch; 0 until the first change after the user was created. */
+  password_changed_at: number;
 }
 
 function normalise(raw: Record<string, unknown>): UserRow {
@@ -19,6 +21,7 @@ function normalise(raw: Record<string, unknown>): UserRow {
     is_admin: Boolean(raw.is_admin),
     created_at: Number(raw.created_at),
     updated_at: Number(raw.updated_at),
+    password_changed_at: Number(raw.password_changed_at ?? 0),
   };
 }
 
@@ -52,7 +55,7 @@ export async function insertUser(db: Knex, row: UserRow): Promise<void> {
   });
 }
 
-export type UserChanges = Partial<Pick<UserRow, 'username' | 'password_hash' | 'is_admin'>>;
+export type UserChanges = Partial<Pick<UserRow, 'username' | 'password_hash' | 'is_admin' | 'password_changed_at'>>;
 
 /**
  * Applies the changes unless they would demote the last admin. The admin count is read under the write lock

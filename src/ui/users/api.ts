@@ -1,5 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
+import { session } from '../auth/session';
+import { signIn } from '../auth/sign-in';
 import { rereadUser } from '../auth/status';
 import type { components } from '../api/openapi';
 
@@ -49,9 +51,26 @@ export function useCreateUser() {
 export function useUpdateUser(userId: string) {
   const invalidate = useInvalidate();
   return useMutation({
-    mutationFn: (body: { password?: string; is_admin?: boolean }) => unwrap(api.PUT('/api/users/{id}', { params: { path: { id: userId } }, body })),
+    mutationFn: (body: { is_admin: boolean }) => unwrap(api.PUT('/api/users/{id}', { params: { path: { id: userId } }, body })),
     // The signed-in user may be the one changed: the navigation follows their rights.
     onSuccess: () => Promise.all([invalidate(), rereadUser()]),
+  });
+}
+
+/**
+ * A new password ends every token the user was issued before it (docs/auth.md), the signed-in user's own
+ * included: changing one's own password signs in again with the new one, so the session goes on. Should
+ * that sign-in be refused (the login rate limit), the sign-in dialog asks for it instead.
+ */
+export function useChangePassword(user: User) {
+  const invalidate = useInvalidate();
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (password: string) => {
+      await unwrap(api.PUT('/api/users/{id}', { params: { path: { id: user.id } }, body: { password } }));
+      if (session.state().user?.id === user.id) await signIn(queryClient, user.username, password).catch(() => session.expired());
+    },
+    onSuccess: invalidate,
   });
 }
 

@@ -2,19 +2,19 @@ import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { Dialog } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { Field } from '../components/field';
-import { useUpdateUser, type User } from './api';
+import { useChangePassword, type User } from './api';
 
-/** Sets a new password; the old one stops working at once (the service re-checks users on every request). */
+/** Sets a new password; the old one and the user's tokens issued before it stop working at once. */
 export function PasswordDialog(props: { user: User; onClose: () => void; onChanged: () => void }) {
   const formId = useId();
   const firstField = useRef<HTMLInputElement>(null);
   // The Dialog (a child, so its effect runs first) has opened; start in the first field, not on Close.
   useEffect(() => firstField.current?.focus(), []);
   const [password, setPassword] = useState('');
-  const update = useUpdateUser(props.user.id);
+  const update = useChangePassword(props.user);
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    update.mutate({ password }, { onSuccess: props.onChanged });
+    update.mutate(password, { onSuccess: props.onChanged });
   };
   return (
     <Dialog
