@@ -38,7 +38,16 @@ export interface MaintenanceDeps {
 /** Builds the services and, unless reapers.mode is external, starts the in-process reapers. */
 export async function startMaintenance(deps: MaintenanceDeps): Promise<Maintenance> {
   const { config, db, logger, catalog, metrics, now } = deps;
-  const reapers = new Reapers({ db, metrics, runs: new ReaperMetrics(metrics.meter), now, auditRetentionDays: config.audit.retention_days, logger });
+  const reapers = new Reapers({
+    db,
+    metrics,
+    runs: new ReaperMetrics(metrics.meter),
+    now,
+    auditRetentionDays: config.audit.retention_days,
+    logger,
+    dlqThreshold: config.queue.dlq_threshold,
+    signals: deps.signals,
+  });
   let scheduler: ReaperScheduler | undefined;
   const deleteSchedule = new DeleteSchedule(db, config.queue.delete_reaper_schedule, async () => scheduler?.refresh());
   if (config.reapers.mode === 'in-process') {

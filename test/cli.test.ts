@@ -56,8 +56,8 @@ describe('help', () => {
       name: 'reap',
       command: ['reap'],
       synopsis: 'usage: conveyor reap <expiry|delete|archive> [--config FILE]',
-      reads: ['CONVEYOR_DB_URL', 'CONVEYOR_DB_URL_FILE', 'CONVEYOR_LOG_LEVEL'],
-      notReads: [...envOf(['server', 'queue', 'controller'])],
+      reads: ['CONVEYOR_DB_URL', 'CONVEYOR_DB_URL_FILE', 'CONVEYOR_QUEUE_DLQ_THRESHOLD', 'CONVEYOR_LOG_LEVEL'],
+      notReads: [...envOf(['server', 'queue', 'controller'])].filter((env) => env !== 'CONVEYOR_QUEUE_DLQ_THRESHOLD'),
       says: [/^\s+expiry\s/m, /^\s+delete\s/m, /^\s+archive\s/m],
     },
     {

@@ -57,6 +57,21 @@ describeEachEngine('conveyor reap', (engine) => {
     expect(JSON.parse(archive.stdout)).toEqual({ reaper: 'archive', deleted: 0, audit_deleted: 0 });
   });
 
+  it('gives back a delivery whose visibility timeout passed, as an attempt decided by queue.dlq_threshold', async () => {
+    const { api } = server;
+    const { id } = (await api.enqueue('cron-held', 'a')).body;
+    expect((await api.dequeue('cron-held', { visibility_timeout_seconds: 1 })).body.messages.map((m: any) => m.id)).toEqual([id]);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+
+    const expiry = await conveyor(['reap', 'expiry'], { CONVEYOR_DB_URL: dbUrl, CONVEYOR_QUEUE_DLQ_THRESHOLD: '1' });
+    expect(expiry.code, expiry.stderr).toBe(0);
+    expect(JSON.parse(expiry.stdout)).toEqual({ reaper: 'expiry', expired: 0 });
+    expect((await api.get('/api/messages?topic=cron-held')).body.items).toEqual([]);
+    expect((await api.get('/api/messages?topic=cron-held.dlq')).body.items).toEqual([
+      expect.objectContaining({ id, status: 'pending', retry_count: 1, last_error: 'visibility timeout expired' }),
+    ]);
+  });
+
   it('exits non-zero with one clear message when the database cannot be reached', async () => {
     const url = engine.name === 'mysql' ? 'mysql://root@127.0.0.1:1/conveyor' : 'sqlite:/dev/null/conveyor.db';
     const run = await conveyor(['reap', 'expiry'], { CONVEYOR_DB_URL: url });

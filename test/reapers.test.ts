@@ -3,8 +3,11 @@ import { afterEach, expect, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
 import { describeEachEngine, type Engine, type TestDatabase } from './helpers/engines.js';
 import type { Api } from './helpers/http.js';
+import { dequeueIds, enqueueId, findMessage, listTopic } from './helpers/messages.js';
 import { withLease } from '../src/store/leases.js';
 import { manualClock, startTestServer, type ConfigOverrides, type TestClock, type TestServer } from './helpers/server.js';
+
+const EXPIRED = 'visibility timeout expired';
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
@@ -46,8 +49,8 @@ describeEachEngine('reapers', (engine: Engine) => {
     await api.enqueue('forever', 'c', {});
     await api.put('/api/topic-configs/forever', { message_ttl_seconds: 0 });
     await api.enqueue('forever', 'd');
-    // Taken before the TTL ran out: a consumer holds it, so the reaper leaves it alone.
-    await api.dequeue('short', { count: 1 }).then(async () => {
+    // Taken before the TTL ran out: a consumer holds it (its visibility lasts), so the reaper leaves it alone.
+    await api.dequeue('short', { count: 1, visibility_timeout_seconds: 3600 }).then(async () => {
       const [m] = (await api.get('/api/messages?topic=short')).body.items.filter((x: any) => x.status === 'processing');
       expect(m).toBeDefined();
     });
@@ -73,6 +76,42 @@ describeEachEngine('reapers', (engine: Engine) => {
     expect(metrics).toMatch(/conveyor_messages_deleted_total\{[^}]*topic="short"[^}]*\} 2/);
     expect(metrics).toMatch(/conveyor_reaper_runs_total\{[^}]*reaper="expiry"[^}]*outcome="success"[^}]*\} 2|conveyor_reaper_runs_total\{[^}]*outcome="success"[^}]*reaper="expiry"[^}]*\} 2/);
     expect(metrics).toMatch(/conveyor_reaper_last_run_timestamp_seconds\{[^}]*reaper="archive"[^}]*\} \d/);
+  });
+
+  it('gives back deliveries whose visibility timeout passed with no dequeue since: retried or dead-lettered, per group too', async () => {
+    const clock = manualClock();
+    const { api } = await start(clock);
+    await api.put('/api/topic-configs/once', { max_retries: 1 });
+    await api.put('/api/topic-configs/fan', { max_retries: 1 });
+    expect((await api.post('/api/topics/fan/consumer-groups', { consumer_group: 'billing' })).status).toBe(201);
+    const retried = await enqueueId(api, 'abandoned', 'a');
+    const dead = await enqueueId(api, 'once', 'b');
+    await enqueueId(api, 'fan', 'c');
+    expect(await dequeueIds(api, 'abandoned', { visibility_timeout_seconds: 10 })).toEqual([retried]);
+    expect(await dequeueIds(api, 'once', { visibility_timeout_seconds: 10 })).toEqual([dead]);
+    expect(await dequeueIds(api, 'fan', { consumer_group: 'billing', visibility_timeout_seconds: 10 })).toHaveLength(1);
+
+    clock.advance(9_000);
+    expect((await api.post('/api/admin/expiry-reaper/run')).body).toEqual({ expired: 0 });
+    expect(await statuses(api, 'abandoned')).toEqual(['processing']);
+    expect(await statuses(api, 'once')).toEqual(['processing']);
+
+    // Nobody dequeues any of the three topics again: the run alone gives them back, as a failed attempt each.
+    clock.advance(1_001);
+    expect((await api.post('/api/admin/expiry-reaper/run')).body).toEqual({ expired: 0 });
+    expect(await findMessage(api, 'abandoned', retried)).toMatchObject({ status: 'pending', retry_count: 1, last_error: EXPIRED });
+    expect(await findMessage(api, 'once.dlq', dead)).toMatchObject({ status: 'pending', original_topic: 'once', retry_count: 1, last_error: EXPIRED });
+    expect(await listTopic(api, 'fan.dlq')).toEqual([
+      expect.objectContaining({ payload: 'c', original_topic: 'fan', retry_count: 1, last_error: EXPIRED, metadata: { consumer_group: 'billing' } }),
+    ]);
+    const metrics = (await api.get('/metrics')).text;
+    for (const topic of ['abandoned', 'once', 'fan']) expect(metrics).toMatch(new RegExp(`conveyor_messages_redelivered_total\\{[^}]*topic="${topic}"[^}]*\\} 1\\b`));
+
+    // Once only: the next run finds nothing overdue, and the retried message waits for its consumer.
+    clock.advance(60_000);
+    expect((await api.post('/api/admin/expiry-reaper/run')).body).toEqual({ expired: 0 });
+    expect(await findMessage(api, 'abandoned', retried)).toMatchObject({ status: 'pending', retry_count: 1 });
+    expect(await dequeueIds(api, 'abandoned')).toEqual([retried]);
   });
 
   it('does the work once when two instances run a reaper at the same moment', async () => {

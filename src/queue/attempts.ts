@@ -2,6 +2,9 @@ import type { AttemptOutcome } from '../store/messages/settle.js';
 import type { MessageRow } from '../store/messages/rows.js';
 import { isDlqTopic } from './topic-names.js';
 
+/** last_error of a delivery whose visibility timeout passed before its ack (contract §3). */
+export const VISIBILITY_EXPIRED = 'visibility timeout expired';
+
 export interface AttemptPolicy {
   /** queue.dlq_threshold: delivery attempts before dead-lettering; 0 disables. */
   dlqThreshold: number;

@@ -8,7 +8,7 @@ import { ackMessages, nackMessage, releaseExpired, requeueDeadLetter, type AckTa
 import { archiveMessages } from '../store/message-log.js';
 import { catchUpWithCluster } from '../store/cluster-catch-up.js';
 import { FanOut } from './fan-out.js';
-import { boundedLastError, decideAttempt } from './attempts.js';
+import { boundedLastError, decideAttempt, VISIBILITY_EXPIRED } from './attempts.js';
 import { validatePayload } from './avro.js';
 import type { Catalog } from './catalog.js';
 import { DomainError, invalid, messageNotFound } from './errors.js';
@@ -54,7 +54,6 @@ export const MAX_BATCH_ENQUEUE = 1000;
 /** A message's metadata, as the JSON stored with it. */
 export const MAX_METADATA_BYTES = 65_536;
 const MAX_VISIBILITY_SECONDS = 43_200;
-const VISIBILITY_EXPIRED = 'visibility timeout expired';
 /**
  * A dequeue skips the expired-visibility probe (one query) when one for the same topic (and group) found
  * nothing this recently, so a delivery whose visibility timeout passes comes back at most this much later.

@@ -41,7 +41,8 @@ export async function reapOnce(config: Config, kind: ReaperKind, logger: Logger 
     }
     let result: ReapResult;
     try {
-      result = await new Reapers({ db, metrics: noopQueueMetrics, auditRetentionDays: config.audit.retention_days, logger }).run(kind, WAIT_FOR_OTHER_RUN_MS);
+      const reapers = new Reapers({ db, metrics: noopQueueMetrics, auditRetentionDays: config.audit.retention_days, logger, dlqThreshold: config.queue.dlq_threshold });
+      result = await reapers.run(kind, WAIT_FOR_OTHER_RUN_MS);
     } catch (err) {
       throw new ReapCommandError(`reap ${kind} failed: ${(err as Error).message}`);
     }

@@ -1,10 +1,12 @@
 import type { Knex } from 'knex';
+import { decideAttempt, VISIBILITY_EXPIRED } from '../queue/attempts.js';
 import { DomainError } from '../queue/errors.js';
 import type { QueueMetrics } from '../queue/metrics-port.js';
+import type { TopicSignals } from '../queue/topic-signals.js';
 import type { Logger } from '../log/logger.js';
 import { repairStranded } from '../store/deliveries/stranded.js';
 import { LeaseBusy, withLease } from '../store/leases.js';
-import { deleteExpiredMessages, expireDeliveries, expireMessages, trimAudit, trimLog, type TopicCounts } from '../store/reaping.js';
+import { deleteExpiredMessages, expireDeliveries, expireMessages, releaseOverdue, trimAudit, trimLog, type TopicCounts } from '../store/reaping.js';
 import { listTopicConfigs } from '../store/topic-configs.js';
 
 export const REAPER_KINDS = ['expiry', 'delete', 'archive'] as const;
@@ -41,6 +43,10 @@ export interface ReapersDeps {
   auditRetentionDays?: number;
   /** Where a repair of what an enqueue racing a group's (un)registration left is reported. */
   logger?: Logger;
+  /** queue.dlq_threshold, for deliveries whose visibility timeout passed (a failed attempt, as on a dequeue). */
+  dlqThreshold: number;
+  /** Wakes this instance's waiting consumers of topics that got messages back (absent in a one-shot run). */
+  signals?: TopicSignals;
 }
 
 const sum = (counts: TopicCounts) => [...counts.values()].reduce((a, b) => a + b, 0);
@@ -100,22 +106,45 @@ export class Reapers {
   /**
    * First the repair of messages an enqueue racing a consumer group's registration or unregistration left
    * without their deliveries or with a removed group's (store/deliveries/stranded.ts), so they expire like
-   * every other; then pending messages past their TTL, then per-group deliveries of messages some group
-   * already started.
+   * every other; then the release of deliveries whose visibility timeout passed; then pending messages past
+   * their TTL, then per-group deliveries of messages some group already started.
    */
   private async expire(signal: AbortSignal): Promise<number> {
     const now = this.now();
-    const replayable = new Set((await listTopicConfigs(this.deps.db)).filter((c) => c.replayable).map((c) => c.topic));
+    const configs = await listTopicConfigs(this.deps.db);
+    const replayable = new Set(configs.filter((c) => c.replayable).map((c) => c.topic));
     const repaired = await repairStranded(this.deps.db, now, (topic) => replayable.has(topic), signal);
     for (const [topic, deliveries] of repaired.adopted) {
       this.deps.logger?.warn({ topic, deliveries }, 'gave messages stored during a consumer group registration the deliveries their enqueue missed');
     }
     if (repaired.dropped > 0) this.deps.logger?.warn({ messages: repaired.dropped }, 'finished messages left with deliveries of an unregistered consumer group');
+    // First: a message that comes back after its TTL passed expires in this same run.
+    await this.releaseOverdue(now, configs, (topic) => replayable.has(topic), signal);
     const messages = await expireMessages(this.deps.db, now, signal);
     const deliveries = await expireDeliveries(this.deps.db, now, (topic) => replayable.has(topic), signal);
     this.count('expired', messages);
     this.count('expired', deliveries);
     return sum(messages) + sum(deliveries);
+  }
+
+  /**
+   * Deliveries whose visibility timeout passed with no dequeue since on their topic: each is a failed attempt
+   * (retried, dead-lettered or failed, as a dequeue would have decided), so a topic whose consumers died shows
+   * them pending again and its dead letters reach `<topic>.dlq`. Not counted as expired: they are redelivered.
+   */
+  private async releaseOverdue(now: number, configs: Array<{ topic: string; max_retries: number | null }>, replayable: (topic: string) => boolean, signal: AbortSignal): Promise<void> {
+    const maxRetries = new Map(configs.map((c) => [c.topic, c.max_retries]));
+    const policy = { dlqThreshold: this.deps.dlqThreshold, topicMaxRetries: (topic: string) => maxRetries.get(topic) };
+    const released = await releaseOverdue(this.deps.db, now, (row) => decideAttempt(policy, row), VISIBILITY_EXPIRED, replayable, signal);
+    if (released.length === 0) return;
+    const perTopic: TopicCounts = new Map();
+    for (const { topic, outcome } of released) {
+      perTopic.set(topic, (perTopic.get(topic) ?? 0) + 1);
+      if (outcome === 'retry') this.deps.signals?.signal(topic);
+      if (outcome === 'dlq') this.deps.signals?.signal(`${topic}.dlq`);
+    }
+    this.count('redelivered', perTopic);
+    this.deps.logger?.info({ messages: released.length, topics: perTopic.size }, 'released deliveries whose visibility timeout passed without a dequeue');
   }
 
   private async deleteExpired(signal: AbortSignal): Promise<number> {
@@ -141,7 +170,7 @@ export class Reapers {
     return days > 0 ? trimAudit(this.deps.db, this.now() - days * 86_400_000, signal) : Promise.resolve(0);
   }
 
-  private count(event: 'expired' | 'deleted', counts: TopicCounts): void {
+  private count(event: 'expired' | 'deleted' | 'redelivered', counts: TopicCounts): void {
     for (const [topic, n] of counts) this.deps.metrics.message(event, topic, n);
   }
 }

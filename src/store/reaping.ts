@@ -1,7 +1,10 @@
 import type { Knex } from 'knex';
 import { deleteAuditRowsBefore } from './audit-log.js';
+import { listAllConsumerGroups } from './consumer-groups.js';
 import { lockMessages, settleMessages } from './deliveries/complete.js';
+import { releaseExpiredDeliveries } from './deliveries/settle.js';
 import { trimLogCreatedBefore } from './message-log.js';
+import { releaseExpired, type AttemptResult, type DecideAttempt } from './messages/settle.js';
 import { retryTransaction } from './retry.js';
 
 const BATCH = 1000;
@@ -59,6 +62,53 @@ export async function expireDeliveries(db: Knex, now: number, replayable: (topic
     });
     countTopics(expired, rows);
     if (rows.length < BATCH) return expired;
+  }
+}
+
+/**
+ * Visibility expiry where nobody dequeues: a dequeue releases its topic's overdue deliveries before it
+ * claims, but a topic whose consumers all died would keep them `processing` (and never dead-letter them)
+ * until the next one. Each topic without a consumer group (dead-letter topics included) releases its
+ * overdue messages, each registered group its overdue deliveries, in batches of 1,000, exactly as a
+ * dequeue there would (the same statements: safe beside dequeues and other instances).
+ */
+export async function releaseOverdue(
+  db: Knex,
+  now: number,
+  decide: DecideAttempt,
+  error: string,
+  replayable: (topic: string) => boolean,
+  signal?: AbortSignal,
+): Promise<AttemptResult[]> {
+  const released: AttemptResult[] = [];
+  const drain = async (release: () => Promise<AttemptResult[]>) => {
+    for (;;) {
+      signal?.throwIfAborted();
+      const batch = await release();
+      released.push(...batch);
+      if (batch.length < BATCH) return;
+    }
+  };
+  const groups = await listAllConsumerGroups(db);
+  const fanOut = new Set(groups.map((g) => g.topic));
+  for (const topic of await messageTopics(db, signal)) {
+    if (!fanOut.has(topic)) await drain(() => releaseExpired(db, topic, now, decide, error, BATCH));
+  }
+  for (const { topic, consumer_group } of groups) {
+    await drain(() => releaseExpiredDeliveries(db, topic, consumer_group, decide, error, { replayable, now }, BATCH));
+  }
+  return released;
+}
+
+/** The topics that hold messages: one index seek each (messages_queue begins with topic), not a scan of the table. */
+async function messageTopics(db: Knex, signal?: AbortSignal): Promise<string[]> {
+  const topics: string[] = [];
+  for (let after = ''; ; ) {
+    signal?.throwIfAborted();
+    const row = await db('messages').select('topic').where('topic', '>', after).orderBy('topic').first();
+    if (!row) return topics;
+    after = String(row.topic);
+    topics.push(after);
   }
 }
 
