@@ -193,6 +193,29 @@ describeEachEngine('consumer groups', (engine) => {
     expect(await topicMessages(api, 'switch')).toEqual([]);
   });
 
+  it("an instance that does not know the topic's group yet leaves what the group has started alone", async () => {
+    // The second instance refreshes its catalog hourly: the registration below stays unknown to it.
+    const stale = await startTestServer(engine, {
+      now: clock.now,
+      database: server.database,
+      overrides: { queue: { dlq_threshold: 2, max_retries: 5, config_refresh_interval: '1h' }, reapers: { mode: 'external' } },
+    });
+    try {
+      const { id } = (await api.enqueue('late-fan', 'x')).body;
+      expect((await stale.api.get('/api/topics/late-fan/consumer-groups')).status).toBe(200);
+      expect((await register(api, 'late-fan', 'billing')).status).toBe(201);
+      expect((await dequeueGroup(api, 'late-fan', 'billing')).map((m) => m.id)).toEqual([id]);
+
+      // Taken as a plain topic there: its dequeue must not treat the group's claim as an overdue plain one.
+      expect((await stale.api.dequeue('late-fan')).body.messages).toEqual([]);
+      expect(await topicMessages(api, 'late-fan')).toEqual([expect.objectContaining({ id, status: 'processing', retry_count: 0 })]);
+      expect((await ack(api, id, 'billing')).status).toBe(204);
+      expect(await topicMessages(api, 'late-fan')).toEqual([]);
+    } finally {
+      await stale.close();
+    }
+  });
+
   it("fails one group's delivery (no retries, no DLQ) while the other group still finishes the message", async () => {
     await api.put('/api/topic-configs/once', { max_retries: 0 });
     await register(api, 'once', 'x');

@@ -99,7 +99,14 @@ export async function nackMessage(db: Knex, id: string, error: string, decide: D
  * finds nothing left to release reports what the lost attempt released (for the metrics and wake-ups).
  */
 export async function releaseExpired(db: Knex, topic: string, now: number, decide: DecideAttempt, error: string, limit = 500): Promise<AttemptResult[]> {
-  const expired = () => db('messages').where({ topic, status: 'processing' }).andWhere('visible_at', '<=', now);
+  // A message with deliveries is a fan-out one: `processing` there means some group started it, and its
+  // visibility lives in each delivery. The caller's view of which topics have groups can be a moment old (a
+  // group registered through another instance, or during an expiry run): never release such a row here.
+  const expired = () =>
+    db('messages')
+      .where({ topic, status: 'processing' })
+      .andWhere('visible_at', '<=', now)
+      .whereNotExists((q) => q.select(db.raw('1')).from('deliveries').whereRaw('deliveries.message_id = messages.id'));
   // The probe runs before every claim, so it is retried too: a lost connection here would fail the dequeue.
   if (!(await withDbRetry(db, () => expired().first('id')))) return [];
   let earlier: AttemptResult[] = [];
