@@ -100,6 +100,17 @@ describeEachEngine('throughput_limit', (engine) => {
       expect(await taken(server.api, 'tp-removed')).toBe(8);
     });
 
+    it('keeps the bucket through a PUT that leaves the limit as it was; a new limit starts full', async () => {
+      await putTopicConfig(server.api, 'tp-reput', { throughput_limit: 3 });
+      await fill(server.api, 'tp-reput', 20);
+      expect(await taken(server.api, 'tp-reput')).toBe(3);
+      // As the controller's resync puts every TopicConfig again: no second's worth of tokens for it.
+      await putTopicConfig(server.api, 'tp-reput', { throughput_limit: 3, max_depth: 1000 });
+      expect(await taken(server.api, 'tp-reput')).toBe(0);
+      await putTopicConfig(server.api, 'tp-reput', { throughput_limit: 4, max_depth: 1000 });
+      expect(await taken(server.api, 'tp-reput')).toBe(4);
+    });
+
     it('limits each topic separately', async () => {
       await putTopicConfig(server.api, 'tp-a', { throughput_limit: 2 });
       await putTopicConfig(server.api, 'tp-b', { throughput_limit: 2 });
@@ -126,6 +137,30 @@ describeEachEngine('throughput_limit', (engine) => {
       expect(await taken(second.api, 'tp-shared')).toBe(3);
       expect(await taken(first.api, 'tp-shared')).toBe(0);
       expect(await taken(second.api, 'tp-shared')).toBe(0);
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  });
+
+  it('credits no interval twice when the instances\' clocks differ', async () => {
+    const clock = manualClock();
+    const first = await startTestServer(engine, { now: clock.now });
+    // Half a second behind the first: what NTP leaves between two nodes on a bad day.
+    const second = await startTestServer(engine, { now: () => clock.now() - 500, database: first.database });
+    try {
+      await putTopicConfig(first.api, 'tp-skew', { throughput_limit: 10 });
+      await waitForConfig(second.api, 'tp-skew', { throughput_limit: 10 });
+      await fill(first.api, 'tp-skew', 60);
+
+      expect(await taken(first.api, 'tp-skew')).toBe(10);
+      expect(await taken(second.api, 'tp-skew')).toBe(0);
+      // The second's earlier clock must not wind the bucket back: the first would get that half second again.
+      expect(await taken(first.api, 'tp-skew')).toBe(0);
+      clock.advance(1_000);
+      expect(await taken(second.api, 'tp-skew')).toBe(5);
+      expect(await taken(first.api, 'tp-skew')).toBe(5);
+      expect(await taken(second.api, 'tp-skew')).toBe(0);
     } finally {
       await second.close();
       await first.close();

@@ -23,10 +23,14 @@ export async function takeTokens<T extends unknown[]>(
       'refilled_at',
     );
   }
-  const elapsedSeconds = Math.max(0, now - Number(row.refilled_at)) / 1000;
+  const refilledAt = Number(row.refilled_at);
+  const elapsedSeconds = Math.max(0, now - refilledAt) / 1000;
   const tokens = Math.min(ratePerSecond, Number(row.tokens) + elapsedSeconds * ratePerSecond);
   const granted = Math.min(wanted, Math.floor(tokens));
   const spent = granted > 0 ? await spend(granted) : ([] as unknown as T);
-  await trx('topic_buckets').where({ topic }).update({ tokens: tokens - spent.length, refilled_at: now });
+  // The refill time never moves back: a claim whose clock reads earlier (another instance's clock a little
+  // behind, a claim that read the time before waiting for this row's lock) would otherwise credit the same
+  // interval again to the next claim, and instances alternating would exceed the limit.
+  await trx('topic_buckets').where({ topic }).update({ tokens: tokens - spent.length, refilled_at: Math.max(refilledAt, now) });
   return spent;
 }

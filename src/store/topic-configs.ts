@@ -50,12 +50,15 @@ export async function getTopicConfig(db: Knex, topic: string): Promise<TopicConf
 export async function putTopicConfig(db: Knex, topic: string, values: TopicConfigValues, now: number, managedBy: string, guard: ManagerGuard): Promise<TopicConfigRow> {
   await retryTransaction(db, async (trx) => {
     guard(await lockedManager(trx, 'topic_configs', { topic }));
+    // Read under the lock lockedManager took (the row, or SQLite's write lock).
+    const before = await trx('topic_configs').where({ topic }).first('throughput_limit');
     await trx('topic_configs')
       .insert({ topic, ...values, managed_by: managedBy, created_at: now, updated_at: now })
       .onConflict('topic')
       .merge([...Object.keys(values), 'managed_by', 'updated_at']);
-    // A changed limit starts from a full bucket rather than from whatever the old one had left.
-    await trx('topic_buckets').where({ topic }).delete();
+    // A changed limit starts from a full bucket rather than from whatever the old one had left. Only a changed
+    // one: the controller puts every TopicConfig again at each resync, and each put would grant a second's worth.
+    if (num(before?.throughput_limit) !== num(values.throughput_limit)) await trx('topic_buckets').where({ topic }).delete();
     await bumpCatalogRevision(trx);
   });
   return (await getTopicConfig(db, topic))!;
