@@ -179,7 +179,9 @@ describe('conveyor config check', () => {
   });
 
   it('redacts the JWT secret, the bootstrap password and the passwords inside db.url and redis.url', async () => {
-    const secrets = { jwt: 'jwt-secret-0123456789-0123456789-abcdef', password: 'admin-pass-word-1', db: 'db-pass-word-2', redis: 'redis-pass-word-3' };
+    // Passwords as people paste them, unencoded: a URL parser takes `conveyor:1234/db-…@db.example` for host
+    // `conveyor`, port 1234 and no password, so a check through it would show them whole.
+    const secrets = { jwt: 'jwt-secret-0123456789-0123456789-abcdef', password: 'admin-pass-word-1', db: '1234/db-pass-word-2', redis: '99?redis-pass-word-3' };
     const env = {
       CONVEYOR_AUTH_ENABLED: 'true',
       CONVEYOR_AUTH_JWT_SECRET: secrets.jwt,

@@ -324,6 +324,22 @@ describe('secrets from files (*_file keys)', () => {
     expect(longest.code, longest.stderr).toBe(0);
   });
 
+  it('refuses an empty number (a compose file\'s VAR=, not 0), a visibility timeout under 1 s, and periods of 0', async () => {
+    await expectRefused([
+      [{ CONVEYOR_QUEUE_DLQ_THRESHOLD: '' }, 'queue.dlq_threshold: expected a number, got an empty value'],
+      [{ CONVEYOR_AUDIT_RETENTION_DAYS: ' ' }, 'audit.retention_days: expected a number, got an empty value'],
+      [{ CONVEYOR_SERVER_HTTP_PORT: '' }, 'server.http_port: expected a number, got an empty value'],
+      [{ CONVEYOR_QUEUE_VISIBILITY_TIMEOUT: '0' }, 'queue.visibility_timeout: expected a duration of at least 1s, as a dequeue may ask'],
+      [{ CONVEYOR_QUEUE_VISIBILITY_TIMEOUT: '500ms' }, 'queue.visibility_timeout: expected a duration of at least 1s, as a dequeue may ask'],
+      [{ CONVEYOR_QUEUE_CONFIG_REFRESH_INTERVAL: '0' }, 'queue.config_refresh_interval: expected a duration above 0'],
+      [{ CONVEYOR_CONTROLLER_RESYNC_PERIOD: '0' }, 'controller.resync_period: expected a duration above 0'],
+      [{ CONVEYOR_CONTROLLER_WATCH_TIMEOUT: '0s' }, 'controller.watch_timeout: expected a duration above 0'],
+    ]);
+    // 0 stays what it documents where it means something: no dead-lettering, audit records kept forever.
+    const zeros = await configCheck({ CONVEYOR_QUEUE_DLQ_THRESHOLD: '0', CONVEYOR_AUDIT_RETENTION_DAYS: '0', CONVEYOR_QUEUE_VISIBILITY_TIMEOUT: '1s' });
+    expect(zeros.code, zeros.stderr).toBe(0);
+  });
+
   it('refuses leader-election timings that would let two controllers lead at once', async () => {
     const cases: Array<[Record<string, string>, string]> = [
       [{ CONVEYOR_CONTROLLER_RENEW_DEADLINE: '20s' }, 'controller.lease_duration: must be longer than controller.renew_deadline'],
@@ -366,7 +382,7 @@ describe('secrets from files (*_file keys)', () => {
     });
     // The commands that open the database say the same of a db.url none can open.
     const badUrl = { CONVEYOR_DB_URL: `app:${short}@db:3306/q` };
-    for (const run of await Promise.all([runCli(['migrate'], badUrl), runCli(['reap', 'expiry'], badUrl)])) {
+    for (const run of await Promise.all([runCli(['migrate'], badUrl), runCli(['reap', 'expiry'], badUrl), runCli(['controller'], { ...badUrl, CONVEYOR_CONTROLLER_PORT: '0' })])) {
       expect(run.code, run.stderr).toBe(2);
       expect(lines(run.stderr)).toEqual(['conveyor: db.url: unsupported scheme "app"; use sqlite:<path> or mysql://user:pass@host:3306/db']);
     }

@@ -315,6 +315,9 @@ describe('safeError', () => {
     expect(safeError(busy, false)).toMatchObject({ message: 'SQLITE_BUSY: database is locked', statement: 'update messages', code: 'SQLITE_BUSY' });
     const url = new Error('cannot connect to redis://default:hunter2-secret@redis:6379/0 or mysql://app:p%40ss@db/q?password=also-secret');
     expect(safeError(url, false).message).toBe('cannot connect to redis://default:***@redis:6379/0 or mysql://app:***@db/q?password=***');
+    // Unencoded passwords that a URL parser would read as a port and a path: hidden whole all the same.
+    const pasted = new Error('cannot connect to mysql://app:1234/abc@db:3306/q or redis://:99?x#y@cache/0');
+    expect(safeError(pasted, false).message).toBe('cannot connect to mysql://app:***@db:3306/q or redis://:***@cache/0');
     // JSON.parse quotes what it could not parse.
     let parseError: unknown;
     try {

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
+import { redactText } from '../log/redact.js';
 import { configKeys, type ConfigKey } from './config-keys.js';
 import { CONFIG_OPTION, HELP_OPTION, type CommandHelp } from './help.js';
 
@@ -23,23 +24,10 @@ It connects to nothing.`,
 
 export const REDACTED = '<redacted>';
 
-/** mysql://user:secret@host/db -> mysql://user:***@host/db; a URL that does not parse loses its whole user part. */
-export function redactUrlPassword(url: string): string {
-  if (!url.includes('@')) return url;
-  try {
-    const parsed = new URL(url);
-    if (!parsed.password) return url;
-    const authority = `${parsed.username}:***@${parsed.host}`;
-    return `${parsed.protocol}//${authority}${parsed.pathname}${parsed.search}${parsed.hash}`;
-  } catch {
-    const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0] ?? '';
-    return `${scheme}***@${url.slice(url.lastIndexOf('@') + 1)}`;
-  }
-}
-
 function redact(key: ConfigKey, value: unknown): unknown {
   if (key.sensitive === 'secret') return value === '' ? '' : REDACTED;
-  if (key.sensitive === 'url-password' && typeof value === 'string') return redactUrlPassword(value);
+  // mysql://user:secret@host/db -> mysql://user:***@host/db, by the same rule as every log line.
+  if (key.sensitive === 'url-password' && typeof value === 'string') return redactText(value);
   return value;
 }
 

@@ -1,6 +1,7 @@
 import { loadConfig } from '../config/load.js';
 import { routeConsoleToLogger } from '../log/console.js';
 import { createLogger } from '../log/logger.js';
+import { assertOpenableDbUrl } from './db-url.js';
 import { CONFIG_OPTION, HELP_OPTION, type CommandHelp } from './help.js';
 import { exitOnSignal } from './signals.js';
 
@@ -21,6 +22,8 @@ it keeps retrying and its resources report DatabaseError meanwhile.`,
 
 export async function controller(configPath: string | undefined): Promise<void> {
   const config = loadConfig({ configPath });
+  // A database it waits for is a matter of time; one no engine can open is a configuration error.
+  await assertOpenableDbUrl(config.db.url);
   const logger = createLogger(config.log.level);
   routeConsoleToLogger(logger);
   const { startController } = await import('../controller/controller.js');

@@ -29,11 +29,23 @@ const duration = (fallback: string, maxSeconds = TIMER_MAX_SECONDS) =>
       return seconds;
     });
 
-/** A duration that may not be 0: a timeout of 0 would mean no limit at all. */
+/** A duration that may not be 0: a timeout of 0 would mean no limit at all, a period of 0 a busy loop. */
 const positiveDuration = (fallback: string) => duration(fallback).refine((seconds) => seconds > 0, { error: 'expected a duration above 0' });
 
+/**
+ * Numbers from the environment: z.coerce.number() reads an empty variable (`VAR=` in a compose file, a Helm
+ * value of "") as 0, which would turn dead-lettering off or pick a random port without a word. Refused.
+ */
+function nonBlank<T extends z.ZodType>(schema: T) {
+  return z.preprocess((value, ctx) => {
+    if (typeof value !== 'string' || value.trim() !== '') return value;
+    ctx.addIssue({ code: 'custom', message: 'expected a number, got an empty value' });
+    return z.NEVER;
+  }, schema);
+}
+
 const PORT_ERROR = 'expected a port number from 0 to 65535';
-const port = z.coerce.number({ error: PORT_ERROR }).int({ error: PORT_ERROR }).min(0, { error: PORT_ERROR }).max(65535, { error: PORT_ERROR });
+const port = nonBlank(z.coerce.number({ error: PORT_ERROR }).int({ error: PORT_ERROR }).min(0, { error: PORT_ERROR }).max(65535, { error: PORT_ERROR }));
 const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')], { error: 'expected true or false' });
 
 /**
@@ -61,15 +73,15 @@ export const configSchema = z.strictObject({
       http_request_timeout: positiveDuration('60s').describe('a request not received whole (headers and body) after this gets 408; at least server.http_headers_timeout'),
       http_keep_alive_timeout: positiveDuration('65s').describe('an idle keep-alive HTTP connection is closed after this'),
       // Far above what a cluster's clients keep open (pods x pool size), far below a container's file descriptors.
-      http_max_connections: z.coerce.number().int().min(1).default(4096).describe('open HTTP connections per instance; one more gets 503 with Retry-After and is closed'),
-      http_max_header_bytes: z.coerce.number().int().min(1024).max(1_048_576).default(16_384).describe("request line and headers larger than this get 431 (node's default 16 KiB)"),
+      http_max_connections: nonBlank(z.coerce.number().int().min(1)).default(4096).describe('open HTTP connections per instance; one more gets 503 with Retry-After and is closed'),
+      http_max_header_bytes: nonBlank(z.coerce.number().int().min(1024).max(1_048_576)).default(16_384).describe("request line and headers larger than this get 431 (node's default 16 KiB)"),
       // As large as the largest request (a 64 MiB batch body): only a BatchDequeue of many large messages comes near.
-      grpc_max_send_message_bytes: z.coerce.number().int().min(1024).default(67_108_864).describe('a gRPC reply larger than this fails with RESOURCE_EXHAUSTED (its messages return after their visibility timeout)'),
+      grpc_max_send_message_bytes: nonBlank(z.coerce.number().int().min(1024)).default(67_108_864).describe('a gRPC reply larger than this fails with RESOURCE_EXHAUSTED (its messages return after their visibility timeout)'),
       // 256: a client channel multiplexes far fewer calls at once (the benchmark runs 64); clients queue calls
       // beyond it rather than fail. 128 Subscribe streams: dozens of consumer processes can share one user on an
       // instance, and with auth off (counted per connection) a connection full of streams keeps room for its Acks.
-      grpc_max_concurrent_streams: z.coerce.number().int().min(1).default(256).describe('concurrent calls (HTTP/2 streams) per gRPC connection; clients wait for a free one'),
-      subscribe_streams_per_user: z.coerce.number().int().min(1).default(128).describe('open Subscribe streams per user (auth off: per connection) on each instance; one more fails with RESOURCE_EXHAUSTED'),
+      grpc_max_concurrent_streams: nonBlank(z.coerce.number().int().min(1)).default(256).describe('concurrent calls (HTTP/2 streams) per gRPC connection; clients wait for a free one'),
+      subscribe_streams_per_user: nonBlank(z.coerce.number().int().min(1)).default(128).describe('open Subscribe streams per user (auth off: per connection) on each instance; one more fails with RESOURCE_EXHAUSTED'),
       // A client that vanished without closing its connection (crash, partition) holds its Subscribe streams and
       // their slots of subscribe_streams_per_user until a ping goes unanswered: 30 s + 20 s.
       grpc_keepalive_time: positiveDuration('30s').describe('the server pings each gRPC connection this often'),
@@ -92,17 +104,19 @@ export const configSchema = z.strictObject({
     .strictObject({
       url: z.string().default('sqlite:./data/conveyor.db').meta({ description: 'sqlite:<path> or mysql://user:pass@host:3306/db', sensitive: 'url-password' }),
       url_file: z.string().default('').describe('file holding db.url (a mounted Secret); not together with db.url'),
-      pool_size: z.coerce.number().int().min(1).max(200).default(16).describe('MySQL connections per process (1 to 200; SQLite always uses one)'),
+      pool_size: nonBlank(z.coerce.number().int().min(1).max(200)).default(16).describe('MySQL connections per process (1 to 200; SQLite always uses one)'),
       lock_wait_timeout: duration('0').describe('MySQL/MariaDB: how long a statement waits for a row lock (innodb_lock_wait_timeout of the pool, whole seconds) before it is retried; 0 = the server\'s setting'),
     })
     .prefault({}),
   queue: z
     .strictObject({
-      visibility_timeout: duration('30s', 43_200).describe('default visibility timeout of a dequeue (at most 12h, as a request may ask)'),
-      max_retries: z.coerce.number().int().min(0).max(MAX_INT32).default(3).describe('default max_retries of a message'),
-      dlq_threshold: z.coerce.number().int().min(0).max(MAX_INT32).default(3).describe('attempts before dead-lettering to <topic>.dlq; 0 disables'),
+      visibility_timeout: duration('30s', 43_200)
+        .refine((seconds) => seconds >= 1, { error: 'expected a duration of at least 1s, as a dequeue may ask' })
+        .describe('default visibility timeout of a dequeue (at most 12h, as a request may ask)'),
+      max_retries: nonBlank(z.coerce.number().int().min(0).max(MAX_INT32)).default(3).describe('default max_retries of a message'),
+      dlq_threshold: nonBlank(z.coerce.number().int().min(0).max(MAX_INT32)).default(3).describe('attempts before dead-lettering to <topic>.dlq; 0 disables'),
       message_ttl: duration('24h', MAX_DATA_SECONDS).describe('default TTL of a message; 0 = never expires'),
-      max_payload_bytes: z.coerce.number().int().min(1).default(1_048_576).describe('larger payloads get 413'),
+      max_payload_bytes: nonBlank(z.coerce.number().int().min(1)).default(1_048_576).describe('larger payloads get 413'),
       require_topic_registration: bool.default(false).describe('enqueue and dequeue only on topics with a configuration (else 422)'),
       delete_reaper_schedule: z
         .string()
@@ -117,7 +131,7 @@ export const configSchema = z.strictObject({
         .describe('cron (5 fields) of the delete reaper; "" = disabled; a stored schedule wins'),
       expiry_reaper_interval: duration('60s').describe('in-process expiry reaper period; 0 = off'),
       archive_reaper_interval: duration('1h').describe('in-process archive reaper period; 0 = off'),
-      config_refresh_interval: duration('1s').describe('how often an instance checks for topic configuration changed elsewhere'),
+      config_refresh_interval: positiveDuration('1s').describe('how often an instance checks for topic configuration changed elsewhere'),
     })
     .prefault({}),
   reapers: z
@@ -147,14 +161,14 @@ export const configSchema = z.strictObject({
     .strictObject({
       namespaces: z.string().default('').describe('conveyor controller: comma-separated namespaces to watch; "" = all'),
       namespace: z.string().default('').describe("where the Lease and the delete-reaper CronJob live; \"\" = the pod's own namespace, else default"),
-      resync_period: duration('60s').describe('every resource is reconciled again this often (drift repair)'),
+      resync_period: positiveDuration('60s').describe('every resource is reconciled again this often (drift repair)'),
       lease_name: z.string().default('conveyor-controller').describe('the leader-election Lease'),
-      lease_duration: duration('15s').describe("how long a leader's Lease lasts without renewal"),
-      renew_deadline: duration('10s').describe('a leader that could not renew for this long steps down'),
-      retry_period: duration('2s').describe('how often candidates try and the leader renews'),
+      lease_duration: positiveDuration('15s').describe("how long a leader's Lease lasts without renewal"),
+      renew_deadline: positiveDuration('10s').describe('a leader that could not renew for this long steps down'),
+      retry_period: positiveDuration('2s').describe('how often candidates try and the leader renews'),
       delete_reaper_cronjob: z.string().default('').describe('name of the delete-reaper CronJob kept equal to the stored schedule; "" = none'),
-      schedule_sync_interval: duration('5s').describe('how often the stored schedule is compared with the CronJob'),
-      watch_timeout: duration('5m').describe('a watch with no event and no bookmark for this long is restarted; a list or watch request unanswered for this long is abandoned and retried'),
+      schedule_sync_interval: positiveDuration('5s').describe('how often the stored schedule is compared with the CronJob'),
+      watch_timeout: positiveDuration('5m').describe('a watch with no event and no bookmark for this long is restarted; a list or watch request unanswered for this long is abandoned and retried'),
       port: port.default(8081).describe("the controller's /healthz, /readyz and /metrics port"),
       host: z.string().default('0.0.0.0').describe("the controller port's listen address"),
     })
@@ -171,7 +185,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   audit: z
     .strictObject({
-      retention_days: z.coerce.number().int().min(0).default(90).describe('the archive reaper removes audit records older than this many days; 0 = keep forever'),
+      retention_days: nonBlank(z.coerce.number().int().min(0)).default(90).describe('the archive reaper removes audit records older than this many days; 0 = keep forever'),
     })
     .prefault({}),
 });

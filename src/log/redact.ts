@@ -8,9 +8,11 @@ const MAX_MESSAGE = 500;
 
 /**
  * scheme://user:password@host -> scheme://user:***@host, wherever it appears in a text. The password runs to
- * the last `@` of the authority, so one with an unencoded `@` is hidden whole.
+ * the last `@` before a space, so one with an unencoded `@`, `/`, `?` or `#` is hidden whole (a URL parser
+ * would take `u:1234/abc@h` for host `u`, port 1234 and no password at all). An `@` later in a path or query
+ * hides more than the password: safe, and rare in the URLs a log line holds.
  */
-const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/?#@:]*):([^\s/?#]*)@/gi;
+const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/?#@:]*):(\S*)@/gi;
 /** password=..., jwt_secret=..., token=... in a query string or a connection string. */
 const PASSWORD_PARAMETER = /\b([\w.-]*?(?:password|passwd|pass|pwd|secret|token))=([^\s&;,'"]+)/gi;
 
