@@ -7,7 +7,7 @@ import * as queueIndex from './20261122070000_queue_index.js';
 import * as auditLog from './20261123010000_audit_log.js';
 import * as leases from './20261123020000_leases.js';
 import * as schemaVersions from './20261126010000_schema_versions.js';
-import * as passwordChangedAt from './20261127010000_password_changed_at.js';
+import * as passwordVersion from './20261127010000_password_version.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -24,7 +24,7 @@ const migrations: Record<string, Migration> = {
   '20261123010000_audit_log': auditLog,
   '20261123020000_leases': leases,
   '20261126010000_schema_versions': schemaVersions,
-  '20261127010000_password_changed_at': passwordChangedAt,
+  '20261127010000_password_version': passwordVersion,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -6,8 +6,8 @@
  *       `header` is the raw Authorization value ("Bearer <token>"; gRPC: metadata `authorization`). Returns
  *       null when auth is off; throws DomainError('unauthenticated', 'missing authorization header' |
  *       'invalid or expired token'). The user is re-read from the database (cached at most 5 s), so a deleted
- *       user gets 401, a demoted admin loses admin rights, and a token issued before the user's last password
- *       change gets 401.
+ *       user gets 401, a demoted admin loses admin rights, and a token issued under an earlier password
+ *       (claim `pwv`) gets 401.
  *   requireAuthenticated(principal)                      any valid user (GET /metrics)
  *   requireAdmin(principal)                              else DomainError('forbidden', 'admin access required')
  *   requireTopic(principal, 'read'|'write'|'admin', topic)  else DomainError('forbidden', 'insufficient permissions')
@@ -170,14 +170,18 @@ export class Authorizer {
     const user = await this.deps.users.findByName(username);
     const valid = await this.deps.passwords.verify(user?.password_hash ?? null, password);
     if (!user || !valid) throw unauthenticated('invalid username or password');
-    return tokens.issue({ uid: user.id, sub: user.username, adm: user.is_admin });
+    return tokens.issue({ uid: user.id, sub: user.username, adm: user.is_admin, pwv: user.password_version });
   }
 
-  /** A new 15-minute token from the user as it is now (the caller's token was valid to get here). */
+  /**
+   * A new 15-minute token from the user as it is now (the caller's token was valid to get here), under the
+   * password version the caller's token has: a refresh served from a cache that had not yet seen a password
+   * change gives a token that ends with the old one, once the cache catches up.
+   */
   async refresh(principal: Principal | null): Promise<string> {
     const tokens = this.tokenIssuer();
     if (!principal) throw unauthenticated(MISSING_HEADER);
-    return tokens.issue({ uid: principal.userId, sub: principal.username, adm: principal.isAdmin });
+    return tokens.issue({ uid: principal.userId, sub: principal.username, adm: principal.isAdmin, pwv: principal.passwordVersion });
   }
 
   /** `user` only for a valid token (contract §8); an invalid one is not an error here. */
@@ -220,8 +224,8 @@ export class Authorizer {
     if (!claims) return null;
     const cached = this.cache.get(claims.uid);
     const principal = cached && now - cached.loadedAt < PRINCIPAL_CACHE_MS && now >= cached.loadedAt ? cached.principal : await this.load(claims.uid, now);
-    // A token from before the user's last password change is over, as if it had expired.
-    return principal && claims.iat >= principal.tokensIssuedFrom ? principal : null;
+    // A token issued under an earlier password is over, as if it had expired.
+    return principal && claims.pwv === principal.passwordVersion ? principal : null;
   }
 
   /**
@@ -253,7 +257,6 @@ export class Authorizer {
     const grants: GrantRule[] = (await this.deps.users.grantsOf(user))
       .filter((g) => (GRANT_ACTIONS as readonly string[]).includes(g.action))
       .map((g) => ({ action: g.action as GrantAction, topicPattern: g.topic_pattern, consumerGroup: g.consumer_group }));
-    // Whole seconds, as `iat` has them: a token issued in the second of the change, before or after it, stays.
-    return { userId: user.id, username: user.username, isAdmin: user.is_admin, grants, tokensIssuedFrom: Math.floor(user.password_changed_at / 1000) };
+    return { userId: user.id, username: user.username, isAdmin: user.is_admin, grants, passwordVersion: user.password_version };
   }
 }

@@ -15,6 +15,6 @@ export interface Principal {
   username: string;
   isAdmin: boolean;
   grants: GrantRule[];
-  /** Tokens issued (`iat`, seconds since the epoch) before this were issued before the password last changed. */
-  tokensIssuedFrom: number;
+  /** The password's version: only tokens issued under it (claim `pwv`) are valid. */
+  passwordVersion: number;
 }

@@ -1,6 +1,9 @@
 import { errors, jwtVerify, SignJWT } from 'jose';
 
-/** Spec Tokens: HS256, 15 minutes, claims uid, sub, adm, iat, exp. */
+/**
+ * Spec Tokens: HS256, 15 minutes, claims uid, sub, adm, iat, exp; and `pwv`, the user's password version when
+ * the token was issued (an extension: a password change raises it and ends the older tokens).
+ */
 export const TOKEN_LIFETIME_SECONDS = 15 * 60;
 const ALGORITHM = 'HS256';
 
@@ -8,11 +11,11 @@ export interface TokenClaims {
   uid: string;
   sub: string;
   adm: boolean;
+  pwv: number;
 }
 
-/** Claims of a token that verified, with when it was issued and expires (`iat`, `exp`: seconds since the epoch). */
+/** Claims of a token that verified, with its expiry (`exp`, seconds since the epoch). */
 export interface VerifiedToken extends TokenClaims {
-  iat: number;
   exp: number;
 }
 
@@ -28,7 +31,7 @@ export class TokenIssuer {
 
   async issue(claims: TokenClaims): Promise<string> {
     const iat = Math.floor(this.now() / 1000);
-    return new SignJWT({ uid: claims.uid, adm: claims.adm })
+    return new SignJWT({ uid: claims.uid, adm: claims.adm, pwv: claims.pwv })
       .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
       .setSubject(claims.sub)
       .setIssuedAt(iat)
@@ -47,8 +50,11 @@ export class TokenIssuer {
         currentDate: new Date(this.now()),
         requiredClaims: ['uid', 'sub', 'iat', 'exp'],
       });
-      if (typeof payload.uid !== 'string' || typeof payload.sub !== 'string' || typeof payload.iat !== 'number' || typeof payload.exp !== 'number') return null;
-      return { uid: payload.uid, sub: payload.sub, adm: payload.adm === true, iat: payload.iat, exp: payload.exp };
+      if (typeof payload.uid !== 'string' || typeof payload.sub !== 'string' || typeof payload.exp !== 'number') return null;
+      // Tokens of the release before password versions carry none: version 0, which every user starts at.
+      const pwv = payload.pwv === undefined ? 0 : payload.pwv;
+      if (typeof pwv !== 'number' || !Number.isInteger(pwv)) return null;
+      return { uid: payload.uid, sub: payload.sub, adm: payload.adm === true, pwv, exp: payload.exp };
     } catch (err) {
       if (err instanceof errors.JOSEError || err instanceof TypeError) return null;
       throw err;

@@ -8,8 +8,8 @@ import { assertConsumerGroupName } from '../queue/consumer-group-names.js';
 import { isValidPattern } from './grants-policy.js';
 import { hashPassword, MIN_PASSWORD_LENGTH } from './passwords.js';
 
-/** A user as the API shows it: neither the hash nor when the password changed (the spec's User has neither). */
-export type User = Omit<UserRow, 'password_hash' | 'password_changed_at'>;
+/** A user as the API shows it: neither the hash nor the password's version (the spec's User has neither). */
+export type User = Omit<UserRow, 'password_hash' | 'password_version'>;
 export type Grant = GrantRow;
 
 export interface NewUserInput {
@@ -29,7 +29,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TOPIC_GRANT_ACTIONS = ['read', 'write', 'admin'];
 
 const userNotFound = () => notFound('user not found');
-const withoutHash = ({ password_hash: _hash, password_changed_at: _changed, ...user }: UserRow): User => user;
+const withoutHash = ({ password_hash: _hash, password_version: _version, ...user }: UserRow): User => user;
 
 function assertUsername(value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '') throw invalid('username is required and must be a non-empty string');
@@ -95,11 +95,7 @@ export class UserService {
   async update(id: string, input: UserUpdateInput): Promise<User> {
     const changes: UserChanges = {};
     if (input.username !== undefined) changes.username = assertUsername(input.username);
-    if (input.password !== undefined) {
-      changes.password_hash = await hashPassword(assertPassword(input.password));
-      // Ends every token issued before this second, on every instance within the principal cache's bound.
-      changes.password_changed_at = this.now();
-    }
+    if (input.password !== undefined) changes.password_hash = await hashPassword(assertPassword(input.password));
     if (input.is_admin !== undefined) {
       if (typeof input.is_admin !== 'boolean') throw invalid('is_admin must be a boolean');
       changes.is_admin = input.is_admin;
@@ -165,7 +161,7 @@ export class UserService {
 
   private async insert(username: string, passwordHash: string, isAdmin: boolean): Promise<User> {
     const now = this.now();
-    const row: UserRow = { id: uuidv4(), username, password_hash: passwordHash, is_admin: isAdmin, created_at: now, updated_at: now, password_changed_at: 0 };
+    const row: UserRow = { id: uuidv4(), username, password_hash: passwordHash, is_admin: isAdmin, created_at: now, updated_at: now, password_version: 0 };
     try {
       await insertUser(this.db, row);
     } catch (err) {

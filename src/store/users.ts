@@ -9,8 +9,8 @@ export interface UserRow {
   is_admin: boolean;
   created_at: number;
   updated_at: number;
-  /** ms since the epoch; 0 until the first change after the user was created. */
-  password_changed_at: number;
+  /** Raised by every password change; tokens issued under an older one are over. */
+  password_version: number;
 }
 
 function normalise(raw: Record<string, unknown>): UserRow {
@@ -21,7 +21,7 @@ function normalise(raw: Record<string, unknown>): UserRow {
     is_admin: Boolean(raw.is_admin),
     created_at: Number(raw.created_at),
     updated_at: Number(raw.updated_at),
-    password_changed_at: Number(raw.password_changed_at ?? 0),
+    password_version: Number(raw.password_version ?? 0),
   };
 }
 
@@ -55,7 +55,7 @@ export async function insertUser(db: Knex, row: UserRow): Promise<void> {
   });
 }
 
-export type UserChanges = Partial<Pick<UserRow, 'username' | 'password_hash' | 'is_admin' | 'password_changed_at'>>;
+export type UserChanges = Partial<Pick<UserRow, 'username' | 'password_hash' | 'is_admin'>>;
 
 /**
  * Applies the changes unless they would demote the last admin. The admin count is read under the write lock
@@ -64,12 +64,15 @@ export type UserChanges = Partial<Pick<UserRow, 'username' | 'password_hash' | '
  */
 export async function updateUser(db: Knex, id: string, changes: UserChanges, now: number): Promise<'updated' | 'not_found' | 'last_admin'> {
   // Two admins demoting each other lock each other's rows in opposite order: InnoDB picks a victim, we retry it.
-  // A re-run after a lost commit answer applies the same values again, which changes nothing.
+  // A re-run after a lost commit answer applies the same values again, which changes nothing (the password
+  // version may rise twice: it only has to move on).
   return retryTransaction(db, async (trx) => {
     const current = await trx('users').where({ id }).forUpdate().first('is_admin');
     if (!current) return 'not_found';
     if (Boolean(current.is_admin) && changes.is_admin === false && (await otherAdmins(trx, id)) === 0) return 'last_admin';
-    await trx('users').where({ id }).update({ ...changes, updated_at: now });
+    // A new password (even the same one again) ends the tokens issued under the old version.
+    const version = changes.password_hash === undefined ? {} : { password_version: trx.raw('password_version + 1') };
+    await trx('users').where({ id }).update({ ...changes, ...version, updated_at: now });
     return 'updated';
   });
 }

@@ -462,7 +462,7 @@ export const OPERATIONS: Operation[] = [
     path: '/api/users/:id',
     operationId: 'updateUser',
     summary: 'Change a user',
-    description: 'Only the fields given change. 400 for taking the admin flag from the last admin. A new password ends the tokens the user was issued before the second of the change.',
+    description: 'Only the fields given change. 400 for taking the admin flag from the last admin. A new password ends the tokens the user was issued under the old one.',
     tag: 'users',
     access: 'admin',
     body: body.updateUserBody,

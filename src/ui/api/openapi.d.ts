@@ -596,7 +596,7 @@ export interface paths {
         get?: never;
         /**
          * Change a user
-         * @description Only the fields given change. 400 for taking the admin flag from the last admin. A new password ends the tokens the user was issued before the second of the change.
+         * @description Only the fields given change. 400 for taking the admin flag from the last admin. A new password ends the tokens the user was issued under the old one.
          */
         put: operations["updateUser"];
         post?: never;
