@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { claimSelectMysql, type ClaimRequest } from '../src/store/messages/claim.js';
+import { overdueMessages } from '../src/store/messages/settle.js';
 import { engineByName } from './helpers/engines.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -91,6 +92,19 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
       expect(t.access_type).not.toBe('ALL');
       expect(t.key).toBe('messages_queue');
     }
+  });
+
+  it("the probe for overdue messages before each claim walks messages_queue and looks a message's deliveries up by key", async () => {
+    const native = overdueMessages(server.db, 'orders', now + 60_000).first('id').toSQL().toNative();
+    const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${native.sql}`, native.bindings as any[])) as [Array<{ EXPLAIN: string }>];
+    const tables = tablesOf(JSON.parse(json[0].EXPLAIN));
+    expect(tables.find((t) => t.table_name === 'messages')).toMatchObject({ access_type: 'range', key: 'messages_queue' });
+    // The NOT EXISTS that keeps fan-out messages out: one primary-key lookup per candidate row, never a scan.
+    const deliveries = tables.find((t) => t.table_name === 'deliveries');
+    expect(deliveries?.access_type).not.toBe('ALL');
+    expect(deliveries?.key).toBe('PRIMARY');
+    const overdue = await overdueMessages(server.db, 'orders', now + 60_000).count({ n: '*' });
+    expect(Number(overdue[0].n)).toBe(600);
   });
 
   it('the explained query is the one dequeue runs: it claims the oldest pending messages of the topic', async () => {

@@ -83,29 +83,34 @@ describeEachEngine('reapers', (engine: Engine) => {
     const { api } = await start(clock);
     await api.put('/api/topic-configs/once', { max_retries: 1 });
     await api.put('/api/topic-configs/fan', { max_retries: 1 });
+    await api.put('/api/topic-configs/brief', { message_ttl_seconds: 5 });
     expect((await api.post('/api/topics/fan/consumer-groups', { consumer_group: 'billing' })).status).toBe(201);
     const retried = await enqueueId(api, 'abandoned', 'a');
     const dead = await enqueueId(api, 'once', 'b');
     await enqueueId(api, 'fan', 'c');
+    const brief = await enqueueId(api, 'brief', 'd');
     expect(await dequeueIds(api, 'abandoned', { visibility_timeout_seconds: 10 })).toEqual([retried]);
     expect(await dequeueIds(api, 'once', { visibility_timeout_seconds: 10 })).toEqual([dead]);
     expect(await dequeueIds(api, 'fan', { consumer_group: 'billing', visibility_timeout_seconds: 10 })).toHaveLength(1);
+    expect(await dequeueIds(api, 'brief', { visibility_timeout_seconds: 10 })).toEqual([brief]);
 
     clock.advance(9_000);
     expect((await api.post('/api/admin/expiry-reaper/run')).body).toEqual({ expired: 0 });
     expect(await statuses(api, 'abandoned')).toEqual(['processing']);
     expect(await statuses(api, 'once')).toEqual(['processing']);
 
-    // Nobody dequeues any of the three topics again: the run alone gives them back, as a failed attempt each.
+    // Nobody dequeues any of these topics again: the run alone gives them back, as a failed attempt each; the
+    // one whose TTL passed while it was held comes back and expires in the same run.
     clock.advance(1_001);
-    expect((await api.post('/api/admin/expiry-reaper/run')).body).toEqual({ expired: 0 });
+    expect((await api.post('/api/admin/expiry-reaper/run')).body).toEqual({ expired: 1 });
+    expect(await findMessage(api, 'brief', brief)).toMatchObject({ status: 'expired', retry_count: 1, last_error: EXPIRED });
     expect(await findMessage(api, 'abandoned', retried)).toMatchObject({ status: 'pending', retry_count: 1, last_error: EXPIRED });
     expect(await findMessage(api, 'once.dlq', dead)).toMatchObject({ status: 'pending', original_topic: 'once', retry_count: 1, last_error: EXPIRED });
     expect(await listTopic(api, 'fan.dlq')).toEqual([
       expect.objectContaining({ payload: 'c', original_topic: 'fan', retry_count: 1, last_error: EXPIRED, metadata: { consumer_group: 'billing' } }),
     ]);
     const metrics = (await api.get('/metrics')).text;
-    for (const topic of ['abandoned', 'once', 'fan']) expect(metrics).toMatch(new RegExp(`conveyor_messages_redelivered_total\\{[^}]*topic="${topic}"[^}]*\\} 1\\b`));
+    for (const topic of ['abandoned', 'once', 'fan', 'brief']) expect(metrics).toMatch(new RegExp(`conveyor_messages_redelivered_total\\{[^}]*topic="${topic}"[^}]*\\} 1\\b`));
 
     // Once only: the next run finds nothing overdue, and the retried message waits for its consumer.
     clock.advance(60_000);

@@ -143,6 +143,26 @@ describeEachEngine('throughput_limit', (engine) => {
     }
   });
 
+  it('does not starve a topic behind an instance whose clock ran far ahead', async () => {
+    const clock = manualClock();
+    // Ten seconds ahead (a clock that NTP then steps back, or one node misconfigured).
+    const ahead = await startTestServer(engine, { now: () => clock.now() + 10_000 });
+    const second = await startTestServer(engine, { now: clock.now, database: ahead.database });
+    try {
+      await putTopicConfig(ahead.api, 'tp-ahead', { throughput_limit: 10 });
+      await waitForConfig(second.api, 'tp-ahead', { throughput_limit: 10 });
+      await fill(ahead.api, 'tp-ahead', 60);
+      expect(await taken(ahead.api, 'tp-ahead')).toBe(10);
+      expect(await taken(second.api, 'tp-ahead')).toBe(0);
+      // Refilled on the second's own clock from here on, not ten seconds from now.
+      clock.advance(500);
+      expect(await taken(second.api, 'tp-ahead')).toBe(5);
+    } finally {
+      await second.close();
+      await ahead.close();
+    }
+  });
+
   it('credits no interval twice when the instances\' clocks differ', async () => {
     const clock = manualClock();
     const first = await startTestServer(engine, { now: clock.now });

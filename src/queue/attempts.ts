@@ -1,5 +1,7 @@
-import type { AttemptOutcome } from '../store/messages/settle.js';
+import type { AttemptOutcome, AttemptResult } from '../store/messages/settle.js';
 import type { MessageRow } from '../store/messages/rows.js';
+import type { QueueMetrics } from './metrics-port.js';
+import type { TopicSignals } from './topic-signals.js';
 import { isDlqTopic } from './topic-names.js';
 
 /** last_error of a delivery whose visibility timeout passed before its ack (contract §3). */
@@ -24,6 +26,23 @@ export function decideAttempt(policy: AttemptPolicy, row: MessageRow): AttemptOu
     if (threshold > 0 && attempts >= threshold) return 'dlq';
   }
   return attempts < row.max_retries ? 'retry' : 'failed';
+}
+
+/**
+ * What a failed attempt (a nack, or a visibility timeout noticed by a dequeue or the expiry reaper) tells the
+ * rest of the instance: a message superseded by a newer one of its key is counted, and the consumers waiting on
+ * the topic it went back to, or on its dead-letter topic, are woken (none in a one-shot `conveyor reap`).
+ */
+export function announceAttempt(result: AttemptResult, metrics: QueueMetrics, signals?: TopicSignals): void {
+  if (result.outcome === 'superseded') metrics.message('superseded', result.topic);
+  if (result.outcome === 'retry') signals?.signal(result.topic);
+  if (result.outcome === 'dlq') signals?.signal(`${result.topic}.dlq`);
+}
+
+/** A visibility timeout that passed: a redelivery, then whatever the attempt decided. */
+export function announceRedelivery(result: AttemptResult, metrics: QueueMetrics, signals?: TopicSignals): void {
+  metrics.message('redelivered', result.topic);
+  announceAttempt(result, metrics, signals);
 }
 
 /** last_error keeps at most 64 KiB of UTF-8, the capacity of its MySQL TEXT column, on both engines alike. */

@@ -8,7 +8,7 @@ import { ackMessages, nackMessage, releaseExpired, requeueDeadLetter, type AckTa
 import { archiveMessages } from '../store/message-log.js';
 import { catchUpWithCluster } from '../store/cluster-catch-up.js';
 import { FanOut } from './fan-out.js';
-import { boundedLastError, decideAttempt, VISIBILITY_EXPIRED } from './attempts.js';
+import { announceAttempt, announceRedelivery, boundedLastError, decideAttempt, VISIBILITY_EXPIRED } from './attempts.js';
 import { validatePayload } from './avro.js';
 import type { Catalog } from './catalog.js';
 import { DomainError, invalid, messageNotFound } from './errors.js';
@@ -289,7 +289,7 @@ export class MessageService {
     const result = await this.orAfterCatchUp(attempt, (r) => !r);
     if (!result) throw messageNotFound();
     this.deps.metrics.nacked(result.topic, result.outcome === 'superseded' ? 'retry' : result.outcome);
-    this.afterAttempt(result);
+    announceAttempt(result, this.deps.metrics, this.deps.signals);
   }
 
   /** The topic a message lives in (null for an unknown or malformed id): per-topic grants of ack, nack and requeue. */
@@ -505,10 +505,6 @@ export class MessageService {
     return new Set(acked.map((a) => a.id));
   }
 
-  private afterRedelivery(result: AttemptResult): void {
-    this.deps.metrics.message('redelivered', result.topic);
-    this.afterAttempt(result);
-  }
 
   private async releaseExpiredUnlessQuiet(key: string, now: number, release: () => Promise<AttemptResult[]>): Promise<void> {
     const quietAt = this.quietProbes.get(key);
@@ -516,14 +512,9 @@ export class MessageService {
     const results = await release();
     if (results.length === 0) this.quietProbes.set(key, now);
     else this.quietProbes.delete(key);
-    for (const result of results) this.afterRedelivery(result);
+    for (const result of results) announceRedelivery(result, this.deps.metrics, this.deps.signals);
   }
 
-  private afterAttempt(result: AttemptResult): void {
-    if (result.outcome === 'superseded') this.deps.metrics.message('superseded', result.topic);
-    if (result.outcome === 'retry') this.deps.signals.signal(result.topic);
-    if (result.outcome === 'dlq') this.deps.signals.signal(`${result.topic}.dlq`);
-  }
 
   private policy() {
     return { dlqThreshold: this.deps.queue.dlq_threshold, topicMaxRetries: (topic: string) => this.deps.catalog.config(topic)?.max_retries };

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { decideAttempt, VISIBILITY_EXPIRED } from '../queue/attempts.js';
+import { announceRedelivery, decideAttempt, VISIBILITY_EXPIRED } from '../queue/attempts.js';
 import { DomainError } from '../queue/errors.js';
 import type { QueueMetrics } from '../queue/metrics-port.js';
 import type { TopicSignals } from '../queue/topic-signals.js';
@@ -131,20 +131,24 @@ export class Reapers {
    * Deliveries whose visibility timeout passed with no dequeue since on their topic: each is a failed attempt
    * (retried, dead-lettered or failed, as a dequeue would have decided), so a topic whose consumers died shows
    * them pending again and its dead letters reach `<topic>.dlq`. Not counted as expired: they are redelivered.
+   * A failure here is logged and the run goes on to TTL expiry, which the specification asks of it; a lost
+   * lease or a shutdown still ends the run.
    */
   private async releaseOverdue(now: number, configs: Array<{ topic: string; max_retries: number | null }>, replayable: (topic: string) => boolean, signal: AbortSignal): Promise<void> {
     const maxRetries = new Map(configs.map((c) => [c.topic, c.max_retries]));
     const policy = { dlqThreshold: this.deps.dlqThreshold, topicMaxRetries: (topic: string) => maxRetries.get(topic) };
-    const released = await releaseOverdue(this.deps.db, now, (row) => decideAttempt(policy, row), VISIBILITY_EXPIRED, replayable, signal);
-    if (released.length === 0) return;
-    const perTopic: TopicCounts = new Map();
-    for (const { topic, outcome } of released) {
-      perTopic.set(topic, (perTopic.get(topic) ?? 0) + 1);
-      if (outcome === 'retry') this.deps.signals?.signal(topic);
-      if (outcome === 'dlq') this.deps.signals?.signal(`${topic}.dlq`);
+    let released;
+    try {
+      released = await releaseOverdue(this.deps.db, now, (row) => decideAttempt(policy, row), VISIBILITY_EXPIRED, replayable, signal);
+    } catch (err) {
+      if (signal.aborted) throw err;
+      this.deps.logger?.warn({ err }, 'could not release deliveries whose visibility timeout passed; expiring messages past their TTL all the same');
+      return;
     }
-    this.count('redelivered', perTopic);
-    this.deps.logger?.info({ messages: released.length, topics: perTopic.size }, 'released deliveries whose visibility timeout passed without a dequeue');
+    for (const result of released) announceRedelivery(result, this.deps.metrics, this.deps.signals);
+    if (released.length > 0) {
+      this.deps.logger?.info({ messages: released.length, topics: new Set(released.map((r) => r.topic)).size }, 'released deliveries whose visibility timeout passed without a dequeue');
+    }
   }
 
   private async deleteExpired(signal: AbortSignal): Promise<number> {
@@ -170,7 +174,7 @@ export class Reapers {
     return days > 0 ? trimAudit(this.deps.db, this.now() - days * 86_400_000, signal) : Promise.resolve(0);
   }
 
-  private count(event: 'expired' | 'deleted' | 'redelivered', counts: TopicCounts): void {
+  private count(event: 'expired' | 'deleted', counts: TopicCounts): void {
     for (const [topic, n] of counts) this.deps.metrics.message(event, topic, n);
   }
 }

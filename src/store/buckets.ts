@@ -28,9 +28,12 @@ export async function takeTokens<T extends unknown[]>(
   const tokens = Math.min(ratePerSecond, Number(row.tokens) + elapsedSeconds * ratePerSecond);
   const granted = Math.min(wanted, Math.floor(tokens));
   const spent = granted > 0 ? await spend(granted) : ([] as unknown as T);
-  // The refill time never moves back: a claim whose clock reads earlier (another instance's clock a little
-  // behind, a claim that read the time before waiting for this row's lock) would otherwise credit the same
-  // interval again to the next claim, and instances alternating would exceed the limit.
-  await trx('topic_buckets').where({ topic }).update({ tokens: tokens - spent.length, refilled_at: Math.max(refilledAt, now) });
+  // The refill time does not move back by a little: a claim whose clock reads earlier (another instance's
+  // clock a little behind, a claim that read the time before waiting for this row's lock) would otherwise
+  // credit the same interval again to the next claim, and instances alternating would exceed the limit. Nor is
+  // it kept more than the bucket's one second ahead: a clock stepped back, or one instance's far ahead, would
+  // leave the topic without tokens until the clocks met again.
+  const refilled = refilledAt > now && refilledAt - now <= 1000 ? refilledAt : now;
+  await trx('topic_buckets').where({ topic }).update({ tokens: tokens - spent.length, refilled_at: refilled });
   return spent;
 }

@@ -8,6 +8,7 @@ import { releaseExpired, type AttemptResult, type DecideAttempt } from './messag
 import { retryTransaction } from './retry.js';
 
 const BATCH = 1000;
+const OVERDUE_BATCHES_PER_TOPIC = 10;
 
 /**
  * Every batch is one transaction under the store's retry policy; a re-run of a batch whose commit answer was
@@ -70,7 +71,8 @@ export async function expireDeliveries(db: Knex, now: number, replayable: (topic
  * claims, but a topic whose consumers all died would keep them `processing` (and never dead-letter them)
  * until the next one. Each topic without a consumer group (dead-letter topics included) releases its
  * overdue messages, each registered group its overdue deliveries, in batches of 1,000, exactly as a
- * dequeue there would (the same statements: safe beside dequeues and other instances).
+ * dequeue there would (the same statements: safe beside dequeues and other instances; a group unregistered
+ * since the list was read is left alone, see releaseExpiredDeliveries).
  */
 export async function releaseOverdue(
   db: Knex,
@@ -81,8 +83,11 @@ export async function releaseOverdue(
   signal?: AbortSignal,
 ): Promise<AttemptResult[]> {
   const released: AttemptResult[] = [];
+  // At most OVERDUE_BATCHES_PER_TOPIC batches of a topic (or group) per run: one whose consumers died under a
+  // backlog of millions must not hold the run's lease for minutes while every other topic waits for its TTL
+  // expiry; the next run goes on where this one stopped.
   const drain = async (release: () => Promise<AttemptResult[]>) => {
-    for (;;) {
+    for (let batches = 0; batches < OVERDUE_BATCHES_PER_TOPIC; batches++) {
       signal?.throwIfAborted();
       const batch = await release();
       released.push(...batch);

@@ -111,6 +111,9 @@ export async function releaseExpiredDeliveries(
   if (ids.length === 0) return [];
   let earlier: AttemptResult[] = [];
   return retryTransaction(db, async (trx, attempt) => {
+    // A group unregistered meanwhile (its registration row goes first, its deliveries after, in batches) is
+    // not retried or dead-lettered under a name that no longer exists: its deliveries are being dropped.
+    if (!(await trx('consumer_groups').where({ topic, consumer_group: group }).first('topic'))) return attempt.uncertain ? earlier : [];
     const locked = await lockMessages(trx, ids);
     // Deliveries whose message is gone (removed by a path that did not know the topic was fan-out) are dropped.
     const gone = ids.filter((id) => !locked.some((m) => m.id === id));

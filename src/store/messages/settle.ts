@@ -93,20 +93,28 @@ export async function nackMessage(db: Knex, id: string, error: string, decide: D
 }
 
 /**
+ * A topic's processing messages whose visibility passed (index messages_queue). A message with deliveries is
+ * a fan-out one: `processing` there means some group started it, and its visibility lives in each delivery.
+ * The caller's view of which topics have groups can be a moment old (a group registered through another
+ * instance, or during an expiry run): such a row is never taken here.
+ */
+export function overdueMessages(db: Knex, topic: string, now: number): Knex.QueryBuilder {
+  return db('messages')
+    .where({ topic, status: 'processing' })
+    .andWhere('visible_at', '<=', now)
+    // A count per candidate row, not NOT EXISTS: MariaDB turns that into NOT IN over a materialized scan of
+    // every delivery of every topic; this stays a lookup by the primary key's message_id.
+    .whereRaw('(SELECT COUNT(*) FROM deliveries WHERE deliveries.message_id = messages.id) = 0');
+}
+
+/**
  * Visibility expiry: processing messages of a topic whose visibility deadline passed count as a failed
  * attempt (contract §3). Runs before each claim; a cheap index probe first so that the common case
  * (nothing expired) costs one indexed read and no transaction. A re-run after a lost commit answer that
  * finds nothing left to release reports what the lost attempt released (for the metrics and wake-ups).
  */
 export async function releaseExpired(db: Knex, topic: string, now: number, decide: DecideAttempt, error: string, limit = 500): Promise<AttemptResult[]> {
-  // A message with deliveries is a fan-out one: `processing` there means some group started it, and its
-  // visibility lives in each delivery. The caller's view of which topics have groups can be a moment old (a
-  // group registered through another instance, or during an expiry run): never release such a row here.
-  const expired = () =>
-    db('messages')
-      .where({ topic, status: 'processing' })
-      .andWhere('visible_at', '<=', now)
-      .whereNotExists((q) => q.select(db.raw('1')).from('deliveries').whereRaw('deliveries.message_id = messages.id'));
+  const expired = () => overdueMessages(db, topic, now);
   // The probe runs before every claim, so it is retried too: a lost connection here would fail the dequeue.
   if (!(await withDbRetry(db, () => expired().first('id')))) return [];
   let earlier: AttemptResult[] = [];
