@@ -116,12 +116,11 @@ describeEachEngine('auth: login, tokens and status', (engine) => {
     expect(gone.body.error).toBe('invalid or expired token');
   });
 
+  /** Another instance on the same database and clock, with its own cache of users. */
+  const startSecondInstance = () => startTestServer(engine, { database: server.database, now: clock.now, overrides: { auth: { enabled: true, jwt_secret: JWT_SECRET } } });
+
   it('re-reads the user after at most 5 s when another instance changed it', async () => {
-    const second = await startTestServer(engine, {
-      database: server.database,
-      now: clock.now,
-      overrides: { auth: { enabled: true, jwt_secret: JWT_SECRET } },
-    });
+    const second = await startSecondInstance();
     try {
       const user = await createUser(server, [], true);
       const elsewhere = second.api.withToken(user.token);
@@ -135,11 +134,7 @@ describeEachEngine('auth: login, tokens and status', (engine) => {
   });
 
   it('ends the tokens issued under the old password: at once on this instance, within 5 s on another, refreshed ones too', async () => {
-    const second = await startTestServer(engine, {
-      database: server.database,
-      now: clock.now,
-      overrides: { auth: { enabled: true, jwt_secret: JWT_SECRET } },
-    });
+    const second = await startSecondInstance();
     try {
       const user = await createUser(server, ['read:pw-change']);
       const elsewhere = second.api.withToken(user.token);

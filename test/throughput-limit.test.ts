@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachEngine } from './helpers/engines.js';
 import type { Api } from './helpers/http.js';
 import { dequeueIds, enqueueId, putTopicConfig } from './helpers/messages.js';
-import { manualClock, startTestServer, type TestServer } from './helpers/server.js';
+import { manualClock, startTestServer, type TestClock, type TestServer } from './helpers/server.js';
 
 async function fill(api: Api, topic: string, n: number): Promise<void> {
   const res = await api.post('/api/messages/batch', { messages: Array.from({ length: n }, (_, i) => ({ topic, payload: `m${i}` })) });
@@ -121,69 +121,65 @@ describeEachEngine('throughput_limit', (engine) => {
     });
   });
 
-  it('shares one bucket between two servers on the same database', async () => {
+  /**
+   * Two servers on one database, each on its own clock offset from `clock` (ms), sharing the topic's limit:
+   * `run` gets them once both see the configuration and the topic holds `messages` messages.
+   */
+  async function onTwoServers(
+    topic: string,
+    limit: number,
+    messages: number,
+    offsets: [number, number],
+    run: (first: Api, second: Api, clock: TestClock) => Promise<void>,
+  ): Promise<void> {
     const clock = manualClock();
-    const first = await startTestServer(engine, { now: clock.now });
-    const second = await startTestServer(engine, { now: clock.now, database: first.database });
+    const first = await startTestServer(engine, { now: () => clock.now() + offsets[0] });
+    const second = await startTestServer(engine, { now: () => clock.now() + offsets[1], database: first.database });
     try {
-      await putTopicConfig(first.api, 'tp-shared', { throughput_limit: 3 });
-      await waitForConfig(second.api, 'tp-shared', { throughput_limit: 3 });
-      await fill(first.api, 'tp-shared', 30);
-
-      expect(await taken(first.api, 'tp-shared', 2)).toBe(2);
-      expect(await taken(second.api, 'tp-shared')).toBe(1);
-      expect(await taken(first.api, 'tp-shared')).toBe(0);
-      clock.advance(1_000);
-      expect(await taken(second.api, 'tp-shared')).toBe(3);
-      expect(await taken(first.api, 'tp-shared')).toBe(0);
-      expect(await taken(second.api, 'tp-shared')).toBe(0);
+      await putTopicConfig(first.api, topic, { throughput_limit: limit });
+      await waitForConfig(second.api, topic, { throughput_limit: limit });
+      await fill(first.api, topic, messages);
+      await run(first.api, second.api, clock);
     } finally {
       await second.close();
       await first.close();
     }
+  }
+
+  it('shares one bucket between two servers on the same database', async () => {
+    await onTwoServers('tp-shared', 3, 30, [0, 0], async (first, second, clock) => {
+      expect(await taken(first, 'tp-shared', 2)).toBe(2);
+      expect(await taken(second, 'tp-shared')).toBe(1);
+      expect(await taken(first, 'tp-shared')).toBe(0);
+      clock.advance(1_000);
+      expect(await taken(second, 'tp-shared')).toBe(3);
+      expect(await taken(first, 'tp-shared')).toBe(0);
+      expect(await taken(second, 'tp-shared')).toBe(0);
+    });
   });
 
   it('does not starve a topic behind an instance whose clock ran far ahead', async () => {
-    const clock = manualClock();
     // Ten seconds ahead (a clock that NTP then steps back, or one node misconfigured).
-    const ahead = await startTestServer(engine, { now: () => clock.now() + 10_000 });
-    const second = await startTestServer(engine, { now: clock.now, database: ahead.database });
-    try {
-      await putTopicConfig(ahead.api, 'tp-ahead', { throughput_limit: 10 });
-      await waitForConfig(second.api, 'tp-ahead', { throughput_limit: 10 });
-      await fill(ahead.api, 'tp-ahead', 60);
-      expect(await taken(ahead.api, 'tp-ahead')).toBe(10);
-      expect(await taken(second.api, 'tp-ahead')).toBe(0);
+    await onTwoServers('tp-ahead', 10, 60, [10_000, 0], async (ahead, second, clock) => {
+      expect(await taken(ahead, 'tp-ahead')).toBe(10);
+      expect(await taken(second, 'tp-ahead')).toBe(0);
       // Refilled on the second's own clock from here on, not ten seconds from now.
       clock.advance(500);
-      expect(await taken(second.api, 'tp-ahead')).toBe(5);
-    } finally {
-      await second.close();
-      await ahead.close();
-    }
+      expect(await taken(second, 'tp-ahead')).toBe(5);
+    });
   });
 
-  it('credits no interval twice when the instances\' clocks differ', async () => {
-    const clock = manualClock();
-    const first = await startTestServer(engine, { now: clock.now });
+  it("credits no interval twice when the instances' clocks differ", async () => {
     // Half a second behind the first: what NTP leaves between two nodes on a bad day.
-    const second = await startTestServer(engine, { now: () => clock.now() - 500, database: first.database });
-    try {
-      await putTopicConfig(first.api, 'tp-skew', { throughput_limit: 10 });
-      await waitForConfig(second.api, 'tp-skew', { throughput_limit: 10 });
-      await fill(first.api, 'tp-skew', 60);
-
-      expect(await taken(first.api, 'tp-skew')).toBe(10);
-      expect(await taken(second.api, 'tp-skew')).toBe(0);
+    await onTwoServers('tp-skew', 10, 60, [0, -500], async (first, second, clock) => {
+      expect(await taken(first, 'tp-skew')).toBe(10);
+      expect(await taken(second, 'tp-skew')).toBe(0);
       // The second's earlier clock must not wind the bucket back: the first would get that half second again.
-      expect(await taken(first.api, 'tp-skew')).toBe(0);
+      expect(await taken(first, 'tp-skew')).toBe(0);
       clock.advance(1_000);
-      expect(await taken(second.api, 'tp-skew')).toBe(5);
-      expect(await taken(first.api, 'tp-skew')).toBe(5);
-      expect(await taken(second.api, 'tp-skew')).toBe(0);
-    } finally {
-      await second.close();
-      await first.close();
-    }
+      expect(await taken(second, 'tp-skew')).toBe(5);
+      expect(await taken(first, 'tp-skew')).toBe(5);
+      expect(await taken(second, 'tp-skew')).toBe(0);
+    });
   });
 });
