@@ -15,6 +15,8 @@ export interface Message {
   createdAt: number;
   originalTopic: string;
   dlqMovedAt: number | null;
+  /** A processing message: when the claim that took it ends (ms); what a consumer that did not get it gives back. */
+  claimedUntil?: number;
 }
 
 function parseMetadata(text: string): Record<string, string> {
@@ -41,5 +43,6 @@ export function toMessage(row: MessageRow): Message {
     createdAt: row.created_at,
     originalTopic: row.original_topic,
     dlqMovedAt: row.dlq_moved_at,
+    claimedUntil: row.status === 'processing' ? row.visible_at : undefined,
   };
 }

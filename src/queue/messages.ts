@@ -2,6 +2,8 @@ import type { Knex } from 'knex';
 import { uuidv7 } from './message-ids.js';
 import type { Config } from '../config/schema.js';
 import { findTopicsById } from '../store/messages/browse.js';
+import { giveBackDeliveries } from '../store/deliveries/give-back.js';
+import { giveBackMessages } from '../store/messages/give-back.js';
 import { claimMessages } from '../store/messages/claim.js';
 import { BatchRejected, insertMessages, newMessageRow, type InsertOutcome, type NewMessage } from '../store/messages/insert.js';
 import { ackMessages, nackMessage, releaseExpired, requeueDeadLetter, type AckTarget, type AttemptResult } from '../store/messages/settle.js';
@@ -19,7 +21,7 @@ import { DequeuedTopics } from './dequeued-topics.js';
 import { toMessage, type Message } from './message.js';
 import type { MessageRow } from '../store/messages/rows.js';
 import type { QueueMetrics } from './metrics-port.js';
-import { assertNotDeadLetterTopic, assertTopicName, baseTopicOf, isValidTopicName } from './topic-names.js';
+import { assertNotDeadLetterTopic, assertTopicName, baseTopicOf, isDlqTopic, isValidTopicName } from './topic-names.js';
 import { SubscriptionHub, type Reservation } from './subscriptions.js';
 import type { TopicSignals } from './topic-signals.js';
 
@@ -89,7 +91,12 @@ export class MessageService {
   constructor(private readonly deps: MessageServiceDeps) {
     this.now = deps.now ?? Date.now;
     this.fanOut = new FanOut(deps.db, deps.catalog);
-    this.subscriptions = new SubscriptionHub({ dequeue: (input) => this.dequeue(input), signals: deps.signals, defaultVisibilitySeconds: deps.queue.visibility_timeout });
+    this.subscriptions = new SubscriptionHub({
+      dequeue: (input) => this.dequeue(input),
+      giveBack: (spec, messages) => this.giveBack(spec.topic, spec.group, messages),
+      signals: deps.signals,
+      defaultVisibilitySeconds: deps.queue.visibility_timeout,
+    });
     this.enqueues = new GroupCommitter((batch) => this.storeEnqueues(batch), { maxBatch: 500, maxConcurrent: deps.maxConcurrentFlushes });
     // One ack flush at a time on either engine: acks that arrive meanwhile make the next DELETE bigger instead of
     // a second statement. On MariaDB that cut the Subscribe p99 (fewer statements competing with the enqueue
@@ -175,6 +182,23 @@ export class MessageService {
     }
     if (rows.length > 0) this.deps.metrics.message('dequeued', topic, rows.length);
     return rows.map(toMessage);
+  }
+
+  /**
+   * Claimed messages a push consumer of this instance did not get: pending again with no attempt counted
+   * (src/store/messages/give-back.ts), and the topic woken for whoever has room.
+   */
+  private async giveBack(topic: string, consumerGroup: string | undefined, messages: Message[]): Promise<void> {
+    const held = messages.flatMap((m) => (m.claimedUntil === undefined ? [] : [{ id: m.id, claimedUntil: m.claimedUntil }]));
+    if (held.length === 0) return;
+    for (const { id } of held) this.dequeuedTopics.forget(id);
+    // The way dequeueRoute claimed them: a group's deliveries, except on a dead-letter topic.
+    if (consumerGroup && !isDlqTopic(topic)) await giveBackDeliveries(this.deps.db, consumerGroup, held);
+    else {
+      const superseded = await giveBackMessages(this.deps.db, held);
+      if (superseded.length > 0) this.deps.metrics.message('superseded', topic, superseded.length);
+    }
+    this.deps.signals.signal(topic);
   }
 
   /**

@@ -41,6 +41,8 @@ export interface Reservation {
 
 export interface SubscriptionHubDeps {
   dequeue(input: DequeueInput): Promise<Message[]>;
+  /** Claimed messages no subscriber had room for: back to pending, no attempt counted, the topic woken. */
+  giveBack(spec: SubscriptionSpec, messages: Message[]): Promise<void>;
   signals: TopicSignals;
   /**
    * A poll finds what no signal announces: other instances' enqueues without Redis (contract §9: at most 1 s),
@@ -60,9 +62,9 @@ const DEFAULT_POLL_MS = 1000;
  * mostly empty database transaction per stream for every enqueue flush.
  *
  * Messages claimed (or handed over) when no subscriber has room any more (its transport backed up since, or it
- * left while the claim ran) wait in the feed and are dealt first when room appears, for as long as their claim
- * lasts. When the feed's last subscriber leaves, they stay `processing` and come back through the visibility
- * timeout, as deliveries held by a stream that dies do.
+ * left while the claim ran) are given back at once: pending for any consumer, with no attempt counted, since
+ * nobody saw them. Held for room to appear, they kept consumers of other instances waiting, and when the
+ * feed closed they came back through the visibility timeout counted as a failed attempt.
  */
 export class SubscriptionHub {
   private readonly feeds = new Map<string, Feed>();
@@ -131,8 +133,6 @@ class Feed {
   private reserved = 0;
   /** Where the next deal starts, so no subscriber is always served first. */
   private next = 0;
-  /** Claimed messages no subscriber had room for when they came, with the end of their claim. */
-  private undealt: Array<{ message: Message; until: number }> = [];
   private timer?: NodeJS.Timeout;
   private timerAt = Infinity;
   private readonly unsubscribe: () => void;
@@ -176,26 +176,19 @@ class Feed {
         if (fulfilled) return;
         fulfilled = true;
         this.reserved -= count;
-        this.deal(messages.slice(0, count), visibleUntil);
+        this.deal(messages.slice(0, count));
         this.arm();
       },
     };
   }
 
   private room(): number {
-    return this.subscribers.reduce((sum, s) => sum + s.free(), 0) - this.reserved - this.undealt.length;
+    return this.subscribers.reduce((sum, s) => sum + s.free(), 0) - this.reserved;
   }
 
-  /** Deals what waits first, then claims while a claim is due and someone has room; one claim in flight at a time. */
+  /** Claims while a claim is due and someone has room; one claim in flight at a time. */
   pump(): void {
     if (this.closed) return;
-    if (this.undealt.length > 0) {
-      // A message whose claim lapsed is pending again (another consumer may have it by now): not ours to deal.
-      const now = Date.now();
-      const waiting = this.undealt.filter((u) => u.until > now);
-      this.undealt = [];
-      for (const [until, messages] of byClaimEnd(waiting)) this.deal(messages, until);
-    }
     if (this.running) return;
     this.running = true;
     void this.claimWhileDue();
@@ -208,15 +201,13 @@ class Feed {
         if (free <= 0) break;
         this.claimDue = false;
         const count = Math.min(free, MAX_DEQUEUE_COUNT);
-        // Taken before the claim: the claim ends no earlier than this.
-        const until = Date.now() + (this.spec.visibilitySeconds ?? this.deps.defaultVisibilitySeconds) * 1000;
         const messages = await this.deps.dequeue({
           topic: this.spec.topic,
           count,
           visibilityTimeoutSeconds: this.spec.visibilitySeconds,
           consumerGroup: this.spec.group,
         });
-        this.deal(messages, until);
+        this.deal(messages);
         // A full claim may have left more behind.
         if (messages.length === count) this.claimDue = true;
       }
@@ -228,25 +219,23 @@ class Feed {
     }
   }
 
-  /**
-   * One message at a time to the next subscriber with room, so a burst is spread over the streams. What finds
-   * no room waits for the next pump (an ack, a drained transport); `until` is when the messages' claim ends.
-   */
-  private deal(messages: Message[], until: number): void {
+  /** One message at a time to the next subscriber with room, so a burst is spread over the streams. */
+  private deal(messages: Message[]): void {
+    if (messages.length === 0) return;
     const subscribers = [...this.subscribers];
     const n = subscribers.length;
-    if (n === 0 || messages.length === 0) return;
     const room = subscribers.map((s) => s.free());
     const dealt: Message[][] = subscribers.map(() => []);
-    let at = this.next % n;
+    const unplaced: Message[] = [];
+    let at = n === 0 ? 0 : this.next % n;
     for (const message of messages) {
       let tried = 0;
       while (room[at] === 0 && tried < n) {
         at = (at + 1) % n;
         tried++;
       }
-      if (room[at] === 0) {
-        this.undealt.push({ message, until });
+      if (n === 0 || room[at] === 0) {
+        unplaced.push(message);
         continue;
       }
       dealt[at].push(message);
@@ -263,6 +252,14 @@ class Feed {
         s.fail(err);
       }
     });
+    if (unplaced.length > 0) this.giveBack(unplaced);
+  }
+
+  private giveBack(messages: Message[]): void {
+    // A claim may find them again once someone has room (the give-back signals the topic too).
+    this.claimDue = true;
+    // Not given back (the database is down): they come back through their visibility timeout, as before.
+    this.deps.giveBack(this.spec, messages).catch(() => {});
   }
 
   private due(): void {
@@ -297,15 +294,4 @@ class Feed {
     this.claimDue = true;
     this.pump();
   }
-}
-
-/** Messages grouped by the end of their claim, in the order they came. */
-function byClaimEnd(waiting: Array<{ message: Message; until: number }>): Map<number, Message[]> {
-  const groups = new Map<number, Message[]>();
-  for (const { message, until } of waiting) {
-    const group = groups.get(until);
-    if (group) group.push(message);
-    else groups.set(until, [message]);
-  }
-  return groups;
 }

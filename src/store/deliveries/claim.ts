@@ -53,6 +53,9 @@ async function claimIdsSqlite(trx: Knex.Transaction, req: GroupClaimRequest, lim
   return rows.map((r) => String(r.message_id));
 }
 
+/** What a group's delivery has of its own: its attempts, and the end of its claim (the message's is not the group's). */
+const DELIVERY_OWN: readonly string[] = ['retry_count', 'last_error', 'visible_at'];
+
 async function claimForGroup(trx: Knex.Transaction, req: GroupClaimRequest, limit: number): Promise<MessageRow[]> {
   const ids = await (engineOf(trx) === 'mysql' ? claimIdsMysql : claimIdsSqlite)(trx, req, limit);
   if (ids.length === 0) return [];
@@ -61,7 +64,7 @@ async function claimForGroup(trx: Knex.Transaction, req: GroupClaimRequest, limi
   await trx('messages').whereIn('id', ids).andWhere({ status: 'pending' }).update({ status: 'processing' });
   const rows = await trx('messages as m')
     .join('deliveries as d', (j) => j.on('d.message_id', '=', 'm.id').andOn('d.consumer_group', '=', trx.raw('?', [req.group])))
-    .select([...MESSAGE_COLUMNS.filter((c) => c !== 'retry_count' && c !== 'last_error').map((c) => `m.${c}`), 'd.retry_count', 'd.last_error'])
+    .select([...MESSAGE_COLUMNS.filter((c) => !DELIVERY_OWN.includes(c)).map((c) => `m.${c}`), ...DELIVERY_OWN.map((c) => `d.${c}`)])
     .whereIn('m.id', ids)
     .orderBy('m.id');
   return rows.map(normaliseRow);
