@@ -323,51 +323,6 @@ describeEachEngine('gRPC Subscribe', (engine) => {
     });
   });
 
-  // MySQL only: the test holds the claim back with a row lock on the topic's token bucket, which SQLite has not.
-  if (engine.name === 'mysql') describe('messages claimed for streams that left meanwhile', () => {
-    const holdClaims = async (t: string) => {
-      const conn = await mysql.createConnection(dbUrl);
-      await conn.query('BEGIN');
-      await conn.query('SELECT tokens FROM topic_buckets WHERE topic = ? FOR UPDATE', [t]);
-      const [[{ id }]] = (await conn.query('SELECT CONNECTION_ID() AS id')) as any;
-      const waiting = async () =>
-        Number(
-          ((await conn.query(
-            `SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS w
-             JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id WHERE b.trx_mysql_thread_id = ?`,
-            [id],
-          )) as any)[0][0].n,
-        );
-      return { conn, waiting };
-    };
-
-    for (const grouped of [false, true]) {
-      it(`go back to pending at once with no attempt counted${grouped ? ' (a consumer group)' : ''}`, async () => {
-        const t = topic();
-        // A throughput limit makes every claim lock the topic's bucket row, where the test holds it back.
-        expect((await server.api.put(`/api/topic-configs/${t}`, { throughput_limit: 1000 })).status).toBe(200);
-        const group = grouped ? { consumer_group: 'billing' } : {};
-        if (grouped) expect((await server.api.post(`/api/topics/${t}/consumer-groups`, group)).status).toBe(201);
-        // The bucket row exists after a first claim.
-        expect((await client.call('BatchDequeue', { topic: t, count: 1, ...group })).messages).toHaveLength(0);
-        const { id } = await enqueue(t, 'nobody saw me');
-        const held = await holdClaims(t);
-        try {
-          const rec = new StreamRecorder(client.subscribe({ topic: t, visibility_timeout_seconds: 3600, ...group }));
-          await expect.poll(held.waiting, { timeout: 10_000, interval: 150 }).toBe(1);
-          rec.stream.cancel();
-          await expect.poll(() => streamsGauge(t)).toBe(0);
-        } finally {
-          await held.conn.query('COMMIT');
-          await held.conn.end();
-        }
-        // The claim went on after the stream had gone, and took the message for an hour: without the give-back
-        // it waited out that hour and came back counted as a failed attempt.
-        await expect.poll(async () => (await client.call('BatchDequeue', { topic: t, count: 1, ...group })).messages, { timeout: 5000 }).toMatchObject([{ id, retry_count: 0 }]);
-      });
-    }
-  });
-
   describe('errors', () => {
     it('ends with INVALID_ARGUMENT for a bad topic, visibility timeout or max_in_flight', async () => {
       const bad = new StreamRecorder(client.subscribe({ topic: 'no spaces allowed' }));

@@ -41,7 +41,7 @@ export interface QueueServiceDeps {
   streams: UpDownCounter;
 }
 
-type Unary<Req> = (request: Req, metadata: Metadata) => Promise<object>;
+type Unary<Req> = (request: Req, metadata: Metadata, call: ServerUnaryCall<Req, unknown>) => Promise<object>;
 /** The handler checks access itself (Ack: on the topic of the delivery it settles, src/grpc/subscribe.ts). */
 const BY_HANDLER = 'by handler';
 
@@ -72,14 +72,15 @@ export class QueueServiceHandlers {
         (r) => [...new Set(r.requests.map((m) => m.topic))].map((topic) => ({ action: 'produce', topic })),
         async (r) => messages.enqueueBatch(r.requests.map(toEnqueueInput), 'requests'),
       ),
-      Dequeue: this.unary<DequeueRequest>('Dequeue', consume, async (r) => {
-        const [message] = await messages.dequeue(dequeueInput(r, 1));
+      // A call cancelled (or past its deadline) while the claim ran gets no answer: what it took goes back.
+      Dequeue: this.unary<DequeueRequest>('Dequeue', consume, async (r, _, call) => {
+        const [message] = await messages.dequeueFor(dequeueInput(r, 1), () => call.cancelled);
         // Contract §9: a unary Dequeue has no empty reply, so an empty topic is NOT_FOUND.
         if (!message) throw notFound('no messages available');
         return dequeueResponse(message);
       }),
-      BatchDequeue: this.unary<BatchDequeueRequest>('BatchDequeue', consume, async (r) => ({
-        messages: (await messages.dequeue(dequeueInput(r, r.count))).map(dequeueResponse),
+      BatchDequeue: this.unary<BatchDequeueRequest>('BatchDequeue', consume, async (r, _, call) => ({
+        messages: (await messages.dequeueFor(dequeueInput(r, r.count), () => call.cancelled)).map(dequeueResponse),
       })),
       // A delivery stops counting against its stream's window when its Ack or Nack arrives (once authorised),
       // not when the settle has committed: the consumer is done with it either way (an ack that then fails
@@ -113,7 +114,7 @@ export class QueueServiceHandlers {
         callback(error, response);
       };
       if (isMalformed(call.request)) return respond(malformed(call.request));
-      (access === BY_HANDLER ? handle(call.request, call.metadata) : this.authorize(call.metadata, access(call.request)).then(() => handle(call.request, call.metadata)))
+      (access === BY_HANDLER ? handle(call.request, call.metadata, call) : this.authorize(call.metadata, access(call.request)).then(() => handle(call.request, call.metadata, call)))
         .then(
           (response) => respond(null, response),
           (err) => respond(this.toError(err, method)),

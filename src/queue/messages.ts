@@ -185,7 +185,21 @@ export class MessageService {
   }
 
   /**
-   * Claimed messages a push consumer of this instance did not get: pending again with no attempt counted
+   * A dequeue for a caller that may be gone by the time its claim returns (a cancelled gRPC call, a closed
+   * HTTP connection): then nobody can receive what the claim took, so it is given back and the answer is
+   * empty. Only a caller known to be gone: one that may have read the answer keeps the delivery.
+   */
+  async dequeueFor(input: DequeueInput, gone: () => boolean): Promise<Message[]> {
+    const messages = await this.dequeue(input);
+    if (messages.length === 0 || !gone()) return messages;
+    // Not given back (the database is down): they come back through their visibility timeout.
+    // One claim's messages are all of the topic it claimed from.
+    await this.giveBack(messages[0].topic, input.consumerGroup, messages).catch(() => {});
+    return [];
+  }
+
+  /**
+   * Claimed messages a consumer of this instance did not get: pending again with no attempt counted
    * (src/store/messages/give-back.ts), and the topic woken for whoever has room.
    */
   private async giveBack(topic: string, consumerGroup: string | undefined, messages: Message[]): Promise<void> {

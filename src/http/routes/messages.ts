@@ -1,7 +1,7 @@
 import type { RouteTable } from '../router.js';
 import type { z } from 'zod';
 import type { HttpContext } from '../context.js';
-import type { ApiRequest } from '../request.js';
+import type { ApiRequest, ApiResponse } from '../request.js';
 import { dequeuedMessageJson, messageJson } from '../format.js';
 import { checkConsumeOfMessage, checkConsumeOfMessages, requireConsumeOfBody, requireConsumeOfMessage, requireRequeueOfMessage, requireWriteOfBatch, requireWriteOfBody } from '../middleware/auth.js';
 import { sendEmpty, sendJson } from '../respond.js';
@@ -20,14 +20,11 @@ async function enqueueOne(ctx: HttpContext, body: unknown): Promise<{ id: string
   return { id };
 }
 
-async function dequeueOf(ctx: HttpContext, rawBody: unknown) {
+/** A client whose connection closed while the claim ran gets no answer: what it took goes back. */
+async function dequeueOf(ctx: HttpContext, rawBody: unknown, res: ApiResponse) {
   const body = parseBody(dequeueBody, rawBody);
-  const messages = await ctx.messages.dequeue({
-    topic: body.topic,
-    count: body.count,
-    visibilityTimeoutSeconds: body.visibility_timeout_seconds,
-    consumerGroup: body.consumer_group,
-  });
+  const input = { topic: body.topic, count: body.count, visibilityTimeoutSeconds: body.visibility_timeout_seconds, consumerGroup: body.consumer_group };
+  const messages = await ctx.messages.dequeueFor(input, () => res.destroyed);
   return { messages: messages.map(dequeuedMessageJson) };
 }
 
@@ -113,7 +110,7 @@ export function messageRoutes(ctx: HttpContext, router: RouteTable): void {
     POST: [
       requireConsumeOfBody(ctx),
       async (req, res) => {
-        sendJson(res, 200, await dequeueOf(ctx, req.body));
+        sendJson(res, 200, await dequeueOf(ctx, req.body, res));
       },
     ],
   });
