@@ -92,9 +92,24 @@ describeEachEngine('topic schemas', (engine) => {
       ['an empty string', ''],
       ['a JSON object instead of a string', { type: 'string' }],
       ['a number', 5],
+      // avsc finds these on Object.prototype: a schema that named them compiled and then failed every enqueue with 500.
+      ['a type name every JavaScript object has', '"toString"'],
+      ['a field typed by such a name', JSON.stringify({ type: 'record', name: 'X', fields: [{ name: 'a', type: 'hasOwnProperty' }] })],
     ])('rejects %s with 400 and stores nothing', async (_what, schema) => {
       expectErrorBody(await putSchema('ts-invalid', schema), 400);
       expectErrorBody(await server.api.get('/api/topic-schemas/ts-invalid'), 404);
+    });
+
+    it('refuses a field or enum symbol named like a property of every JavaScript object, saying why', async () => {
+      for (const schema of [
+        { type: 'enum', name: 'Role', symbols: ['constructor', 'admin'] },
+        { type: 'record', name: 'X', fields: [{ name: 'toString', type: 'int', default: 0 }] },
+      ]) {
+        const res = await putSchema('ts-reserved', JSON.stringify(schema));
+        expectErrorBody(res, 400);
+        expect(res.body.error).toMatch(/a property every JavaScript object has/);
+      }
+      expectErrorBody(await server.api.get('/api/topic-schemas/ts-reserved'), 404);
     });
 
     it('rejects a body without schema_json with 400', async () => {
@@ -188,6 +203,44 @@ describeEachEngine('topic schemas', (engine) => {
 
     it('leaves topics without a schema unvalidated', async () => {
       await enqueueId(server.api, 'ts-free', 'not json at all');
+    });
+
+    it('takes no undeclared field, enum symbol or union branch because a JavaScript object has a property of that name', async () => {
+      await putSchema(
+        'ts-proto',
+        JSON.stringify({
+          type: 'record',
+          name: 'P',
+          fields: [
+            { name: 'a', type: 'int' },
+            { name: 'color', type: { type: 'enum', name: 'Color', symbols: ['RED', 'BLUE'] }, default: 'RED' },
+            { name: 'n', type: ['null', 'int', 'double'], default: null },
+          ],
+        }),
+      );
+      for (const [payload, field] of [
+        ['{"a":1,"constructor":"x"}', /"constructor" is not declared/],
+        ['{"a":1,"__proto__":{"polluted":true}}', /"__proto__" is not declared/],
+        ['{"a":1,"color":"toString"}', /"color" has the wrong type \(expected enum Color\)/],
+        ['{"a":1,"color":["RED"]}', /"color" has the wrong type/],
+        // A wrapped union with such a key was a TypeError: 500.
+        ['{"a":1,"n":{"toString":1}}', /"n" has the wrong type \(expected one of null, int, double\)/],
+        ['[]', /the payload value has the wrong type \(expected record P\)/],
+      ] as const) {
+        const res = await server.api.enqueue('ts-proto', payload);
+        expectErrorBody(res, 422);
+        expect(res.body.error).toMatch(field);
+      }
+      // Unions take a bare value of any branch, also where avsc cannot tell the branches apart (int, double),
+      // and there the wrapped form too; numbers must fit their type.
+      for (const payload of ['{"a":1,"n":2}', '{"a":1,"n":2.5}', '{"a":1,"n":{"double":2.5}}', '{"a":-2147483648,"color":"BLUE"}']) await enqueueId(server.api, 'ts-proto', payload);
+      for (const payload of ['{"a":2147483648}', '{"a":1.5}', '{"a":1,"n":"2"}']) expectErrorBody(await server.api.enqueue('ts-proto', payload), 422);
+    });
+
+    it('names the first offending field in the order of the payload, before any undeclared one after it', async () => {
+      const res = await server.api.enqueue('ts-orders', JSON.stringify({ id: 1, amount: 'ten', note: null, customer: { name: 'Ada' }, extra: 1 }));
+      expectErrorBody(res, 422);
+      expect(res.body.error).toMatch(/"id"/);
     });
 
     it('validates a primitive schema too', async () => {
