@@ -116,7 +116,13 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const topics = new TopicService({ db, catalog, metrics, now });
   metrics.observeQueues(new QueueGauges(db, 10_000, now, logger));
   const maintenance = await startMaintenance({ config, db, logger, catalog, messages, metrics, signals, now });
-  const authRuntime = await startAuth(config, db, logger, now);
+  const authRuntime = await startAuth(config, db, logger, now, () => peerRelay?.publishChanged('principals'));
+  // With Redis, a change made here reaches the other instances' caches at once (contract: redis.url).
+  catalog.onOwnChange(() => peerRelay?.publishChanged('catalog'));
+  peerRelay?.onChanged((caches) => {
+    if (caches.includes('catalog')) void catalog.refreshNow();
+    if (caches.includes('principals')) authRuntime.auth.invalidate();
+  });
 
   const ctx: HttpContext = { config, logger, db, metrics, messages, topics, auth: authRuntime.auth, users: authRuntime.users, maintenance };
   const app = createApp(ctx);

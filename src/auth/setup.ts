@@ -16,10 +16,14 @@ export interface AuthRuntime {
 /**
  * Builds the auth core for one server: user service, token issuer, login limiter (Redis when redis.url is set)
  * and the bootstrap admin of auth.username / auth.password. The secret itself was checked by validateConfig.
+ * `onUsersChanged`: users or grants changed here (other instances may be told).
  */
-export async function startAuth(config: Config, db: Knex, logger: Logger, now: () => number): Promise<AuthRuntime> {
+export async function startAuth(config: Config, db: Knex, logger: Logger, now: () => number, onUsersChanged?: () => void): Promise<AuthRuntime> {
   let auth: Authorizer | undefined;
-  const users = new UserService(db, now, () => auth?.invalidate());
+  const users = new UserService(db, now, () => {
+    auth?.invalidate();
+    onUsersChanged?.();
+  });
 
   let limiter: LoginRateLimiter = new MemoryRateLimiter(now);
   let closeLimiter = async () => {};

@@ -150,7 +150,7 @@ export const configSchema = z.strictObject({
   // key_prefix (extension): namespaces every key this service writes, so instances of several deployments can share one Redis.
   redis: z
     .strictObject({
-      url: z.string().default('').meta({ description: 'Redis for the shared login rate limit and cross-instance Subscribe wake-ups and acks; "" = none', sensitive: 'url-password' }),
+      url: z.string().default('').meta({ description: 'Redis for the shared login rate limit, cross-instance Subscribe wake-ups and acks, and cache invalidation across instances; "" = none', sensitive: 'url-password' }),
       url_file: z.string().default('').describe('file holding redis.url (a mounted Secret); not together with redis.url'),
       key_prefix: z.string().default('conveyor:').describe('prefix of every Redis key and channel'),
     })

@@ -8,17 +8,25 @@ const CONNECT_TIMEOUT_MS = 3000;
 
 type Client = RedisClientType;
 
+/** In-memory copies an instance keeps of what another instance may change: re-read them when told. */
+export type PeerCache = 'catalog' | 'principals';
+const PEER_CACHES: readonly PeerCache[] = ['catalog', 'principals'];
+
 interface PeerMessage {
   origin: string;
   /** Topics that have new pending messages. */
   topics: string[];
   /** Subscribe deliveries settled here whose stream may live on another instance (see src/grpc/subscribe.ts). */
   settled: string[];
+  /** Caches this instance changed the source of: topic configurations, schemas and groups; users and grants. */
+  changed: PeerCache[];
 }
 
 /**
- * What instances tell each other over one Redis pub/sub channel: topic wake-ups, and settled Subscribe
- * deliveries so a stream on one instance frees its slot when the Ack arrives at another. Messages are
+ * What instances tell each other over one Redis pub/sub channel: topic wake-ups, settled Subscribe
+ * deliveries so a stream on one instance frees its slot when the Ack arrives at another, and changes of
+ * cached data (a topic configuration, a grant), which the others then re-read at once instead of at their
+ * next poll or cache expiry. Messages are
  * coalesced to one per event-loop turn, and an instance ignores its own. Redis being down only slows other
  * instances down to their fallback poll and visibility timeouts; it never fails a call.
  */
@@ -26,7 +34,9 @@ export class RedisPeerRelay implements SignalRelay {
   private readonly origin = randomUUID();
   private readonly pendingTopics = new Set<string>();
   private readonly pendingSettled = new Set<string>();
+  private readonly pendingChanged = new Set<PeerCache>();
   private readonly settledListeners: Array<(keys: string[]) => void> = [];
+  private readonly changeListeners: Array<(caches: PeerCache[]) => void> = [];
   private flushScheduled = false;
 
   private constructor(
@@ -74,6 +84,16 @@ export class RedisPeerRelay implements SignalRelay {
     this.settledListeners.push(listener);
   }
 
+  /** What a cache of the other instances holds changed here (after the commit). */
+  publishChanged(cache: PeerCache): void {
+    this.pendingChanged.add(cache);
+    this.scheduleFlush();
+  }
+
+  onChanged(listener: (caches: PeerCache[]) => void): void {
+    this.changeListeners.push(listener);
+  }
+
   async close(): Promise<void> {
     await Promise.allSettled([this.subscriber, this.publisher].map(closeClient));
   }
@@ -83,6 +103,7 @@ export class RedisPeerRelay implements SignalRelay {
     if (!peer || peer.origin === this.origin) return;
     for (const topic of peer.topics) signals.signalFromPeer(topic);
     if (peer.settled.length > 0) for (const listener of this.settledListeners) listener(peer.settled);
+    if (peer.changed.length > 0) for (const listener of this.changeListeners) listener(peer.changed);
   }
 
   private scheduleFlush(): void {
@@ -93,9 +114,10 @@ export class RedisPeerRelay implements SignalRelay {
 
   private flush(): void {
     this.flushScheduled = false;
-    const message: PeerMessage = { origin: this.origin, topics: [...this.pendingTopics], settled: [...this.pendingSettled] };
+    const message: PeerMessage = { origin: this.origin, topics: [...this.pendingTopics], settled: [...this.pendingSettled], changed: [...this.pendingChanged] };
     this.pendingTopics.clear();
     this.pendingSettled.clear();
+    this.pendingChanged.clear();
     if (!this.publisher.isReady) return;
     this.publisher.publish(this.channel, JSON.stringify(message)).catch((err: Error) => {
       this.logger.debug({ err }, 'redis publish failed');
@@ -115,7 +137,8 @@ function parsePeerMessage(message: string): PeerMessage | undefined {
     const value = JSON.parse(message) as Partial<Record<keyof PeerMessage, unknown>>;
     if (typeof value.origin !== 'string') return undefined;
     const strings = (list: unknown) => (Array.isArray(list) ? list.filter((s): s is string => typeof s === 'string') : []);
-    return { origin: value.origin, topics: strings(value.topics), settled: strings(value.settled) };
+    const changed = strings(value.changed).filter((name): name is PeerCache => (PEER_CACHES as readonly string[]).includes(name));
+    return { origin: value.origin, topics: strings(value.topics), settled: strings(value.settled), changed };
   } catch {
     return undefined;
   }

@@ -15,7 +15,8 @@ export interface CachedSchema {
 /**
  * In-process copy of topic configurations and compiled schemas, so enqueue and dequeue never read them
  * from the database. Local changes reload at once; other instances' changes are seen by polling the
- * catalog revision (one primary-key read per `queue.config_refresh_interval`).
+ * catalog revision (one primary-key read per `queue.config_refresh_interval`), and at once when the
+ * instance that made them says so over Redis.
  */
 export class Catalog {
   private configs = new Map<string, TopicConfigRow>();
@@ -25,6 +26,7 @@ export class Catalog {
   private timer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
   private readonly listeners: Array<() => void> = [];
+  private readonly ownChangeListeners: Array<() => void> = [];
   /** The poll runs every refresh interval (1 s): while the database is away, one line and a count every 30 s. */
   private readonly refreshFailures: RepeatedFailure;
 
@@ -48,6 +50,7 @@ export class Catalog {
 
   /** Called by the catalog's own writers after they commit. */
   async changed(): Promise<void> {
+    for (const listener of this.ownChangeListeners) listener();
     // A reload already in flight may have read the tables before the caller's commit: let it finish, then
     // load again, so the caller's own change is always in the cache when this resolves.
     await this.refreshing?.catch(() => {});
@@ -56,6 +59,16 @@ export class Catalog {
 
   onChange(listener: () => void): void {
     this.listeners.push(listener);
+  }
+
+  /** A writer of this instance changed the catalog (other instances may be told: src/pubsub/redis-peer-relay.ts). */
+  onOwnChange(listener: () => void): void {
+    this.ownChangeListeners.push(listener);
+  }
+
+  /** Another instance changed the catalog: look now rather than at the next poll. */
+  refreshNow(): Promise<void> {
+    return this.poll();
   }
 
   config(topic: string): TopicConfigRow | undefined {
