@@ -168,6 +168,28 @@ describeEachEngine('consumer groups', (engine) => {
     expect(await topicMessages(api, 'work')).toEqual([]);
   });
 
+  it("requeues a group's dead letter as a plain message once its topic has no group left: no group named in it any more", async () => {
+    await api.put('/api/topic-configs/orphaned', { max_retries: 1 });
+    await register(api, 'orphaned', 'a');
+    const { id } = (await api.enqueue('orphaned', 'x', { metadata: { orig: '1' } })).body;
+    expect((await dequeueGroup(api, 'orphaned', 'a')).map((m) => m.id)).toEqual([id]);
+    expect((await nack(api, id, 'a')).status).toBe(204);
+    const [dead] = await topicMessages(api, 'orphaned.dlq');
+    expect(dead.metadata).toEqual({ orig: '1', consumer_group: 'a' });
+    expect((await api.delete('/api/topics/orphaned/consumer-groups/a')).status).toBe(204);
+
+    expect((await api.post(`/api/messages/${dead.id}/requeue`)).status).toBe(204);
+    const [back] = (await api.dequeue('orphaned')).body.messages;
+    expect(back).toMatchObject({ id: dead.id, metadata: { orig: '1' } });
+    // Dead-lettered again as a plain message, it goes to every group the topic has by then, not only "a".
+    expect((await api.post(`/api/messages/${dead.id}/nack`, { error: 'e' })).status).toBe(204);
+    await register(api, 'orphaned', 'a');
+    await register(api, 'orphaned', 'b');
+    expect((await api.post(`/api/messages/${dead.id}/requeue`)).status).toBe(204);
+    expect((await dequeueGroup(api, 'orphaned', 'a')).map((m) => m.id)).toEqual([dead.id]);
+    expect((await dequeueGroup(api, 'orphaned', 'b')).map((m) => m.id)).toEqual([dead.id]);
+  });
+
   it('requeues a plain dead letter to every group once its topic has turned fan-out', async () => {
     await api.put('/api/topic-configs/turned', { max_retries: 1 });
     const { id } = (await api.enqueue('turned', 'x')).body;

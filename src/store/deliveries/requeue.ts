@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
 import { retryTransaction } from '../retry.js';
-import { requeueChanges, returnToPending, type RequeueTarget } from '../messages/settle.js';
+import { requeueChanges, returnToPending, withoutDeadLetterGroup, type RequeueTarget } from '../messages/settle.js';
 import { insertDeliveries } from './adopt.js';
 
 export interface DeadLetterInfo {
@@ -13,16 +13,6 @@ export interface DeadLetterInfo {
 export async function findDeadLetter(db: Knex, id: string): Promise<DeadLetterInfo | null> {
   const row = await db('messages').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq').first('original_topic', 'consumer_group');
   return row ? { originalTopic: String(row.original_topic), consumerGroup: String(row.consumer_group ?? '') } : null;
-}
-
-function withoutGroup(metadata: string): string {
-  try {
-    const value = JSON.parse(metadata) as Record<string, string>;
-    delete value.consumer_group;
-    return JSON.stringify(value);
-  } catch {
-    return metadata;
-  }
 }
 
 /**
@@ -45,11 +35,7 @@ export async function requeueToGroups(
     const row = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first();
     if (!row) return attempt.uncertain && earlier ? earlier : null;
     const topic = String(row.original_topic);
-    const changes = {
-      ...requeueChanges(topic, target),
-      consumer_group: '',
-      metadata: row.consumer_group ? withoutGroup(String(row.metadata)) : String(row.metadata),
-    };
+    const changes = { ...requeueChanges(topic, target), ...withoutDeadLetterGroup(row) };
     if (forAll) {
       if ((await returnToPending(trx, id, changes)) === 'superseded') return (earlier = { topic, outcome: 'superseded' as const });
     } else {

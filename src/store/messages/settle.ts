@@ -254,6 +254,22 @@ export function requeueChanges(topic: string, target: RequeueTarget) {
 }
 
 /**
+ * A group's dead letter names its group (the column, and the metadata key `consumer_group`); requeued to its
+ * topic it belongs to no group any more, whichever way it goes back.
+ */
+export function withoutDeadLetterGroup(row: { metadata: unknown; consumer_group: unknown }): { consumer_group: string; metadata: string } {
+  const metadata = String(row.metadata);
+  if (!row.consumer_group) return { consumer_group: '', metadata };
+  try {
+    const value = JSON.parse(metadata) as Record<string, string>;
+    delete value.consumer_group;
+    return { consumer_group: '', metadata: JSON.stringify(value) };
+  } catch {
+    return { consumer_group: '', metadata };
+  }
+}
+
+/**
  * Requeue of a dead letter to its original topic (contract §3). Null when the id is not a dead letter.
  * After a lost commit answer, a re-run that no longer finds the dead letter answers what the lost attempt did
  * (it was requeued, or superseded and removed) rather than "not a dead letter".
@@ -263,11 +279,12 @@ export async function requeueDeadLetter(db: Knex, id: string, target: RequeueTar
   return retryTransaction(db, async (trx, attempt) => {
     const row = await lockForSettle(
       trx,
-      trx('messages').select('id', 'topic', 'original_topic').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq'),
+      trx('messages').select('id', 'topic', 'original_topic', 'metadata', 'consumer_group').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq'),
     ).first();
     if (!row) return attempt.uncertain && earlier ? earlier : null;
     const topic = String(row.original_topic);
-    const outcome = await returnToPending(trx, id, requeueChanges(topic, target));
+    // The topic's groups may all be gone since a group dead-lettered it: it comes back a plain message.
+    const outcome = await returnToPending(trx, id, { ...requeueChanges(topic, target), ...withoutDeadLetterGroup(row) });
     earlier = { topic, outcome };
     return earlier;
   });
