@@ -3,6 +3,8 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
 import { describeEachEngine, type TestDatabase } from './helpers/engines.js';
 import type { Api } from './helpers/http.js';
+import { createDb } from '../src/store/db.js';
+import { createLogger } from '../src/log/logger.js';
 import { manualClock, startTestServer, type TestClock, type TestServer } from './helpers/server.js';
 
 const register = (api: Api, topic: string, group: string) => api.post(`/api/topics/${topic}/consumer-groups`, { consumer_group: group });
@@ -528,6 +530,36 @@ describeEachEngine('consumer groups', (engine) => {
     expect((await api.post('/api/topics/purge/purge', { statuses: ['pending'] })).body).toEqual({ deleted: 2 });
     expect(await topicMessages(api, 'purge')).toEqual([]);
     expect(await dequeueGroup(api, 'purge', 'b')).toEqual([]);
+  });
+
+  it('a purge counts only the messages it removed, not those it left expired for the delete reaper', async () => {
+    await api.put('/api/topic-configs/purge-ttl', { message_ttl_seconds: 10 });
+    await register(api, 'purge-ttl', 'a');
+    await register(api, 'purge-ttl', 'c');
+    const { id } = (await api.enqueue('purge-ttl', 'x')).body;
+    await dequeueGroup(api, 'purge-ttl', 'c', { visibility_timeout_seconds: 300 });
+    clock.advance(11_000);
+    // a's pending delivery expires; c still holds its own.
+    expect((await api.post('/api/admin/expiry-reaper/run')).body).toEqual({ expired: 1 });
+    expect((await api.post('/api/topics/purge-ttl/purge', { statuses: ['processing'] })).body).toEqual({ deleted: 0 });
+    expect((await topicMessages(api, 'purge-ttl')).map((m) => [m.id, m.status])).toEqual([[id, 'expired']]);
+  });
+
+  it("an unregistration cut short after the group went (the process died) is finished by the next expiry run", async () => {
+    await register(api, 'cut-short', 'g');
+    const ids = [(await api.enqueue('cut-short', 'a')).body.id, (await api.enqueue('cut-short', 'b')).body.id];
+    // What a process killed right after removing the group row leaves: the row gone, its deliveries still there.
+    const db = createDb({ url: server.database.url, poolSize: 1, logger: createLogger('silent') });
+    try {
+      expect(await db('consumer_groups').where({ topic: 'cut-short', consumer_group: 'g' }).delete()).toBe(1);
+      await db('settings').where({ name: 'catalog' }).increment('revision', 1);
+    } finally {
+      await db.destroy();
+    }
+    await expect.poll(async () => (await api.get('/api/topics/cut-short/consumer-groups')).body.items).toEqual([]);
+    expect((await api.post('/api/admin/expiry-reaper/run')).status).toBe(200);
+    // The topic's last group is gone: what it left is finished, as a complete unregistration would have done.
+    expect((await topicMessages(api, 'cut-short')).filter((m) => ids.includes(m.id))).toEqual([]);
   });
 
   it("a purge of processing takes one group's claimed deliveries, never the pending copies of the others", async () => {

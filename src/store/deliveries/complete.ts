@@ -78,10 +78,16 @@ export function ofUnregisteredGroup(db: Knex, topic: string, group: string): (qu
  * to 1,000 per transaction, and in the same transaction finishes the messages among theirs that no group is
  * still working on (settleMessages). Only messages that lost a delivery here are looked at: a message stored
  * meanwhile without deliveries (the topic's last group is gone, so it is a plain topic again) is nobody's to
- * finish. Returns the messages finished.
+ * finish. Returns how many messages were finished: removed, or marked expired (a group's TTL ran out).
  */
-export async function dropDeliveries(db: Knex, topic: string, chosen: (query: Knex.QueryBuilder) => Knex.QueryBuilder, replayable: boolean, now: number): Promise<number> {
-  let finished = 0;
+export async function dropDeliveries(
+  db: Knex,
+  topic: string,
+  chosen: (query: Knex.QueryBuilder) => Knex.QueryBuilder,
+  replayable: boolean,
+  now: number,
+): Promise<{ removed: number; expired: number }> {
+  const finished = { removed: 0, expired: 0 };
   for (;;) {
     const batch: Array<{ message_id: string; consumer_group: string }> = await chosen(db('deliveries').select('message_id', 'consumer_group').where({ topic })).limit(1000);
     if (batch.length === 0) return finished;
@@ -102,6 +108,7 @@ export async function dropDeliveries(db: Knex, topic: string, chosen: (query: Kn
       earlier = settled;
       return settled;
     });
-    finished += outcome.completed.length + outcome.expired.length;
+    finished.removed += outcome.completed.length;
+    finished.expired += outcome.expired.length;
   }
 }

@@ -7,10 +7,11 @@ import { dropDeliveries } from './complete.js';
  * no group still works on then leave the topic (archived when some group acked them and the topic is
  * replayable). A message row's own `pending` or `processing` only says whether some group has claimed it, so
  * it is never purged by that status, which would take the other groups' deliveries with it; rows in the
- * chosen statuses that are the message's own (expired) are removed as on any topic. Returns the messages removed.
+ * chosen statuses that are the message's own (expired) are removed as on any topic. Returns the messages removed
+ * (not those only marked expired because the group left was one whose TTL ran out: they stay for the reaper).
  */
 export async function purgeFanOutTopic(db: Knex, topic: string, statuses: string[], replayable: boolean, now: number): Promise<number> {
-  const finished = await dropDeliveries(db, topic, (query) => query.whereIn('status', statuses), replayable, now);
+  const { removed } = await dropDeliveries(db, topic, (query) => query.whereIn('status', statuses), replayable, now);
   const ownStatuses = statuses.filter((status) => status !== 'pending' && status !== 'processing');
-  return finished + (ownStatuses.length > 0 ? await purgeTopic(db, topic, ownStatuses) : 0);
+  return removed + (ownStatuses.length > 0 ? await purgeTopic(db, topic, ownStatuses) : 0);
 }

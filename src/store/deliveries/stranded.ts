@@ -21,21 +21,24 @@ export interface StrandedRepair {
 }
 
 /**
- * MySQL/MariaDB (on SQLite every write transaction holds the database's write lock from its start, so an
- * enqueue and a registration or unregistration never overlap): repairs what an enqueue racing a consumer
- * group's registration or unregistration left behind, as part of the expiry reaper's run.
- * - Each group registered in the last STRANDED_WINDOW_MS adopts its topic's messages again, as its
- *   registration did (adoptMessages): every pending message, which no group has claimed yet, so every
- *   registered group must have a delivery of it. Deliveries it has already are left as they are.
+ * Repairs what an enqueue racing a consumer group's registration or unregistration, or a process that died
+ * in the middle of an unregistration, left behind, as part of the expiry reaper's run.
+ * - MySQL/MariaDB only (on SQLite every write transaction holds the database's write lock from its start, so
+ *   an enqueue and a registration never overlap): each group registered in the last STRANDED_WINDOW_MS adopts
+ *   its topic's messages again, as its registration did (adoptMessages): every pending message, which no
+ *   group has claimed yet, so every registered group must have a delivery of it. Deliveries it has already
+ *   are left as they are.
  * - Deliveries of a group that is no longer registered (an enqueue that read the group before its
- *   unregistration committed, and committed after the unregistration dropped the group's deliveries, or an
- *   adoption above that read the group just before it went): dropped, and their messages finished when no
- *   group still works on them, as the unregistration does.
+ *   unregistration committed, and committed after the unregistration dropped the group's deliveries; an
+ *   adoption above that read the group just before it went; on either engine, an unregistration whose
+ *   process died after removing the group and before dropping all its deliveries, which run in batches after
+ *   it): dropped, and their messages finished when no group still works on them, as the unregistration does.
+ *   Until then such a message could never be redelivered nor expire.
  */
 export async function repairStranded(db: Knex, now: number, replayable: (topic: string) => boolean, signal?: AbortSignal): Promise<StrandedRepair> {
   const adopted = new Map<string, number>();
-  if (engineOf(db) !== 'mysql') return { adopted, dropped: 0 };
-  const recent: Array<{ topic: string; consumer_group: string }> = await db('consumer_groups').select('topic', 'consumer_group').where('created_at', '>=', now - STRANDED_WINDOW_MS);
+  const recent: Array<{ topic: string; consumer_group: string }> =
+    engineOf(db) === 'mysql' ? await db('consumer_groups').select('topic', 'consumer_group').where('created_at', '>=', now - STRANDED_WINDOW_MS) : [];
   for (const { topic, consumer_group: group } of recent) {
     signal?.throwIfAborted();
     const count = await retryTransaction(db, (trx) => adoptMessages(trx, String(topic), String(group)));
@@ -44,7 +47,8 @@ export async function repairStranded(db: Knex, now: number, replayable: (topic: 
   let dropped = 0;
   for (const { topic, group } of await unregisteredDeliveries(db)) {
     signal?.throwIfAborted();
-    dropped += await dropDeliveries(db, topic, ofUnregisteredGroup(db, topic, group), replayable(topic), now);
+    const finished = await dropDeliveries(db, topic, ofUnregisteredGroup(db, topic, group), replayable(topic), now);
+    dropped += finished.removed + finished.expired;
   }
   return { adopted, dropped };
 }
