@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { claimSelectMysql, type ClaimRequest } from '../src/store/messages/claim.js';
-import { overdueMessages } from '../src/store/messages/settle.js';
+import { overdueMessages, WITHOUT_DELIVERIES } from '../src/store/messages/settle.js';
 import { engineByName } from './helpers/engines.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -105,6 +105,17 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
     expect(deliveries?.key).toBe('PRIMARY');
     const overdue = await overdueMessages(server.db, 'orders', now + 60_000).count({ n: '*' });
     expect(Number(overdue[0].n)).toBe(600);
+  });
+
+  it("the ack's DELETE finds its rows by primary key and looks each one's deliveries up by key, never a scan", async () => {
+    const ids = (await server.db('messages').where({ topic: 'orders' }).orderBy('id').limit(50).pluck('id')).map(String);
+    const sql = `DELETE FROM messages WHERE id IN (${ids.map(() => '?').join(', ')}) AND status = 'processing' AND ${WITHOUT_DELIVERIES}`;
+    const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${sql}`, ids)) as [Array<{ EXPLAIN: string }>];
+    const tables = tablesOf(JSON.parse(json[0].EXPLAIN));
+    expect(tables.find((t) => t.table_name === 'messages')).toMatchObject({ key: 'PRIMARY' });
+    const deliveries = tables.find((t) => t.table_name === 'deliveries');
+    expect(deliveries?.access_type).not.toBe('ALL');
+    expect(deliveries?.key).toBe('PRIMARY');
   });
 
   it('the explained query is the one dequeue runs: it claims the oldest pending messages of the topic', async () => {

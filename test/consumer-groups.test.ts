@@ -240,6 +240,36 @@ describeEachEngine('consumer groups', (engine) => {
     }
   });
 
+  it("an instance that does not know the topic's group yet cannot ack or nack away what the group still needs", async () => {
+    const stale = await startTestServer(engine, {
+      now: clock.now,
+      database: server.database,
+      overrides: { queue: { dlq_threshold: 2, max_retries: 5, config_refresh_interval: '1h' }, reapers: { mode: 'external' } },
+    });
+    try {
+      const acked = (await api.enqueue('late-ack', 'a')).body.id;
+      const nacked = (await api.enqueue('late-ack', 'b')).body.id;
+      expect((await register(api, 'late-ack', 'billing')).status).toBe(201);
+      // Still a plain topic there: its consumer gets the messages (once more than needed, at least once)...
+      expect((await stale.api.dequeue('late-ack', { count: 2 })).body.messages.map((m: any) => m.id).sort()).toEqual([acked, nacked].sort());
+      // ...but cannot settle them: they are the group's.
+      expectErrorBody(await stale.api.post(`/api/messages/${acked}/ack`), 404);
+      expectErrorBody(await stale.api.post(`/api/messages/${nacked}/nack`, { error: 'e' }), 404);
+      expect(await topicMessages(api, 'late-ack.dlq')).toEqual([]);
+      expect((await dequeueGroup(api, 'late-ack', 'billing', { count: 2 })).map((m) => m.id).sort()).toEqual([acked, nacked].sort());
+      for (const id of [acked, nacked]) expect((await ack(api, id, 'billing')).status).toBe(204);
+      expect(await topicMessages(api, 'late-ack')).toEqual([]);
+
+      // Nor purge a message row the group has not finished: its purge goes per group, as on the instance that knows.
+      const kept = (await api.enqueue('late-ack', 'c')).body.id;
+      expect((await stale.api.dequeue('late-ack')).body.messages.map((m: any) => m.id)).toEqual([kept]);
+      expect((await stale.api.post('/api/topics/late-ack/purge', { statuses: ['processing'] })).body).toEqual({ deleted: 0 });
+      expect((await dequeueGroup(api, 'late-ack', 'billing')).map((m) => m.id)).toEqual([kept]);
+    } finally {
+      await stale.close();
+    }
+  });
+
   it("fails one group's delivery (no retries, no DLQ) while the other group still finishes the message", async () => {
     await api.put('/api/topic-configs/once', { max_retries: 0 });
     await register(api, 'once', 'x');

@@ -4,6 +4,7 @@ import { countByStatus, listMessages, type MessageFilter, type StatusCount } fro
 import type { MessageStatus } from '../store/messages/rows.js';
 import { deleteByKey, purgeTopic } from '../store/messages/remove.js';
 import { purgeFanOutTopic } from '../store/deliveries/purge.js';
+import { listConsumerGroups } from '../store/consumer-groups.js';
 import { countDeliveriesByStatus, type DeliveryCount } from '../store/deliveries/backlog.js';
 import { setManager } from '../store/managed-rows.js';
 import { deleteTopicConfig, getTopicConfig, putTopicConfig, type TopicConfigRow, type TopicConfigValues } from '../store/topic-configs.js';
@@ -178,10 +179,12 @@ export class TopicService {
   async purge(topicName: unknown, statuses: unknown): Promise<number> {
     const topic = assertTopicName(topicName);
     const chosen = validatePurgeStatuses(statuses);
-    const deleted =
-      this.deps.catalog.groupsOf(topic).length > 0
-        ? await purgeFanOutTopic(this.deps.db, topic, chosen, this.deps.catalog.config(topic)?.replayable === true, this.now())
-        : await purgeTopic(this.deps.db, topic, chosen);
+    // Whether the topic is fan-out is read from the database, not this instance's catalog: one that has not yet
+    // seen a group's registration would purge the message rows, and with them what the group still needs.
+    const fanOut = this.deps.catalog.groupsOf(topic).length > 0 || (await listConsumerGroups(this.deps.db, topic)).length > 0;
+    const deleted = fanOut
+      ? await purgeFanOutTopic(this.deps.db, topic, chosen, this.deps.catalog.config(topic)?.replayable === true, this.now())
+      : await purgeTopic(this.deps.db, topic, chosen);
     if (deleted > 0) this.deps.metrics.message('deleted', topic, deleted);
     return deleted;
   }

@@ -56,6 +56,16 @@ async function applyAttempt(trx: Knex.Transaction, row: MessageRow, outcome: Att
   return result(returned === 'pending' ? 'retry' : 'superseded');
 }
 
+/**
+ * A message with deliveries is a fan-out one, settled per group (src/store/deliveries): a plain ack, nack or
+ * visibility release never takes it. An instance that has not yet seen a group's registration (its catalog
+ * is a moment old) serves the topic as a plain one meanwhile; this keeps its consumers from settling what
+ * the group still needs (they may see the message once more, at least once). A count per row, not NOT
+ * EXISTS: MariaDB turns that into NOT IN over a materialized scan of every delivery of every topic; this
+ * stays a lookup by the primary key's message_id (test/claim-explain.test.ts).
+ */
+export const WITHOUT_DELIVERIES = '(SELECT COUNT(*) FROM deliveries WHERE deliveries.message_id = messages.id) = 0';
+
 function lockForSettle(trx: Knex.Transaction, query: Knex.QueryBuilder): Knex.QueryBuilder {
   return engineOf(trx) === 'mysql' ? query.forUpdate() : query;
 }
@@ -82,7 +92,7 @@ export function appliedEarlier<T>(uncertain: boolean, decided: Decided<T> | unde
 export async function nackMessage(db: Knex, id: string, error: string, decide: DecideAttempt, now: number): Promise<AttemptResult | null> {
   let decided: Decided<AttemptResult> | undefined;
   return retryTransaction(db, async (trx, attempt) => {
-    const raw = await lockForSettle(trx, trx('messages').select(SETTLE_COLUMNS).where({ id, status: 'processing' })).first();
+    const raw = await lockForSettle(trx, trx('messages').select(SETTLE_COLUMNS).where({ id, status: 'processing' }).whereRaw(WITHOUT_DELIVERIES)).first();
     const row = raw ? normaliseRow(raw) : null;
     if (appliedEarlier(attempt.uncertain, decided, row)) return decided.result;
     if (!row) return null;
@@ -96,15 +106,13 @@ export async function nackMessage(db: Knex, id: string, error: string, decide: D
  * A topic's processing messages whose visibility passed (index messages_queue). A message with deliveries is
  * a fan-out one: `processing` there means some group started it, and its visibility lives in each delivery.
  * The caller's view of which topics have groups can be a moment old (a group registered through another
- * instance, or during an expiry run): such a row is never taken here.
+ * instance, or during an expiry run): such a row is never taken here (WITHOUT_DELIVERIES).
  */
 export function overdueMessages(db: Knex, topic: string, now: number): Knex.QueryBuilder {
   return db('messages')
     .where({ topic, status: 'processing' })
     .andWhere('visible_at', '<=', now)
-    // A count per candidate row, not NOT EXISTS: MariaDB turns that into NOT IN over a materialized scan of
-    // every delivery of every topic; this stays a lookup by the primary key's message_id.
-    .whereRaw('(SELECT COUNT(*) FROM deliveries WHERE deliveries.message_id = messages.id) = 0');
+    .whereRaw(WITHOUT_DELIVERIES);
 }
 
 /**
@@ -149,7 +157,7 @@ export interface AckTarget {
 /**
  * Acks a group-committed batch: locks the processing rows, lets `beforeDelete` copy replayable ones to the
  * archive log in the same transaction, deletes them. Ids that are not processing (on their target's topic,
- * when it names one) are simply not returned.
+ * when it names one), or that are fan-out messages (WITHOUT_DELIVERIES), are simply not returned.
  * Without `beforeDelete`, where the engine has it, one `DELETE ... RETURNING` does all that in one statement
  * (four round trips fewer per batch: BEGIN, the locking SELECT, COMMIT).
  *
@@ -170,7 +178,9 @@ export async function ackMessages(
   return withDbRetry(db, async (attempt) => {
     if (oneStatement && !attempt.uncertain) return deleteProcessing(db, which);
     return db.transaction(async (trx) => {
-      const acked: AckedMessage[] = (await lockForSettle(trx, trx('messages').select('id', 'topic').whereRaw(which.sql, which.bindings).andWhere({ status: 'processing' }))).map(
+      const acked: AckedMessage[] = (
+        await lockForSettle(trx, trx('messages').select('id', 'topic').whereRaw(which.sql, which.bindings).andWhere({ status: 'processing' }).whereRaw(WITHOUT_DELIVERIES))
+      ).map(
         (r: { id: string; topic: string }) => ({ id: String(r.id), topic: String(r.topic) }),
       );
       const gone = attempt.uncertain ? await goneIds(trx, [...new Set(targets.map((t) => t.id))]) : [];
@@ -231,7 +241,10 @@ export async function goneIds(trx: Knex.Transaction, ids: string[]): Promise<str
 }
 
 async function deleteProcessing(db: Knex, which: Condition): Promise<AckedMessage[]> {
-  const rows = (await runStatement(db, `DELETE FROM messages WHERE ${which.sql} AND status = 'processing' RETURNING id, topic`, which.bindings)) as Array<{ id: string; topic: string }>;
+  const rows = (await runStatement(db, `DELETE FROM messages WHERE ${which.sql} AND status = 'processing' AND ${WITHOUT_DELIVERIES} RETURNING id, topic`, which.bindings)) as Array<{
+    id: string;
+    topic: string;
+  }>;
   return rows.map((r) => ({ id: String(r.id), topic: String(r.topic) }));
 }
 
