@@ -101,6 +101,43 @@ describeGalera('multi-primary: two instances on two Galera nodes [galera]', () =
     expect(ledger.count(500)).toBe(0);
   }, 120_000);
 
+  it("a group's delivery claimed through one node is nacked or acked through the other at once", async () => {
+    const topic = 'cross-node-group';
+    expect((await a.api.post(`/api/topics/${topic}/consumer-groups`, { consumer_group: 'g' })).status).toBe(201);
+    // The registration must be in both instances' catalogs before their first dequeue with the group.
+    await expect.poll(async () => (await b.api.get(`/api/topics/${topic}/consumer-groups`)).body.items?.length, { timeout: 10_000 }).toBe(1);
+    const refused: string[] = [];
+    let producing = true;
+    // Other writes keep the second node's appliers busy, so the claim is often not applied there yet.
+    const load = new Ledger('cross-node-group-load', VISIBILITY_SECONDS);
+    const background = load.produceUntil(b.api, 'load', () => !producing, 5);
+    try {
+      for (let round = 0; round < 200; round++) {
+        const [claimVia, settleVia] = round % 2 ? [a, b] : [b, a];
+        expect((await claimVia.api.post('/api/messages', { topic, payload: `m${round}` })).status).toBe(201);
+        const [message] = (await claimVia.api.dequeue(topic, { consumer_group: 'g', visibility_timeout_seconds: VISIBILITY_SECONDS })).body.messages;
+        const settled =
+          message.retry_count === 0
+            ? await settleVia.api.post(`/api/messages/${message.id}/nack`, { consumer_group: 'g', error: 'again' })
+            : await settleVia.api.post(`/api/messages/${message.id}/ack`, { consumer_group: 'g' });
+        if (settled.status !== 204) {
+          refused.push(`round ${round}: ${settled.status} ${settled.text}`);
+          continue;
+        }
+        if (message.retry_count === 0) {
+          const [again] = (await claimVia.api.dequeue(topic, { consumer_group: 'g', visibility_timeout_seconds: VISIBILITY_SECONDS })).body.messages;
+          expect(again?.id).toBe(message.id);
+          const acked = await settleVia.api.post(`/api/messages/${again.id}/ack`, { consumer_group: 'g' });
+          if (acked.status !== 204) refused.push(`round ${round} (ack): ${acked.status} ${acked.text}`);
+        }
+      }
+    } finally {
+      producing = false;
+      await background;
+    }
+    expect(refused).toEqual([]);
+  }, 120_000);
+
   it('reapers run from both instances at once never overlap: one run does the work, a fencing token per run', async () => {
     const topic = 'reap-me';
     expect((await a.api.put(`/api/topic-configs/${topic}`, { message_ttl_seconds: 1 })).status).toBe(200);

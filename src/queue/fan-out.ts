@@ -6,7 +6,7 @@ import { ackDeliveries, nackDelivery, releaseExpiredDeliveries } from '../store/
 import type { AttemptResult, DecideAttempt, RequeueTarget } from '../store/messages/settle.js';
 import type { MessageRow } from '../store/messages/rows.js';
 import type { Catalog } from './catalog.js';
-import { DomainError, invalid, messageNotFound } from './errors.js';
+import { DomainError, invalid } from './errors.js';
 import { assertConsumerGroupName } from './consumer-group-names.js';
 import { isDlqTopic } from './topic-names.js';
 
@@ -92,10 +92,9 @@ export class FanOut {
     return ackDeliveries(this.db, ids, group, this.settleContext(now));
   }
 
-  async nack(id: string, group: string, error: string, decide: DecideAttempt, now: number): Promise<AttemptResult> {
-    const result = await nackDelivery(this.db, id, group, error, decide, this.settleContext(now));
-    if (!result) throw messageNotFound();
-    return result;
+  /** Null when the group has no such delivery in processing: the caller may look again after a catch-up. */
+  nack(id: string, group: string, error: string, decide: DecideAttempt, now: number): Promise<AttemptResult | null> {
+    return nackDelivery(this.db, id, group, error, decide, this.settleContext(now));
   }
 
   /**
