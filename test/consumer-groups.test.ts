@@ -217,13 +217,16 @@ describeEachEngine('consumer groups', (engine) => {
     expect(await topicMessages(api, 'switch')).toEqual([]);
   });
 
-  it("an instance that does not know the topic's group yet leaves what the group has started alone", async () => {
-    // The second instance refreshes its catalog hourly: the registration below stays unknown to it.
-    const stale = await startTestServer(engine, {
+  /** A second instance that refreshes its catalog hourly: a registration made after its start stays unknown to it. */
+  const startStaleInstance = () =>
+    startTestServer(engine, {
       now: clock.now,
       database: server.database,
       overrides: { queue: { dlq_threshold: 2, max_retries: 5, config_refresh_interval: '1h' }, reapers: { mode: 'external' } },
     });
+
+  it("an instance that does not know the topic's group yet leaves what the group has started alone", async () => {
+    const stale = await startStaleInstance();
     try {
       const { id } = (await api.enqueue('late-fan', 'x')).body;
       expect((await stale.api.get('/api/topics/late-fan/consumer-groups')).status).toBe(200);
@@ -241,11 +244,7 @@ describeEachEngine('consumer groups', (engine) => {
   });
 
   it("an instance that does not know the topic's group yet cannot ack or nack away what the group still needs", async () => {
-    const stale = await startTestServer(engine, {
-      now: clock.now,
-      database: server.database,
-      overrides: { queue: { dlq_threshold: 2, max_retries: 5, config_refresh_interval: '1h' }, reapers: { mode: 'external' } },
-    });
+    const stale = await startStaleInstance();
     try {
       const acked = (await api.enqueue('late-ack', 'a')).body.id;
       const nacked = (await api.enqueue('late-ack', 'b')).body.id;
