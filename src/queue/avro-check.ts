@@ -26,12 +26,33 @@ const INT_MAX = 2 ** 31 - 1;
  * must fit their type (int 32-bit, long a safe integer, float and double finite), and bytes and fixed, which
  * JSON cannot carry, take nothing.
  */
-export function findMisfit(type: avro.Type, value: unknown, path: string[] = []): Misfit | undefined {
-  if (type instanceof avro.types.RecordType) return recordMisfit(type, value, path);
+export function findMisfit(type: avro.Type, value: unknown): Misfit | undefined {
+  return check(type, value, [], new WeakMap());
+}
+
+/**
+ * What was found for a JSON object or array against a type: a union tries each branch, and a payload that fits
+ * none of two recursive branches would otherwise be walked again at every level, twice as often per level.
+ * A node of the payload sits at one path, so what was found for it holds wherever it is asked again.
+ */
+type Found = WeakMap<object, Map<avro.Type, Misfit | undefined>>;
+
+function check(type: avro.Type, value: unknown, path: string[], found: Found): Misfit | undefined {
+  if (value === null || typeof value !== 'object') return checkNode(type, value, path, found);
+  let byType = found.get(value);
+  if (byType === undefined) found.set(value, (byType = new Map()));
+  if (byType.has(type)) return byType.get(type);
+  const misfit = checkNode(type, value, path, found);
+  byType.set(type, misfit);
+  return misfit;
+}
+
+function checkNode(type: avro.Type, value: unknown, path: string[], found: Found): Misfit | undefined {
+  if (type instanceof avro.types.RecordType) return recordMisfit(type, value, path, found);
   if (type instanceof avro.types.ArrayType) {
     if (!Array.isArray(value)) return wrong(type, path);
     for (let i = 0; i < value.length; i++) {
-      const misfit = findMisfit(type.itemsType, value[i], [...path, String(i)]);
+      const misfit = check(type.itemsType, value[i], [...path, String(i)], found);
       if (misfit) return misfit;
     }
     return undefined;
@@ -39,22 +60,22 @@ export function findMisfit(type: avro.Type, value: unknown, path: string[] = [])
   if (type instanceof avro.types.MapType) {
     if (!isObject(value)) return wrong(type, path);
     for (const key of Object.keys(value)) {
-      const misfit = findMisfit(type.valuesType, value[key], [...path, key]);
+      const misfit = check(type.valuesType, value[key], [...path, key], found);
       if (misfit) return misfit;
     }
     return undefined;
   }
-  if (type instanceof avro.types.UnwrappedUnionType || type instanceof avro.types.WrappedUnionType) return unionMisfit(type, value, path);
+  if (type instanceof avro.types.UnwrappedUnionType || type instanceof avro.types.WrappedUnionType) return unionMisfit(type, value, path, found);
   return fitsPrimitive(type, value) ? undefined : wrong(type, path);
 }
 
-function recordMisfit(type: avro.types.RecordType, value: unknown, path: string[]): Misfit | undefined {
+function recordMisfit(type: avro.types.RecordType, value: unknown, path: string[], found: Found): Misfit | undefined {
   if (!isObject(value)) return wrong(type, path);
   const fields = new Map(type.fields.map((field) => [field.name, field]));
   for (const key of Object.keys(value)) {
     const field = fields.get(key);
     if (field === undefined) return { path: [...path, key], kind: 'undeclared' };
-    const misfit = findMisfit(field.type, value[key], [...path, key]);
+    const misfit = check(field.type, value[key], [...path, key], found);
     if (misfit) return misfit;
   }
   for (const field of type.fields) {
@@ -63,17 +84,17 @@ function recordMisfit(type: avro.types.RecordType, value: unknown, path: string[
   return undefined;
 }
 
-function unionMisfit(type: avro.types.UnwrappedUnionType | avro.types.WrappedUnionType, value: unknown, path: string[]): Misfit | undefined {
+function unionMisfit(type: avro.types.UnwrappedUnionType | avro.types.WrappedUnionType, value: unknown, path: string[], found: Found): Misfit | undefined {
   const branches = type.types;
-  if (branches.some((branch) => findMisfit(branch, value, path) === undefined)) return undefined;
+  if (branches.some((branch) => check(branch, value, path, found) === undefined)) return undefined;
   if (type instanceof avro.types.WrappedUnionType && isObject(value)) {
     const keys = Object.keys(value);
     const branch = keys.length === 1 ? branches.find((b) => b.branchName === keys[0]) : undefined;
-    if (branch !== undefined && findMisfit(branch, value[keys[0]], [...path, keys[0]]) === undefined) return undefined;
+    if (branch !== undefined && check(branch, value[keys[0]], [...path, keys[0]], found) === undefined) return undefined;
   }
   // One branch of the value's JSON kind (a record for an object, say): its own misfit says more.
   const alike = branches.filter((branch) => sameKind(branch, value));
-  if (alike.length === 1) return findMisfit(alike[0], value, path);
+  if (alike.length === 1) return check(alike[0], value, path, found);
   return { path, kind: 'wrong type', expected: `one of ${branches.map(describe).join(', ')}` };
 }
 
