@@ -31,23 +31,24 @@ export function findMisfit(type: avro.Type, value: unknown): Misfit | undefined 
 }
 
 /**
- * What was found for a JSON object or array against a type: a union tries each branch, and a payload that fits
- * none of two recursive branches would otherwise be walked again at every level, twice as often per level.
- * A node of the payload sits at one path, so what was found for it holds wherever it is asked again.
+ * What was found for a JSON object or array against a union's branch: a union tries each branch, and a payload
+ * that fits none of two recursive branches would otherwise be walked again at every level, twice as often per
+ * level. A node of the payload sits at one path, so what was found for it holds wherever it is asked again.
+ * Only union values are remembered, so a large payload of plain records costs no memory here.
  */
 type Found = WeakMap<object, Map<avro.Type, Misfit | undefined>>;
 
-function check(type: avro.Type, value: unknown, path: string[], found: Found): Misfit | undefined {
-  if (value === null || typeof value !== 'object') return checkNode(type, value, path, found);
+function checkBranch(type: avro.Type, value: unknown, path: string[], found: Found): Misfit | undefined {
+  if (value === null || typeof value !== 'object') return check(type, value, path, found);
   let byType = found.get(value);
   if (byType === undefined) found.set(value, (byType = new Map()));
   if (byType.has(type)) return byType.get(type);
-  const misfit = checkNode(type, value, path, found);
+  const misfit = check(type, value, path, found);
   byType.set(type, misfit);
   return misfit;
 }
 
-function checkNode(type: avro.Type, value: unknown, path: string[], found: Found): Misfit | undefined {
+function check(type: avro.Type, value: unknown, path: string[], found: Found): Misfit | undefined {
   if (type instanceof avro.types.RecordType) return recordMisfit(type, value, path, found);
   if (type instanceof avro.types.ArrayType) {
     if (!Array.isArray(value)) return wrong(type, path);
@@ -86,15 +87,15 @@ function recordMisfit(type: avro.types.RecordType, value: unknown, path: string[
 
 function unionMisfit(type: avro.types.UnwrappedUnionType | avro.types.WrappedUnionType, value: unknown, path: string[], found: Found): Misfit | undefined {
   const branches = type.types;
-  if (branches.some((branch) => check(branch, value, path, found) === undefined)) return undefined;
+  if (branches.some((branch) => checkBranch(branch, value, path, found) === undefined)) return undefined;
   if (type instanceof avro.types.WrappedUnionType && isObject(value)) {
     const keys = Object.keys(value);
     const branch = keys.length === 1 ? branches.find((b) => b.branchName === keys[0]) : undefined;
-    if (branch !== undefined && check(branch, value[keys[0]], [...path, keys[0]], found) === undefined) return undefined;
+    if (branch !== undefined && checkBranch(branch, value[keys[0]], [...path, keys[0]], found) === undefined) return undefined;
   }
   // One branch of the value's JSON kind (a record for an object, say): its own misfit says more.
   const alike = branches.filter((branch) => sameKind(branch, value));
-  if (alike.length === 1) return check(alike[0], value, path, found);
+  if (alike.length === 1) return checkBranch(alike[0], value, path, found);
   return { path, kind: 'wrong type', expected: `one of ${branches.map(describe).join(', ')}` };
 }
 
