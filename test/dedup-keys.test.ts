@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeEachEngine } from './helpers/engines.js';
+import { describeEachEngine, type TestDatabase } from './helpers/engines.js';
 import { dequeueIds, enqueueId, failOnce, findMessage, listTopic, nack } from './helpers/messages.js';
+import { metricValue } from './helpers/metrics.js';
 import { manualClock, startTestServer, type TestServer } from './helpers/server.js';
 
 const pendingWithKey = async (server: TestServer, topic: string, key: string) =>
@@ -8,7 +9,7 @@ const pendingWithKey = async (server: TestServer, topic: string, key: string) =>
 
 describeEachEngine('deduplication keys', (engine) => {
   const clock = manualClock();
-  let server: TestServer;
+  let server: TestServer & { database: TestDatabase };
   beforeAll(async () => {
     // dlq_threshold 0 and max_retries 5: a nack always returns the message to pending here.
     server = await startTestServer(engine, { now: clock.now, overrides: { queue: { dlq_threshold: 0, max_retries: 5 } } });
@@ -96,6 +97,24 @@ describeEachEngine('deduplication keys', (engine) => {
     expect(second).not.toBe(first);
   });
 
+  // MySQL: row locks on the pending-key index, taken by concurrent transactions (two flushes per instance).
+  if (engine.name === 'mysql') it('concurrent batches upserting the same keys in different orders all succeed, on two instances', async () => {
+    const other = await startTestServer(engine, { now: clock.now, database: server.database });
+    try {
+      const keys = Array.from({ length: 30 }, (_, i) => `k${i}`);
+      const shuffled = () => [...keys].sort(() => Math.random() - 0.5);
+      const batches = Array.from({ length: 40 }, (_, b) =>
+        (b % 2 ? other : server).api.post('/api/messages/batch', { messages: shuffled().map((key) => ({ topic: 'keys-batches', payload: `b${b}`, key })) }),
+      );
+      // Each upsert locks its key's index entry: taken in request order, these deadlocked until retries ran out (503).
+      expect((await Promise.all(batches)).map((r) => r.status)).toEqual(batches.map(() => 201));
+      const pending = (await listTopic(server.api, 'keys-batches')).filter((m) => m.status === 'pending');
+      expect(pending.map((m) => m.key).sort()).toEqual([...keys].sort());
+    } finally {
+      await other.close();
+    }
+  });
+
   describe('supersede: a message returning to pending while a newer one holds its key', () => {
     it('is removed on nack (204, never 500), and the newer message stays', async () => {
       const old = await enqueueId(server.api, 'keys-sup-nack', 'old', { key: 'k' });
@@ -143,6 +162,38 @@ describeEachEngine('deduplication keys', (engine) => {
         expect(messages.map((m) => [m.id, m.payload])).toEqual([[newer, 'new']]);
       } finally {
         await dlq.close();
+      }
+    });
+
+    it('an older message holding the key gives way to a newer one returning: the latest value of a key stays', async () => {
+      const superseded = () => metricValue(server.api, 'conveyor_messages_superseded_total', { topic: 'keys-sup-order' });
+      const before = await superseded();
+      const old = await enqueueId(server.api, 'keys-sup-order', 'v0-old', { key: 'k' });
+      expect(await dequeueIds(server.api, 'keys-sup-order')).toEqual([old]);
+      const newer = await enqueueId(server.api, 'keys-sup-order', 'v1-new', { key: 'k' });
+      expect(await dequeueIds(server.api, 'keys-sup-order')).toEqual([newer]);
+      // The old one comes back first and holds the key; then the newer one comes back.
+      await nack(server.api, old);
+      await nack(server.api, newer);
+      const messages = await listTopic(server.api, 'keys-sup-order');
+      expect(messages.map((m) => [m.id, m.payload, m.status])).toEqual([[newer, 'v1-new', 'pending']]);
+      expect(await superseded()).toBe(before + 1);
+    });
+
+    it('a holder whose TTL has passed holds nothing: the returning message keeps its place', async () => {
+      const ttl = await startTestServer(engine, { now: clock.now, overrides: { queue: { dlq_threshold: 1 } } });
+      try {
+        expect((await ttl.api.put('/api/topic-configs/keys-sup-ttl', { message_ttl_seconds: 2 })).status).toBe(200);
+        const first = await enqueueId(ttl.api, 'keys-sup-ttl', 'v1', { key: 'k' });
+        await failOnce(ttl.api, 'keys-sup-ttl', first);
+        const second = await enqueueId(ttl.api, 'keys-sup-ttl', 'v2', { key: 'k' });
+        clock.advance(2_500);
+        // The second one's TTL has passed, though no expiry run has marked it yet: the requeued one stays.
+        expect((await ttl.api.post(`/api/messages/${first}/requeue`)).status).toBe(204);
+        expect((await ttl.api.dequeue('keys-sup-ttl')).body.messages.map((m: any) => m.id)).toEqual([first]);
+        expect(await findMessage(ttl.api, 'keys-sup-ttl', second)).toMatchObject({ status: 'expired' });
+      } finally {
+        await ttl.close();
       }
     });
 

@@ -34,7 +34,7 @@ export function decideAttempt(policy: AttemptPolicy, row: MessageRow): AttemptOu
  * the topic it went back to, or on its dead-letter topic, are woken (none in a one-shot `conveyor reap`).
  */
 export function announceAttempt(result: AttemptResult, metrics: QueueMetrics, signals?: TopicSignals): void {
-  if (result.outcome === 'superseded') metrics.message('superseded', result.topic);
+  if (result.outcome === 'superseded' || result.displaced) metrics.message('superseded', result.topic);
   if (result.outcome === 'retry') signals?.signal(result.topic);
   if (result.outcome === 'dlq') signals?.signal(`${result.topic}.dlq`);
 }

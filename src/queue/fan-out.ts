@@ -3,7 +3,7 @@ import { isConsumerGroupRegistered } from '../store/consumer-groups.js';
 import { claimDeliveries } from '../store/deliveries/claim.js';
 import { findDeadLetter, requeueToGroups } from '../store/deliveries/requeue.js';
 import { ackDeliveries, nackDelivery, releaseExpiredDeliveries } from '../store/deliveries/settle.js';
-import type { AttemptResult, DecideAttempt, RequeueTarget } from '../store/messages/settle.js';
+import type { AttemptResult, DecideAttempt, RequeueTarget, Returned } from '../store/messages/settle.js';
 import type { MessageRow } from '../store/messages/rows.js';
 import type { Catalog } from './catalog.js';
 import { DomainError, invalid } from './errors.js';
@@ -101,7 +101,7 @@ export class FanOut {
    * Requeue of a dead letter whose original topic is fan-out: a group's dead letter goes back to that group
    * only while it is still registered, anything else to every registered group. Null: not a fan-out case.
    */
-  async requeue(id: string, target: RequeueTarget): Promise<{ topic: string; outcome: 'pending' | 'superseded' } | null | undefined> {
+  async requeue(id: string, target: RequeueTarget): Promise<{ topic: string; outcome: Returned } | null | undefined> {
     const dead = await findDeadLetter(this.db, id);
     if (!dead) return null;
     const groups = this.catalog.groupsOf(dead.originalTopic);

@@ -209,8 +209,8 @@ export class MessageService {
     // The way dequeueRoute claimed them: a group's deliveries, except on a dead-letter topic.
     if (consumerGroup && !isDlqTopic(topic)) await giveBackDeliveries(this.deps.db, consumerGroup, held);
     else {
-      const superseded = await giveBackMessages(this.deps.db, held);
-      if (superseded.length > 0) this.deps.metrics.message('superseded', topic, superseded.length);
+      const superseded = await giveBackMessages(this.deps.db, held, this.now());
+      if (superseded > 0) this.deps.metrics.message('superseded', topic, superseded);
     }
     this.deps.signals.signal(topic);
   }
@@ -354,15 +354,17 @@ export class MessageService {
     const messageId = normaliseMessageId(id);
     if (!messageId) throw notDeadLetter();
     const now = this.now();
-    const target = { maxRetries: (topic: string) => this.maxRetriesOf(topic), expiresAt: (topic: string) => this.expiresAtOf(topic, now) };
+    const target = { maxRetries: (topic: string) => this.maxRetriesOf(topic), expiresAt: (topic: string) => this.expiresAtOf(topic, now), now };
     const attempt = async () => {
       const fannedOut = await this.fanOut.requeue(messageId, target);
       return fannedOut === undefined ? requeueDeadLetter(this.deps.db, messageId, target) : fannedOut;
     };
     const result = await this.orAfterCatchUp(attempt, (r) => !r);
     if (!result) throw notDeadLetter();
-    this.deps.metrics.message(result.outcome === 'pending' ? 'requeued' : 'superseded', result.topic);
-    if (result.outcome === 'pending') this.deps.signals.signal(result.topic);
+    this.deps.metrics.message(result.outcome === 'superseded' ? 'superseded' : 'requeued', result.topic);
+    // Displaced: the older pending message holding its key gave way to it.
+    if (result.outcome === 'displaced') this.deps.metrics.message('superseded', result.topic);
+    if (result.outcome !== 'superseded') this.deps.signals.signal(result.topic);
   }
 
   /** Waits for queued enqueues and acks to commit (graceful shutdown). */

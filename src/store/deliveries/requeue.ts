@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
 import { retryTransaction } from '../retry.js';
-import { requeueChanges, returnToPending, withoutDeadLetterGroup, type RequeueTarget } from '../messages/settle.js';
+import { requeueChanges, returnToPending, withoutDeadLetterGroup, type RequeueTarget, type Returned } from '../messages/settle.js';
 import { insertDeliveries } from './adopt.js';
 
 export interface DeadLetterInfo {
@@ -28,20 +28,22 @@ export async function requeueToGroups(
   groups: string[],
   forAll: boolean,
   target: RequeueTarget,
-): Promise<{ topic: string; outcome: 'pending' | 'superseded' } | null> {
-  let earlier: { topic: string; outcome: 'pending' | 'superseded' } | undefined;
+): Promise<{ topic: string; outcome: Returned } | null> {
+  let earlier: { topic: string; outcome: Returned } | undefined;
   return retryTransaction(db, async (trx, attempt) => {
     const query = trx('messages').select('id', 'original_topic', 'metadata', 'consumer_group').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq');
     const row = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first();
     if (!row) return attempt.uncertain && earlier ? earlier : null;
     const topic = String(row.original_topic);
     const changes = { ...requeueChanges(topic, target), ...withoutDeadLetterGroup(row) };
+    let outcome: Returned = 'pending';
     if (forAll) {
-      if ((await returnToPending(trx, id, changes)) === 'superseded') return (earlier = { topic, outcome: 'superseded' as const });
+      outcome = await returnToPending(trx, id, changes, target.now);
+      if (outcome === 'superseded') return (earlier = { topic, outcome });
     } else {
       await trx('messages').where({ id }).update({ ...changes, status: 'processing' });
     }
     await insertDeliveries(trx, [{ id, topic, expiresAt: changes.expires_at }], () => groups);
-    return (earlier = { topic, outcome: 'pending' as const });
+    return (earlier = { topic, outcome });
   });
 }

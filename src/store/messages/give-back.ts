@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation } from '../dialect.js';
 import { retryTransaction } from '../retry.js';
+import { returnToPending } from './settle.js';
 
 /** A claimed message, named with the end of the claim that took it. */
 export interface HeldClaim {
@@ -13,12 +14,12 @@ export interface HeldClaim {
  * claim ran) go back to pending without an attempt: a visibility timeout would count one (contract §3)
  * against a message nobody saw, and dead-letter it after a few reconnects. Only rows still under that very
  * claim are touched (`processing` until `claimedUntil`): one whose claim lapsed may be another consumer's.
- * A row whose key a newer pending message took meanwhile is superseded by it and removed, as a retry would be
- * (contract §2). Returns the ids removed so.
+ * Where another pending message took the key meanwhile, the newer of the two keeps it, as for a retry
+ * (returnToPending). Returns how many messages were superseded so.
  */
-export async function giveBackMessages(db: Knex, claims: HeldClaim[]): Promise<string[]> {
+export async function giveBackMessages(db: Knex, claims: HeldClaim[], now: number): Promise<number> {
   return retryTransaction(db, async (trx) => {
-    const superseded: string[] = [];
+    let superseded = 0;
     for (const [until, ids] of byClaimEnd(claims)) {
       const underClaim = () => trx('messages').whereIn('id', ids).andWhere({ status: 'processing', visible_at: until });
       try {
@@ -26,15 +27,8 @@ export async function giveBackMessages(db: Knex, claims: HeldClaim[]): Promise<s
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;
         // A failed statement changes nothing and leaves the transaction open on both engines: row by row.
-        for (const id of ids) {
-          const row = () => trx('messages').where({ id, status: 'processing', visible_at: until });
-          try {
-            await row().update({ status: 'pending', visible_at: 0 });
-          } catch (rowErr) {
-            if (!isUniqueViolation(rowErr)) throw rowErr;
-            if ((await row().delete()) > 0) superseded.push(id);
-          }
-        }
+        const held = (await underClaim().pluck('id')).map(String);
+        for (const id of held) if ((await returnToPending(trx, id, {}, now)) !== 'pending') superseded++;
       }
     }
     return superseded;

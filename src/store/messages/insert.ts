@@ -4,6 +4,7 @@ import { retryTransaction, withDbRetry } from '../retry.js';
 import { runStatement } from '../statement.js';
 import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
+import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
 
 export interface NewMessage {
   id: string;
@@ -53,7 +54,7 @@ export function newMessageRow(m: NewMessage): MessageRow {
  * SQLite through the partial unique index. Only payload and metadata are overwritten (contract §2).
  */
 async function upsertKeyed(trx: Knex.Transaction, message: NewMessage): Promise<{ id: string; inserted: boolean }> {
-  await expireStaleKeyHolder(trx, message);
+  await expireStaleKeyHolder(trx, message.topic, message.key!, message.createdAt);
   // A keyed message is always stored pending: a newer enqueue of its key may still overwrite it (contract §2).
   const insert = trx('messages').insert(newMessageRow({ ...message, claimedUntil: undefined })).toSQL();
   if (engineOf(trx) === 'mysql') {
@@ -74,26 +75,8 @@ async function upsertKeyed(trx: Knex.Transaction, message: NewMessage): Promise<
   return { id, inserted: id === message.id };
 }
 
-/** The pending message holding (topic, key), through the pending-key unique index on both engines. */
-function pendingKeyHolder(trx: Knex.Transaction, topic: string, key: string): Knex.QueryBuilder {
-  return engineOf(trx) === 'mysql'
-    ? trx('messages').where({ topic, pending_key: key })
-    : trx('messages').where({ topic, msg_key: key, status: 'pending', original_topic: '' });
-}
-
 async function hasPendingKey(trx: Knex.Transaction, topic: string, key: string): Promise<boolean> {
   return (await pendingKeyHolder(trx, topic, key).first('id')) !== undefined;
-}
-
-/**
- * A pending message whose TTL has passed is never delivered again (contract §3), so an upsert into it would
- * silently drop the new payload. It is marked expired here, as the expiry reaper would, which frees the key.
- */
-async function expireStaleKeyHolder(trx: Knex.Transaction, message: NewMessage): Promise<void> {
-  const stale = await pendingKeyHolder(trx, message.topic, message.key!).andWhere('expires_at', '<=', message.createdAt).first('id');
-  if (!stale) return;
-  await trx('messages').where({ id: stale.id }).update({ status: 'expired' });
-  await trx('deliveries').where({ message_id: stale.id, status: 'pending' }).update({ status: 'expired' });
 }
 
 /**
@@ -187,7 +170,11 @@ function storedOutcome(message: NewMessage, row: StoredRow): InsertOutcome {
 }
 
 async function insertInTransaction(trx: Knex.Transaction, messages: NewMessage[], options: InsertOptions, stored: Map<string, StoredRow>): Promise<InsertOutcome[]> {
-  const topics = [...new Set(messages.map((m) => m.topic))];
+  // Locks are taken in one order in every transaction, topics (their configuration rows) and then keys (their
+  // pending-key index entries), so two batches holding the same keys in different orders wait for each other
+  // instead of deadlocking: on MariaDB, concurrent batches of 30 shuffled keys failed 38 times in 60 (retried
+  // out: 503). Outcomes stay in request order, and one key's messages keep theirs (the last payload wins).
+  const topics = [...new Set(messages.map((m) => m.topic))].sort();
   const groups = await groupsOfTopics(trx, topics);
   const room = new Map<string, number>();
   for (const topic of topics) {
@@ -197,7 +184,7 @@ async function insertInTransaction(trx: Knex.Transaction, messages: NewMessage[]
   const fresh: NewMessage[] = [];
   const outcomes: InsertOutcome[] = new Array(messages.length);
   const plain: Array<{ index: number; message: NewMessage }> = [];
-  for (let i = 0; i < messages.length; i++) {
+  for (const i of lockOrder(messages)) {
     const message = messages[i];
     const earlier = stored.get(message.id);
     if (earlier) {
@@ -233,6 +220,14 @@ async function insertInTransaction(trx: Knex.Transaction, messages: NewMessage[]
     await insertDeliveries(trx, fanned, (topic) => groups.get(topic));
   }
   return outcomes;
+}
+
+/** The indexes of `messages` by (topic, key), unkeyed ones first, request order among equals. */
+function lockOrder(messages: NewMessage[]): number[] {
+  const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return messages
+    .map((_, i) => i)
+    .sort((a, b) => compare(messages[a].topic, messages[b].topic) || compare(messages[a].key ?? '', messages[b].key ?? '') || a - b);
 }
 
 /** Unkeyed messages of uncapped topics that fit one statement: nothing to count, upsert or lock first. */

@@ -2,12 +2,14 @@ import type { Knex } from 'knex';
 import { canDeleteReturning, engineOf, isUniqueViolation } from '../dialect.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
 import { runStatement } from '../statement.js';
+import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
 import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from './rows.js';
 
 /** What the domain decided for a failed delivery attempt (nack or visibility timeout). */
 export type AttemptOutcome = 'retry' | 'dlq' | 'failed';
 /** What actually happened: a retry whose key was taken by a newer pending message is superseded (removed). */
-export type AttemptResult = { id: string; topic: string; outcome: AttemptOutcome | 'superseded' };
+/** `displaced`: a retry that took its key from an older pending message, which was removed (superseded). */
+export type AttemptResult = { id: string; topic: string; outcome: AttemptOutcome | 'superseded'; displaced?: true };
 export type DecideAttempt = (row: MessageRow) => AttemptOutcome;
 
 /** Every column but the payload: settling never needs the body, and it can be a megabyte. */
@@ -16,19 +18,42 @@ const SETTLE_COLUMNS = MESSAGE_COLUMNS.filter((column) => column !== 'payload');
 export const dlqTopicOf = (topic: string) => `${topic}.dlq`;
 
 /**
- * Moves a message back to pending. If another pending message holds its key meanwhile, the unique index
- * refuses the update; the returning message is then superseded by the newer one and removed (contract §2).
- * A failed statement does not end the transaction on either engine.
+ * How a message went back to pending: `displaced` when it took its key from an older pending message, which
+ * was removed (superseded); `superseded` when a newer one holds the key, so the returning one was removed.
  */
-export async function returnToPending(trx: Knex.Transaction, id: string, changes: Record<string, unknown>): Promise<'pending' | 'superseded'> {
+export type Returned = 'pending' | 'superseded' | 'displaced';
+
+/**
+ * Moves a message back to pending. Its key may be held by another pending message meanwhile (the unique index
+ * refuses the update): the newer of the two keeps it, so the latest value of a key is what stays (contract
+ * §2; ids are UUIDv7, ordered by enqueue time). A holder whose TTL has passed holds nothing: it is marked
+ * expired, as the expiry reaper would. A failed statement does not end the transaction on either engine.
+ */
+export async function returnToPending(trx: Knex.Transaction, id: string, changes: Record<string, unknown>, now: number): Promise<Returned> {
+  const back = () => trx('messages').where({ id }).update({ ...changes, status: 'pending', visible_at: 0 });
   try {
-    await trx('messages').where({ id }).update({ ...changes, status: 'pending', visible_at: 0 });
+    await back();
     return 'pending';
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
-    await trx('messages').where({ id }).delete();
-    return 'superseded';
   }
+  const row = await trx('messages').where({ id }).first('topic', 'msg_key');
+  const topic = String(changes.topic ?? row.topic);
+  const key = String(row.msg_key);
+  await expireStaleKeyHolder(trx, topic, key, now);
+  const holder = await lockForSettle(trx, pendingKeyHolder(trx, topic, key)).first('id');
+  if (!holder) {
+    await back();
+    return 'pending';
+  }
+  if (String(holder.id) < id) {
+    await trx('deliveries').where({ message_id: holder.id }).delete();
+    await trx('messages').where({ id: holder.id }).delete();
+    await back();
+    return 'displaced';
+  }
+  await trx('messages').where({ id }).delete();
+  return 'superseded';
 }
 
 async function applyAttempt(trx: Knex.Transaction, row: MessageRow, outcome: AttemptOutcome, error: string, now: number): Promise<AttemptResult> {
@@ -52,8 +77,9 @@ async function applyAttempt(trx: Knex.Transaction, row: MessageRow, outcome: Att
     });
     return result('dlq');
   }
-  const returned = await returnToPending(trx, row.id, { retry_count: attempts, last_error: error });
-  return result(returned === 'pending' ? 'retry' : 'superseded');
+  const returned = await returnToPending(trx, row.id, { retry_count: attempts, last_error: error }, now);
+  if (returned === 'superseded') return result('superseded');
+  return returned === 'displaced' ? { ...result('retry'), displaced: true } : result('retry');
 }
 
 /**
@@ -251,6 +277,7 @@ async function deleteProcessing(db: Knex, which: Condition): Promise<AckedMessag
 export interface RequeueTarget {
   maxRetries: (topic: string) => number;
   expiresAt: (topic: string) => number | null;
+  now: number;
 }
 
 /** The columns a requeue resets (contract §3): back on the original topic, fresh retries and TTL. */
@@ -287,8 +314,8 @@ export function withoutDeadLetterGroup(row: { metadata: unknown; consumer_group:
  * After a lost commit answer, a re-run that no longer finds the dead letter answers what the lost attempt did
  * (it was requeued, or superseded and removed) rather than "not a dead letter".
  */
-export async function requeueDeadLetter(db: Knex, id: string, target: RequeueTarget): Promise<{ topic: string; outcome: 'pending' | 'superseded' } | null> {
-  let earlier: { topic: string; outcome: 'pending' | 'superseded' } | undefined;
+export async function requeueDeadLetter(db: Knex, id: string, target: RequeueTarget): Promise<{ topic: string; outcome: Returned } | null> {
+  let earlier: { topic: string; outcome: Returned } | undefined;
   return retryTransaction(db, async (trx, attempt) => {
     const row = await lockForSettle(
       trx,
@@ -297,7 +324,7 @@ export async function requeueDeadLetter(db: Knex, id: string, target: RequeueTar
     if (!row) return attempt.uncertain && earlier ? earlier : null;
     const topic = String(row.original_topic);
     // The topic's groups may all be gone since a group dead-lettered it: it comes back a plain message.
-    const outcome = await returnToPending(trx, id, { ...requeueChanges(topic, target), ...withoutDeadLetterGroup(row) });
+    const outcome = await returnToPending(trx, id, { ...requeueChanges(topic, target), ...withoutDeadLetterGroup(row) }, target.now);
     earlier = { topic, outcome };
     return earlier;
   });
