@@ -7,8 +7,10 @@ import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from './rows.js';
 
 /** What the domain decided for a failed delivery attempt (nack or visibility timeout). */
 export type AttemptOutcome = 'retry' | 'dlq' | 'failed';
-/** What actually happened: a retry whose key was taken by a newer pending message is superseded (removed). */
-/** `displaced`: a retry that took its key from an older pending message, which was removed (superseded). */
+/**
+ * What actually happened: a retry whose key a newer pending message holds is superseded (removed); one that
+ * took its key from an older pending message is `displaced` (that one was removed, superseded).
+ */
 export type AttemptResult = { id: string; topic: string; outcome: AttemptOutcome | 'superseded'; displaced?: true };
 export type DecideAttempt = (row: MessageRow) => AttemptOutcome;
 
