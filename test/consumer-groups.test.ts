@@ -530,6 +530,27 @@ describeEachEngine('consumer groups', (engine) => {
     expect(await logged()).toEqual([id]);
   });
 
+  it('archives a message a group acked before it was unregistered, whichever way the other groups finish it', async () => {
+    await api.put('/api/topic-configs/gone-log', { replayable: true, max_retries: 1 });
+    for (const group of ['done', 'failing', 'last']) await register(api, 'gone-log', group);
+    const { id } = (await api.enqueue('gone-log', 'x')).body;
+    await dequeueGroup(api, 'gone-log', 'done');
+    expect((await ack(api, id, 'done')).status).toBe(204);
+    // The group that acked goes first; the others then dead-letter the message and drop it with their group.
+    expect((await api.delete('/api/topics/gone-log/consumer-groups/done')).status).toBe(204);
+    expect((await api.post('/api/admin/expiry-reaper/run')).status).toBe(200);
+    await dequeueGroup(api, 'gone-log', 'failing');
+    expect((await nack(api, id, 'failing')).status).toBe(204);
+    expect((await topicMessages(api, 'gone-log.dlq')).map((m) => m.metadata.consumer_group)).toEqual(['failing']);
+    expect((await topicMessages(api, 'gone-log')).map((m) => m.id)).toEqual([id]);
+    expect((await api.delete('/api/topics/gone-log/consumer-groups/last')).status).toBe(204);
+
+    expect(await topicMessages(api, 'gone-log')).toEqual([]);
+    expect((await api.get('/api/topics/gone-log/message-log')).body.items.map((e: any) => e.id)).toEqual([id]);
+    // The acked delivery kept for the log is bookkeeping: never counted as the unregistered group's.
+    expect((await api.get('/api/stats')).body.consumer_groups.filter((g: any) => g.topic === 'gone-log')).toEqual([]);
+  });
+
   it('completes and archives each message exactly once when groups ack it at the same time', async () => {
     await api.put('/api/topic-configs/race', { replayable: true });
     await register(api, 'race', 'left');

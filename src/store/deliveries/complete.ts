@@ -68,9 +68,17 @@ async function notSettledBefore(trx: Knex.Transaction, ids: string[]): Promise<s
  * The deliveries of `group` on `topic` while the group is not registered, checked again by every statement
  * that uses it: a group registered again under the same name meanwhile keeps the deliveries its registration
  * adopted (a clean-up of its former registration still running would otherwise take them).
+ * Acked deliveries stay: they are the record that the message was consumed, which settleMessages archives it
+ * by once the remaining groups finish it (dead-lettered, expired or dropped with their own group); they go with
+ * their message. A group registered again under the name does not adopt such a message: no group adopts one
+ * that some group has started.
  */
 export function ofUnregisteredGroup(db: Knex, topic: string, group: string): (query: Knex.QueryBuilder) => Knex.QueryBuilder {
-  return (query) => query.where({ consumer_group: group }).whereNotExists((sub) => sub.select(db.raw('1')).from('consumer_groups').where({ topic, consumer_group: group }));
+  return (query) =>
+    query
+      .where({ consumer_group: group })
+      .whereNot({ status: 'acked' })
+      .whereNotExists((sub) => sub.select(db.raw('1')).from('consumer_groups').where({ topic, consumer_group: group }));
 }
 
 /**
