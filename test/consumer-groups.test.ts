@@ -104,6 +104,10 @@ describeEachEngine('consumer groups', (engine) => {
     expectErrorBody(await api.post('/api/messages/ack', { ids: [id] }), 400);
     expectErrorBody(await ack(api, id, 'nope'), 422);
     expectErrorBody(await nack(api, id, 'nope'), 422);
+    // A batch naming one message on a topic without that group acks none of it.
+    const other = (await api.enqueue('also', 'y')).body.id;
+    await api.post('/api/topics/also/consumer-groups', { consumer_group: 'h' });
+    expectErrorBody(await api.post('/api/messages/ack', { ids: [id, other], consumer_group: 'g' }), 422);
     expect((await ack(api, id, 'g')).status).toBe(204);
   });
 
