@@ -76,6 +76,25 @@ describeEachEngine('authorization by grants', (engine) => {
     expect((await nobody.api.get('/api/stats')).body).toEqual({ topics: [], consumer_groups: [] });
   });
 
+  it('read: a list without a topic holds exactly the topics the grants match, case and underscores as they are', async () => {
+    const topics = ['scope', 'scope.a', 'scopeb', 'scope_c', 'Scope.a', 'scopf', 'scope-d.x'];
+    expect((await server.admin.post('/api/messages/batch', { messages: topics.map((topic) => ({ topic, payload: topic })) })).status).toBe(201);
+    const listed = async (grants: string[], query = '') => {
+      const res = await (await createUser(server, grants)).api.get(`/api/messages?limit=200${query}`);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.total).toBe(res.body.items.length);
+      return res.body.items.map((m: any) => m.topic).sort();
+    };
+    expect(await listed(['read:scope.*'])).toEqual(['scope', 'scope.a']);
+    expect(await listed(['read:scope*'])).toEqual(['scope', 'scope-d.x', 'scope.a', 'scope_c', 'scopeb']);
+    expect(await listed(['read:scope_c', 'read:Scope.*'])).toEqual(['Scope.a', 'scope_c']);
+    expect(await listed(['read:scopf', 'write:scope*'])).toEqual(['scopf']);
+    expect(await listed(['read:scope.*'], '&status=processing')).toEqual([]);
+    // A name no topic can have is refused as such (400) before any grant is looked at, as for an admin.
+    const reader = await createUser(server, ['read:scope.*']);
+    for (const bad of ['a%20b', '', 'x'.repeat(256)]) expectErrorBody(await reader.api.get(`/api/messages?topic=${bad}`), 400);
+  });
+
   it('read: the consumer groups of /api/stats are filtered like its topics', async () => {
     expect((await server.admin.enqueue('ledger.eu', 'x')).status).toBe(201);
     expect((await server.admin.enqueue('ledger.us', 'y')).status).toBe(201);

@@ -15,12 +15,14 @@
  *   allowsConsume(principal, topic, consumerGroup?)      the same as a yes or no
  *   requireRequeue(principal, deadLetterTopic)           write on the dead-letter topic or its original topic
  *   visibleTopics(principal, action, topics): string[]   filters lists for non-admins (all for admins / auth off)
+ *   visibleScope(principal, action): TopicScope | null    the same as names and prefixes for a query (null: all)
  *   countLoginAttempt(clientAddress): Promise<LoginAttempt>  counts one attempt; else DomainError('rate_limited')
  *   login(attempt, username, password) / refresh(principal) / status(header)
  */
 import { failedPrecondition, invalid, DomainError } from '../queue/errors.js';
 import { baseTopicOf } from '../queue/topic-names.js';
-import { mayConsume, mayUseTopic } from './grants-policy.js';
+import type { TopicScope } from '../store/messages/browse.js';
+import { grantedScope, mayConsume, mayUseTopic } from './grants-policy.js';
 import type { PasswordVerifier } from './passwords.js';
 import { GRANT_ACTIONS, type GrantAction, type GrantRule, type Principal } from './principal.js';
 import type { LoginRateLimiter } from './rate-limit.js';
@@ -139,9 +141,14 @@ export class Authorizer {
     return topics.filter((topic) => mayUseTopic(principal, action, topic));
   }
 
-  /** Whether the caller sees every topic, so a list needs no filtering at all. */
-  seesAllTopics(principal: Principal | null): boolean {
-    return !this.enabled || principal?.isAdmin === true;
+  /**
+   * The topics a list may show the caller, for the database to select (a list of every topic it knows, filtered
+   * here, would grow with the database instead of the caller's grants); null: every topic.
+   */
+  visibleScope(principal: Principal | null, action: TopicAction): TopicScope | null {
+    if (!this.enabled) return null;
+    if (!principal) return { names: [], prefixes: [] };
+    return principal.isAdmin ? null : grantedScope(principal, action);
   }
 
   /**

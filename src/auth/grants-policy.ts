@@ -1,3 +1,4 @@
+import type { TopicScope } from '../store/messages/browse.js';
 import type { GrantAction, GrantRule, Principal } from './principal.js';
 
 /**
@@ -13,6 +14,21 @@ export function patternMatches(pattern: string, topic: string): boolean {
   }
   if (pattern.endsWith('*')) return topic.startsWith(pattern.slice(0, -1));
   return topic === pattern;
+}
+
+/** The topics `action`'s grants cover (patternMatches); null when they cover every topic. */
+export function grantedScope(principal: Principal, action: Exclude<GrantAction, 'consume'>): TopicScope | null {
+  const scope: TopicScope = { names: [], prefixes: [] };
+  for (const { action: granted, topicPattern: pattern } of principal.grants) {
+    if (granted !== action) continue;
+    if (pattern === '*') return null;
+    if (pattern.endsWith('.*')) {
+      scope.names.push(pattern.slice(0, -2));
+      scope.prefixes.push(pattern.slice(0, -1));
+    } else if (pattern.endsWith('*')) scope.prefixes.push(pattern.slice(0, -1));
+    else scope.names.push(pattern);
+  }
+  return scope;
 }
 
 const VALID_PATTERN = /^(\*|[A-Za-z0-9][A-Za-z0-9._-]{0,199}\*?)$/;

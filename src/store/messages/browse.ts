@@ -6,18 +6,41 @@ export interface Page<T> {
   total: number;
 }
 
+/** A set of topics as the database selects them: exact names and name prefixes (a caller's grants). */
+export interface TopicScope {
+  names: string[];
+  prefixes: string[];
+}
+
 export interface MessageFilter {
   topic?: string;
-  topics?: string[];
+  /** The topics the caller may see (its grants), when not every topic. */
+  scope?: TopicScope;
   status?: MessageStatus;
 }
 
-/** Messages in queue order (oldest first), optionally of one topic or of a set of visible topics, and of one status. */
+/**
+ * Topic names are ASCII below DEL and compared byte by byte (ascii_bin; SQLite's BINARY), so the names that
+ * start with a prefix are the range [prefix, prefix + DEL): an index range, with no LIKE wildcards to escape
+ * (`_` is a topic character) and no case folding (SQLite's LIKE folds ASCII case).
+ */
+const AFTER_EVERY_TOPIC_CHARACTER = '\x7f';
+
+function inScope(q: Knex.QueryBuilder, scope: TopicScope): void {
+  q.where((any) => {
+    if (scope.names.length > 0) any.orWhereIn('topic', scope.names);
+    for (const prefix of scope.prefixes) any.orWhere((range) => range.where('topic', '>=', prefix).andWhere('topic', '<', prefix + AFTER_EVERY_TOPIC_CHARACTER));
+  });
+}
+
+/** Messages in queue order (oldest first), optionally of one topic or of the topics in scope, and of one status. */
 export async function listMessages(db: Knex, filter: MessageFilter, limit: number, offset: number): Promise<Page<MessageRow>> {
+  const { scope } = filter;
+  if (filter.topic === undefined && scope && scope.names.length + scope.prefixes.length === 0) return { items: [], total: 0 };
   const scoped = () => {
     const q = db('messages');
     if (filter.topic !== undefined) q.where({ topic: filter.topic });
-    else if (filter.topics !== undefined) q.whereIn('topic', filter.topics);
+    else if (scope) inScope(q, scope);
     if (filter.status !== undefined) q.where({ status: filter.status });
     return q;
   };
