@@ -8,6 +8,7 @@ import * as auditLog from './20261123010000_audit_log.js';
 import * as leases from './20261123020000_leases.js';
 import * as schemaVersions from './20261126010000_schema_versions.js';
 import * as passwordVersion from './20261127010000_password_version.js';
+import * as auditActorId from './20261127020000_audit_actor_id.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '20261123020000_leases': leases,
   '20261126010000_schema_versions': schemaVersions,
   '20261127010000_password_version': passwordVersion,
+  '20261127020000_audit_actor_id': auditActorId,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -304,6 +304,8 @@ describeEachEngine('audit log (auth on)', (engine) => {
     const byName = await auditLog(admin, `actor=${user.username}`);
     expect(byName).toEqual(all.filter((r) => r.actor.name === user.username));
     expect(await auditLog(admin, `actor=${user.id}`)).toEqual(byName);
+    // Names are exact on both engines: MySQL's collation would otherwise find the user for a padded name.
+    expect(await auditLog(admin, `actor=${encodeURIComponent(`${user.username}  `)}`)).toEqual([]);
     const both = await auditLog(admin, `actor=${user.username}&topic=au-orders`);
     expect(both.length).toBeGreaterThan(0);
     expect(both).toEqual(all.filter((r) => r.actor.name === user.username && r.topic === 'au-orders'));
