@@ -117,6 +117,9 @@ export const configSchema = z.strictObject({
       dlq_threshold: nonBlank(z.coerce.number().int().min(0).max(MAX_INT32)).default(3).describe('attempts before dead-lettering to <topic>.dlq; 0 disables'),
       message_ttl: duration('24h', MAX_DATA_SECONDS).describe('default TTL of a message; 0 = never expires'),
       max_payload_bytes: nonBlank(z.coerce.number().int().min(1)).default(1_048_576).describe('larger payloads get 413'),
+      max_dequeue_bytes: nonBlank(z.coerce.number().int().min(1))
+        .default(4_194_304)
+        .describe('what one dequeue answers at most: messages in order until their payloads, keys and metadata reach this size (always at least one); the rest stay pending, no attempt counted'),
       require_topic_registration: bool.default(false).describe('enqueue and dequeue only on topics with a configuration (else 422)'),
       delete_reaper_schedule: z
         .string()

@@ -73,6 +73,23 @@ export function normaliseMessageId(id: unknown): string | null {
   return typeof id === 'string' && UUID.test(id) ? id.toLowerCase() : null;
 }
 
+/**
+ * How many of the claimed `rows` (in claim order) one answer carries: those whose size together stays within
+ * `maxBytes`, and always the first. An answer of 1,000 messages of 1 MiB would pass what one JSON text can
+ * hold (and a default gRPC client's 4 MiB receive limit long before), failing after the claim and costing
+ * every message an attempt. The size counts what an answer repeats per message (payload, metadata text, key,
+ * topic) plus a fixed part for the id, times and counters: at least the message's protobuf encoding.
+ */
+function answerLength(rows: MessageRow[], maxBytes: number): number {
+  let size = 0;
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i];
+    size += row.payload.length + Buffer.byteLength(row.metadata) + (row.msg_key === null ? 0 : Buffer.byteLength(row.msg_key)) + row.topic.length + 128;
+    if (size > maxBytes && i > 0) return i;
+  }
+  return rows.length;
+}
+
 /** Enqueue, dequeue, ack, nack and requeue: every messaging rule of contract §2-§3, for every transport. */
 export class MessageService {
   private readonly now: () => number;
@@ -180,8 +197,14 @@ export class MessageService {
       rows = await this.claims.claim(lane, count, (limit) => this.counted(topic, claimMessages(this.deps.db, { ...claim(limit), consumerGroup: route.deadLetterGroup })));
       if (route.deadLetterGroup === undefined) for (const row of rows) this.dequeuedTopics.remember(row.id, row.topic, row.visible_at);
     }
-    if (rows.length > 0) this.deps.metrics.message('dequeued', topic, rows.length);
-    return rows.map(toMessage);
+    const claimed = rows.map(toMessage);
+    const answered = claimed.slice(0, answerLength(rows, this.deps.queue.max_dequeue_bytes));
+    if (answered.length < claimed.length) {
+      // Not given back (the database is down): they come back through their visibility timeout.
+      await this.giveBack(topic, input.consumerGroup, claimed.slice(answered.length)).catch(() => {});
+    }
+    if (answered.length > 0) this.deps.metrics.message('dequeued', topic, answered.length);
+    return answered;
   }
 
   /**
