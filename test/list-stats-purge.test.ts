@@ -54,6 +54,25 @@ describeEachEngine('list, stats, purge and delete by key', (engine) => {
       expect(beyond.body).toMatchObject({ items: [], total: 120, limit: 50, offset: 500 });
     });
 
+    it('sends a page larger than one piece of text in pieces, whole and in order', async () => {
+      // Each payload escapes to six times its length in JSON (\u0001): about 3.6 MB of text per message.
+      const payloads = ['\u0001', '\u0002', '\u0003', '\u0004', '\u0005'].map((c) => c.repeat(600_000));
+      const res = await server.api.post('/api/messages/batch', { messages: payloads.map((payload) => ({ topic: 'wide', payload })) });
+      expect(res.status).toBe(201);
+      const page = await server.api.get('/api/messages?topic=wide&limit=3&offset=1');
+      expect(page.status).toBe(200);
+      expect(page.headers.get('transfer-encoding')).toBe('chunked');
+      expect(page.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(page.body.items.map((m: any) => m.payload)).toEqual(payloads.slice(1, 4));
+      expect(page.body.items.map((m: any) => m.id)).toEqual(res.body.ids.slice(1, 4));
+      expect({ ...page.body, items: undefined }).toEqual({ items: undefined, total: 5, limit: 3, offset: 1 });
+      // A small page keeps its length, as every other answer does.
+      expect((await server.api.get('/api/messages?topic=wide&limit=0')).status).toBe(400);
+      const one = await server.api.get('/api/messages?topic=nothing-here');
+      expect(one.headers.get('content-length')).toBe(String(Buffer.byteLength(one.text)));
+      expect(one.body).toEqual({ items: [], total: 0, limit: 50, offset: 0 });
+    });
+
     it('walking the pages returns every message exactly once', async () => {
       const ids = await fill('walk', 95);
       const seen: string[] = [];

@@ -4,7 +4,7 @@ import type { HttpContext } from '../context.js';
 import type { ApiRequest, ApiResponse } from '../request.js';
 import { dequeuedMessageJson, messageJson } from '../format.js';
 import { checkConsumeOfMessage, checkConsumeOfMessages, requireConsumeOfBody, requireConsumeOfMessage, requireRequeueOfMessage, requireWriteOfBatch, requireWriteOfBody } from '../middleware/auth.js';
-import { sendEmpty, sendJson } from '../respond.js';
+import { sendEmpty, sendJson, sendJsonList } from '../respond.js';
 import { route } from '../route-table.js';
 import { ackBatchBody, ackBody, dequeueBody, enqueueBody, listMessagesQuery, nackBody, parseBatchBody, parseBody, parseQuery } from '../validation.js';
 import { ackBatchOfHeld } from '../../queue/held-ack-batch.js';
@@ -89,7 +89,7 @@ export function messageRoutes(ctx: HttpContext, router: RouteTable): void {
         ctx.auth.requireTopic(req.principal, 'read', topic);
       } else filter.scope = ctx.auth.visibleScope(req.principal, 'read') ?? undefined;
       const page = await ctx.topics.listMessages(filter, limit, offset);
-      sendJson(res, 200, { items: page.items.map(messageJson), total: page.total, limit, offset });
+      await sendJsonList(res, 200, page.items.map(messageJson), { total: page.total, limit, offset });
     },
     POST: [
       requireWriteOfBody(ctx),

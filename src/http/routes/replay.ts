@@ -1,4 +1,4 @@
-import { sendJson } from '../respond.js';
+import { sendJson, sendJsonList } from '../respond.js';
 import type { RouteTable } from '../router.js';
 import type { HttpContext } from '../context.js';
 import { iso } from '../format.js';
@@ -28,7 +28,7 @@ export function replayRoutes(ctx: HttpContext, router: RouteTable): void {
     GET: async (req, res) => {
       const { limit, offset } = parseQuery(messageLogQuery, req.query);
       const page = await archive.list(req.params.topic, limit, offset);
-      sendJson(res, 200, { items: page.items.map(logEntryJson), total: page.total, limit, offset });
+      await sendJsonList(res, 200, page.items.map(logEntryJson), { total: page.total, limit, offset });
     },
     DELETE: async (req, res) => sendJson(res, 200, { deleted: await archive.deleteBefore(req.params.topic, parseQuery(messageLogDeleteQuery, req.query).before) }),
   }, admin);
