@@ -163,6 +163,56 @@ describeEachEngine('reapers', (engine: Engine) => {
     expect((await run).body).toEqual({ deleted: 0 });
   });
 
+  it('a run waiting for another instance answers 503 at once when its server shuts down', async () => {
+    const clock = manualClock();
+    const first = await start(clock, {}, true);
+    const second = await start(clock, {}, true);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const holding = new Promise<void>((resolve) => (entered = resolve));
+    const held = withLease(first.db, 'reaper:expiry', {}, async () => {
+      entered();
+      await released;
+    });
+    await holding;
+    const run = second.api.post('/api/admin/expiry-reaper/run');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const closing = Date.now();
+    const [answer] = await Promise.all([run, second.close()]);
+    servers.splice(servers.indexOf(second), 1);
+    expect(Date.now() - closing).toBeLessThan(5_000);
+    expectErrorBody(answer, 503);
+    expect(answer.body.error).toBe('the server is shutting down; the expiry reaper stopped after its last batch');
+    release();
+    await held;
+  });
+
+  it("empties the archive log of a topic that is no longer replayable or lost its configuration; a replayable one's stays", async () => {
+    const clock = manualClock();
+    const { api } = await start(clock);
+    const archive = async (topic: string) => {
+      await api.put(`/api/topic-configs/${topic}`, { replayable: true, replay_window_seconds: 3600 });
+      await api.enqueue(topic, `${topic}-secret`);
+      const [m] = (await api.dequeue(topic)).body.messages;
+      expect((await api.post(`/api/messages/${m.id}/ack`)).status).toBe(204);
+    };
+    for (const topic of ['switched-off', 'unconfigured', 'kept', 'kept-forever']) await archive(topic);
+    await api.put('/api/topic-configs/kept-forever', { replayable: true });
+    await api.put('/api/topic-configs/switched-off', { replayable: false, replay_window_seconds: 3600 });
+    expect((await api.delete('/api/topic-configs/unconfigured')).status).toBe(204);
+    expect((await api.post('/api/admin/archive-reaper/run')).body).toEqual({ deleted: 2, audit_deleted: 0 });
+    // Made replayable again, the topics show no payloads kept from before.
+    for (const topic of ['switched-off', 'unconfigured']) {
+      await api.put(`/api/topic-configs/${topic}`, { replayable: true });
+      expect((await api.get(`/api/topics/${topic}/message-log`)).body.total).toBe(0);
+    }
+    expect((await api.get('/api/topics/kept/message-log')).body.total).toBe(1);
+    clock.advance(3600_000 * 48);
+    expect((await api.post('/api/admin/archive-reaper/run')).body).toEqual({ deleted: 1, audit_deleted: 0 });
+    expect((await api.get('/api/topics/kept-forever/message-log')).body.total).toBe(1);
+  });
+
   it('stores the delete schedule: it wins over the configuration, "" included, and bad cron gets 400', async () => {
     const clock = manualClock();
     const { api } = await start(clock, { queue: { delete_reaper_schedule: '0 3 * * *' } });

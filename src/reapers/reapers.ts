@@ -6,8 +6,8 @@ import type { TopicSignals } from '../queue/topic-signals.js';
 import type { Logger } from '../log/logger.js';
 import { repairStranded } from '../store/deliveries/stranded.js';
 import { LeaseBusy, withLease } from '../store/leases.js';
-import { deleteExpiredMessages, expireDeliveries, expireMessages, releaseOverdue, trimAudit, trimLog, type TopicCounts } from '../store/reaping.js';
-import { listTopicConfigs } from '../store/topic-configs.js';
+import { deleteExpiredMessages, expireDeliveries, expireMessages, loggedTopics, releaseOverdue, trimAudit, trimLog, type TopicCounts } from '../store/reaping.js';
+import { getTopicConfig, listTopicConfigs } from '../store/topic-configs.js';
 
 export const REAPER_KINDS = ['expiry', 'delete', 'archive'] as const;
 export type ReaperKind = (typeof REAPER_KINDS)[number];
@@ -74,7 +74,8 @@ export class Reapers {
    */
   async run(kind: ReaperKind, waitMs: number): Promise<ReapResult> {
     try {
-      const result = await withLease(this.deps.db, `reaper:${kind}`, { waitMs }, (lease) => this.work(kind, AbortSignal.any([lease.signal, this.stopping.signal])));
+      // The stop signal also ends a wait for a run elsewhere: a shutdown answers that request 503 at once.
+      const result = await withLease(this.deps.db, `reaper:${kind}`, { waitMs, signal: this.stopping.signal }, (lease) => this.work(kind, AbortSignal.any([lease.signal, this.stopping.signal])));
       this.runs.ran(kind, 'success', Date.now());
       return result;
     } catch (err) {
@@ -157,13 +158,24 @@ export class Reapers {
     return sum(deleted);
   }
 
-  /** Each replayable topic with a window keeps only entries created inside it. */
+  /**
+   * Each replayable topic with a window keeps only entries created inside it; a topic that is no longer
+   * replayable (or has no configuration any more) keeps none: nothing can list or replay them, and a topic
+   * made replayable again would otherwise list and replay payloads kept past every retention.
+   */
   private async trimArchive(signal: AbortSignal): Promise<number> {
     const now = this.now();
-    let deleted = 0;
+    const windowStart = new Map<string, number>();
     for (const config of await listTopicConfigs(this.deps.db)) {
-      if (!config.replayable || config.replay_window_seconds == null) continue;
-      deleted += await trimLog(this.deps.db, config.topic, now - config.replay_window_seconds * 1000, signal);
+      if (config.replayable) windowStart.set(config.topic, config.replay_window_seconds == null ? -Infinity : now - config.replay_window_seconds * 1000);
+    }
+    let deleted = 0;
+    for (const topic of await loggedTopics(this.deps.db)) {
+      let start = windowStart.get(topic);
+      // Read again before a whole log goes: the topic may have been made replayable since the list above.
+      if (start === undefined && (await getTopicConfig(this.deps.db, topic))?.replayable) continue;
+      start ??= Number.MAX_SAFE_INTEGER;
+      if (start !== -Infinity) deleted += await trimLog(this.deps.db, topic, start, signal);
     }
     return deleted;
   }

@@ -134,6 +134,11 @@ export async function deleteExpiredMessages(db: Knex, signal?: AbortSignal): Pro
   }
 }
 
+/** The topics that have archive log entries: a loose walk of `message_log_replay` (topic first). */
+export async function loggedTopics(db: Knex): Promise<string[]> {
+  return (await db('message_log').distinct('topic').pluck('topic')).map(String);
+}
+
 /** Trims one topic's archive log to its replay window. */
 export function trimLog(db: Knex, topic: string, windowStart: number, signal?: AbortSignal): Promise<number> {
   return trimLogCreatedBefore(db, topic, windowStart, 1000, signal);
