@@ -253,6 +253,25 @@ describeEachEngine('reapers', (engine: Engine) => {
     expect(await statuses(writer.api, 'sched')).toEqual(['expired']);
   });
 
+  it('runs a schedule on the days a Kubernetes CronJob would: a day-of-month from * and a weekday must both match', async () => {
+    const clock = manualClock();
+    const { api } = await start(clock, { reapers: { mode: 'in-process' }, queue: { expiry_reaper_interval: 0, archive_reaper_interval: 0 } });
+    await api.put('/api/topic-configs/days', { message_ttl_seconds: 5 });
+    await api.enqueue('days', 'a');
+    clock.advance(6000);
+    expect((await api.post('/api/admin/expiry-reaper/run')).body).toEqual({ expired: 1 });
+    const today = new Date().getDay();
+    // Every second of every day of the month, but only on another weekday: never today (croner alone: every second).
+    expect((await api.put('/api/admin/delete-reaper/schedule', { schedule: `* * * */1 * ${(today + 3) % 7}` })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    expect(await statuses(api, 'days')).toEqual(['expired']);
+    expect((await api.put('/api/admin/delete-reaper/schedule', { schedule: `* * * */1 * ${today}` })).status).toBe(200);
+    expect(await waitFor(async () => (await statuses(api, 'days')).length === 0, 5000)).toBe(true);
+    // Nicknames as Kubernetes spells them: lower case.
+    for (const schedule of ['@DAILY', '@Weekly', '@every 1h']) expectErrorBody(await api.put('/api/admin/delete-reaper/schedule', { schedule }), 400);
+    expect((await api.put('/api/admin/delete-reaper/schedule', { schedule: '@midnight' })).body).toEqual({ schedule: '@midnight', active: true });
+  });
+
   // MySQL only: SQLite's batches run on the event loop, so the whole run is over before a close could start.
   if (engine.name === 'mysql') it('a run over a large backlog stops after its current batch when the server shuts down, keeping what it did', async () => {
     const clock = manualClock();

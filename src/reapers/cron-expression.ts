@@ -49,6 +49,21 @@ function checkStandard(fields: readonly string[]): void {
   });
 }
 
+/** The nicknames a Kubernetes CronJob takes, spelt as it takes them (lower case). */
+const NICKNAMES = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly'];
+
+/**
+ * How croner must read `expression` to run it on the days a Kubernetes CronJob does. Kubernetes (robfig/cron)
+ * requires both day fields to match when either of them starts with `*` or `?` (a day-of-month step from `*`
+ * with a weekday: only the weekdays on those dates), and either of them otherwise (`0 3 1,15 * 1`: the 1st,
+ * the 15th and every Monday); croner's default is "either" always.
+ */
+export function cronOptions(expression: string): { mode: '5-or-6-parts'; domAndDow: boolean } {
+  const fields = expression.trim().split(/\s+/);
+  const days = fields.length >= 5 ? fields.slice(-3, -2).concat(fields.slice(-1)) : [];
+  return { mode: '5-or-6-parts', domAndDow: days.some((field) => field.split(',').some((item) => item.startsWith('*') || item.startsWith('?'))) };
+}
+
 /**
  * 5 fields as in a Kubernetes CronJob; a sixth leading seconds field is accepted for in-process runs; a
  * nickname such as @daily stands alone. The field count is checked here, so the message states our rule
@@ -56,14 +71,16 @@ function checkStandard(fields: readonly string[]): void {
  */
 export function validateCron(expression: string): void {
   const fields = expression.trim().split(/\s+/);
-  if (!(fields.length === 1 && fields[0].startsWith('@')) && fields.length !== 5 && fields.length !== 6) {
+  if (fields.length === 1 && fields[0].startsWith('@')) {
+    if (!NICKNAMES.includes(fields[0])) throw invalid(`schedule is not a valid cron expression: the nicknames are ${NICKNAMES.join(', ')}, in lower case as a Kubernetes CronJob takes them`);
+  } else if (fields.length !== 5 && fields.length !== 6) {
     throw invalid(
       `schedule is not a valid cron expression: it needs 5 fields (minute hour day-of-month month day-of-week), or 6 with a leading seconds field; got ${fields.length}`,
     );
   }
   let cron: Cron;
   try {
-    cron = new Cron(expression, { paused: true, mode: '5-or-6-parts' });
+    cron = new Cron(expression, { paused: true, ...cronOptions(expression) });
   } catch (err) {
     throw invalid(`schedule is not a valid cron expression: ${(err as Error).message.replace(/^CronPattern: /, '')}`);
   }

@@ -1,4 +1,5 @@
 import { Cron } from 'croner';
+import { cronOptions } from './cron-expression.js';
 import type { Logger } from '../log/logger.js';
 import { RepeatedFailure } from '../log/repeated.js';
 import { isConnectionError } from '../store/dialect.js';
@@ -75,7 +76,7 @@ export class ReaperScheduler {
     this.current = schedule;
     if (schedule === '') return;
     try {
-      this.cron = new Cron(schedule, { mode: '5-or-6-parts', protect: true }, () => this.runScheduled('delete'));
+      this.cron = new Cron(schedule, { ...cronOptions(schedule), protect: true }, () => this.runScheduled('delete'));
       this.options.logger.info({ schedule }, 'delete reaper scheduled');
     } catch (err) {
       this.options.logger.error({ err, schedule }, 'delete reaper schedule is not a valid cron expression; the reaper is off');
