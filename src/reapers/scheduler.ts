@@ -7,6 +7,9 @@ import { DomainError } from '../queue/errors.js';
 import type { DeleteSchedule } from './delete-schedule.js';
 import type { ReaperKind, Reapers } from './reapers.js';
 
+/** The latest first run of an interval reaper after start-up. */
+const FIRST_RUN_MS = 5 * 60_000;
+
 export interface ReaperSchedulerOptions {
   reapers: Reapers;
   schedule: DeleteSchedule;
@@ -83,11 +86,24 @@ export class ReaperScheduler {
     }
   }
 
+  /**
+   * Every `seconds`, the first run no later than FIRST_RUN_MS (plus up to a minute, so replicas started together
+   * spread): an instance replaced more often than a long interval (the archive reaper's hour, a rollout a
+   * day) would otherwise never run it, and retention would never happen.
+   */
   private every(kind: ReaperKind, seconds: number): void {
     if (!(seconds > 0)) return;
-    const timer = setInterval(() => void this.runScheduled(kind), seconds * 1000);
-    timer.unref();
-    this.timers.push(timer);
+    const intervalMs = seconds * 1000;
+    const firstMs = intervalMs <= FIRST_RUN_MS ? intervalMs : FIRST_RUN_MS + Math.random() * 60_000;
+    const first = setTimeout(() => {
+      void this.runScheduled(kind);
+      if (this.stopped) return;
+      const timer = setInterval(() => void this.runScheduled(kind), intervalMs);
+      timer.unref();
+      this.timers.push(timer);
+    }, firstMs);
+    first.unref();
+    this.timers.push(first);
   }
 
   private runScheduled(kind: ReaperKind): Promise<void> {
