@@ -8,7 +8,14 @@ import { releaseExpired, type AttemptResult, type DecideAttempt } from './messag
 import { retryTransaction } from './retry.js';
 
 const BATCH = 1000;
-const OVERDUE_BATCHES_PER_TOPIC = 10;
+/** Overdue messages given back per topic (and per group) in one run. */
+const OVERDUE_PER_RUN = 10_000;
+/**
+ * A group's overdue deliveries are given back 100 per transaction, not 1,000: each holds its message rows
+ * locked while it settles them one by one (several statements each), and the other groups' acks of those
+ * messages wait for it (1,000 measured 0.8-1.4 s of waiting on an idle MariaDB).
+ */
+const GROUP_BATCH = 100;
 
 /**
  * Every batch is one transaction under the store's retry policy; a re-run of a batch whose commit answer was
@@ -83,24 +90,24 @@ export async function releaseOverdue(
   signal?: AbortSignal,
 ): Promise<AttemptResult[]> {
   const released: AttemptResult[] = [];
-  // At most OVERDUE_BATCHES_PER_TOPIC batches of a topic (or group) per run: one whose consumers died under a
-  // backlog of millions must not hold the run's lease for minutes while every other topic waits for its TTL
-  // expiry; the next run goes on where this one stopped.
-  const drain = async (release: () => Promise<AttemptResult[]>) => {
-    for (let batches = 0; batches < OVERDUE_BATCHES_PER_TOPIC; batches++) {
+  // At most OVERDUE_PER_RUN of a topic (or group) per run: one whose consumers died under a backlog of millions
+  // must not hold the run's lease for minutes while every other topic waits for its TTL expiry; the next run
+  // goes on where this one stopped.
+  const drain = async (size: number, release: (size: number) => Promise<AttemptResult[]>) => {
+    for (let batches = 0; batches < OVERDUE_PER_RUN / size; batches++) {
       signal?.throwIfAborted();
-      const batch = await release();
+      const batch = await release(size);
       released.push(...batch);
-      if (batch.length < BATCH) return;
+      if (batch.length < size) return;
     }
   };
   const groups = await listAllConsumerGroups(db);
   const fanOut = new Set(groups.map((g) => g.topic));
   for (const topic of await messageTopics(db, signal)) {
-    if (!fanOut.has(topic)) await drain(() => releaseExpired(db, topic, now, decide, error, BATCH));
+    if (!fanOut.has(topic)) await drain(BATCH, (size) => releaseExpired(db, topic, now, decide, error, size));
   }
   for (const { topic, consumer_group } of groups) {
-    await drain(() => releaseExpiredDeliveries(db, topic, consumer_group, decide, error, { replayable, now }, BATCH));
+    await drain(GROUP_BATCH, (size) => releaseExpiredDeliveries(db, topic, consumer_group, decide, error, { replayable, now }, size));
   }
   return released;
 }
