@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createClient, type RedisClientType } from 'redis';
 import type { Logger } from '../log/logger.js';
 import { RepeatedFailure } from '../log/repeated.js';
+import { closeRedisClient, REDIS_ANSWER_MS, withinMs } from '../pubsub/redis-clients.js';
 
 /** Contract §8: 10 login attempts per client IP per 60 s, every attempt counting whatever its outcome. */
 export const LOGIN_ATTEMPTS = 10;
@@ -74,8 +75,12 @@ local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
 return {allowed, tonumber(oldest[2]) + window - now}
 `;
 
+/** How long logins are counted in memory without asking Redis after it left a command unanswered. */
+const UNANSWERED_QUIET_MS = 5000;
+
 export class RedisRateLimiter implements LoginRateLimiter {
   private readonly fallback: MemoryRateLimiter;
+  private quietUntil = 0;
 
   constructor(
     private readonly client: RedisClientType,
@@ -90,13 +95,23 @@ export class RedisRateLimiter implements LoginRateLimiter {
     // A new key: the fixed-window counter under the old name was a string, which the script cannot read.
     const key = `${this.keyPrefix}login-attempts:${clientAddress}`;
     const now = this.now();
+    // After an unanswered command Redis is left alone for a while: each command sent to a hung connection
+    // waits in the client's queue until the connection ends.
+    if (Date.now() < this.quietUntil) return this.fallback.hit(clientAddress);
     try {
-      const [allowed, retryInMs] = (await this.client.eval(SLIDING_WINDOW_SCRIPT, {
-        keys: [key],
-        arguments: [String(now), String(LOGIN_WINDOW_MS), String(LOGIN_ATTEMPTS), `${now}:${randomUUID()}`],
-      })) as [number, number];
+      const answer = (await withinMs(
+        this.client.eval(SLIDING_WINDOW_SCRIPT, {
+          keys: [key],
+          arguments: [String(now), String(LOGIN_WINDOW_MS), String(LOGIN_ATTEMPTS), `${now}:${randomUUID()}`],
+        }),
+        REDIS_ANSWER_MS,
+      )) as [number, number] | undefined;
+      if (answer === undefined) {
+        this.quietUntil = Date.now() + UNANSWERED_QUIET_MS;
+        throw new Error(`redis did not answer within ${REDIS_ANSWER_MS} ms`);
+      }
       this.failures.ok();
-      return decide(allowed === 1, retryInMs);
+      return decide(answer[0] === 1, answer[1]);
     } catch (err) {
       // Every login while Redis is away lands here: counted by the same tracker as the client's own errors.
       this.failures.fail(err);
@@ -118,9 +133,6 @@ export async function connectRedisRateLimiter(url: string, keyPrefix: string, lo
   await Promise.race([client.connect().catch(() => undefined), timeout]);
   return {
     limiter: new RedisRateLimiter(client, keyPrefix, failures, now),
-    close: async () => {
-      if (client.isReady) return client.close();
-      if (client.isOpen) client.destroy();
-    },
+    close: () => closeRedisClient(client),
   };
 }

@@ -2,9 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { createClient, type RedisClientType } from 'redis';
 import type { Logger } from '../log/logger.js';
 import { RepeatedFailure } from '../log/repeated.js';
+import { closeRedisClient } from './redis-clients.js';
 import type { SignalRelay, TopicSignals } from '../queue/topic-signals.js';
 
 const CONNECT_TIMEOUT_MS = 3000;
+/** How often a refused SUBSCRIBE is tried again. */
+const RESUBSCRIBE_MS = 5000;
+/** Publishes waiting for Redis's answer beyond which new ones are dropped (about 2 KB each while they wait). */
+const MAX_UNANSWERED_PUBLISHES = 1000;
 
 type Client = RedisClientType;
 
@@ -38,13 +43,22 @@ export class RedisPeerRelay implements SignalRelay {
   private readonly settledListeners: Array<(keys: string[]) => void> = [];
   private readonly changeListeners: Array<(caches: PeerCache[]) => void> = [];
   private flushScheduled = false;
+  /** Publishes sent and not yet answered. */
+  private unanswered = 0;
+  private readonly publishing: RepeatedFailure;
+  private readonly subscribing: RepeatedFailure;
+  private closing = false;
 
   private constructor(
     private readonly publisher: Client,
     private readonly subscriber: Client,
     private readonly logger: Logger,
     private readonly channel: string,
-  ) {}
+  ) {
+    const consequence = 'other instances see wake-ups, settled deliveries and cache changes of this one only through their polls';
+    this.publishing = new RepeatedFailure(logger, { what: 'redis publish (peer relay)', level: 'warn', consequence });
+    this.subscribing = new RepeatedFailure(logger, { what: 'redis subscribe (peer relay)', level: 'warn', consequence: 'this instance sees what others change only through its polls' });
+  }
 
   /** `keyPrefix` (redis.key_prefix) names the channel, so deployments sharing one Redis never wake each other. */
   static async start(url: string, keyPrefix: string, signals: TopicSignals, logger: Logger): Promise<RedisPeerRelay> {
@@ -59,15 +73,28 @@ export class RedisPeerRelay implements SignalRelay {
         if (publisher.isReady && subscriber.isReady) failures.ok();
       });
     }
-    const connected = Promise.all([
-      publisher.connect(),
-      subscriber.connect().then(() => subscriber.subscribe(relay.channel, (message) => relay.receive(message, signals))),
-    ]);
+    const connected = Promise.all([publisher.connect(), subscriber.connect().then(() => relay.subscribe(signals))]);
     const timeout = new Promise<void>((resolve) => setTimeout(resolve, CONNECT_TIMEOUT_MS).unref());
     // Start without Redis rather than refuse to serve; the clients keep reconnecting in the background.
     await Promise.race([connected.catch(() => undefined), timeout]);
     signals.attachRelay(relay);
     return relay;
+  }
+
+  /**
+   * Subscribes to the channel, and again every RESUBSCRIBE_MS while Redis refuses (an ACL without the channel:
+   * Redis 7 gives new users none), logged as a failure until it works. Reconnections resubscribe by themselves.
+   */
+  private async subscribe(signals: TopicSignals): Promise<void> {
+    try {
+      await this.subscriber.subscribe(this.channel, (message) => this.receive(message, signals));
+      this.subscribing.ok();
+    } catch (err) {
+      this.subscribing.fail(err);
+      if (this.closing) return;
+      const retry = setTimeout(() => void this.subscribe(signals), RESUBSCRIBE_MS);
+      retry.unref();
+    }
   }
 
   publish(topic: string): void {
@@ -95,7 +122,8 @@ export class RedisPeerRelay implements SignalRelay {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([this.subscriber, this.publisher].map(closeClient));
+    this.closing = true;
+    await Promise.allSettled([this.subscriber, this.publisher].map(closeRedisClient));
   }
 
   private receive(message: string, signals: TopicSignals): void {
@@ -119,16 +147,18 @@ export class RedisPeerRelay implements SignalRelay {
     this.pendingSettled.clear();
     this.pendingChanged.clear();
     if (!this.publisher.isReady) return;
-    this.publisher.publish(this.channel, JSON.stringify(message)).catch((err: Error) => {
-      this.logger.debug({ err }, 'redis publish failed');
-    });
+    // A hung Redis (connected, answering nothing) would keep every publish queued in the client: they are
+    // hints the polls stand in for, so past the cap they are dropped instead of piling up in memory.
+    if (this.unanswered >= MAX_UNANSWERED_PUBLISHES) return this.publishing.fail(new Error(`${MAX_UNANSWERED_PUBLISHES} publishes unanswered`));
+    this.unanswered++;
+    this.publisher
+      .publish(this.channel, JSON.stringify(message))
+      .then(
+        () => this.publishing.ok(),
+        (err: Error) => this.publishing.fail(err),
+      )
+      .finally(() => this.unanswered--);
   }
-}
-
-/** A client that never connected is still retrying: stop it instead of waiting for a graceful QUIT. */
-async function closeClient(client: Client): Promise<void> {
-  if (client.isReady) return client.close();
-  if (client.isOpen) client.destroy();
 }
 
 /** Anything else on the channel (another version, a stray PUBLISH) is ignored rather than trusted. */

@@ -20,6 +20,13 @@ export interface TcpProxy {
   loseAnswerAfter(marker: string, times: number): void;
   /** Answers lost so far by loseAnswerAfter. */
   readonly lostAnswers: number;
+  /**
+   * Holds every byte in both directions, connections open, new ones accepted: a peer that hangs (a paused
+   * process, a network dropping packets), which no connection error reveals.
+   */
+  hang(): void;
+  /** Lets what hang() held through. */
+  unhang(): void;
 }
 
 /** A TCP pass-through to host:port, so a test can take a real database away from a server mid-run. */
@@ -28,6 +35,7 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
   let target = { host, port };
   let lose = { marker: Buffer.alloc(0), left: 0 };
   let lostAnswers = 0;
+  let hung = false;
   const listen = async (listenPort: number): Promise<Server> => {
     const server = createServer((client) => {
       const upstream = connect(target.port, target.host);
@@ -35,6 +43,7 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
         sockets.add(s);
         s.on('close', () => sockets.delete(s));
         s.on('error', () => s.destroy());
+        if (hung) s.pause();
       }
       client.pipe(upstream);
       let doomed = false;
@@ -81,6 +90,14 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
     },
     get lostAnswers() {
       return lostAnswers;
+    },
+    hang: () => {
+      hung = true;
+      for (const s of sockets) s.pause();
+    },
+    unhang: () => {
+      hung = false;
+      for (const s of sockets) s.resume();
     },
   };
 }
