@@ -179,9 +179,10 @@ describe('conveyor config check', () => {
   });
 
   it('redacts the JWT secret, the bootstrap password and the passwords inside db.url and redis.url', async () => {
-    // Passwords as people paste them, unencoded: a URL parser takes `conveyor:1234/db-…@db.example` for host
-    // `conveyor`, port 1234 and no password, so a check through it would show them whole.
-    const secrets = { jwt: 'jwt-secret-0123456789-0123456789-abcdef', password: 'admin-pass-word-1', db: '1234/db-pass-word-2', redis: '99?redis-pass-word-3' };
+    // db.url's password as people paste it, unencoded: a URL parser takes `conveyor:1234/db-…@db.example` for
+    // host `conveyor`, port 1234 and no password, so a check through it would show it whole. (A redis.url must
+    // parse as a URL, so its password is percent-encoded where it needs to be.)
+    const secrets = { jwt: 'jwt-secret-0123456789-0123456789-abcdef', password: 'admin-pass-word-1', db: '1234/db-pass-word-2', redis: '99%3Fredis-pass-word-3' };
     const env = {
       CONVEYOR_AUTH_ENABLED: 'true',
       CONVEYOR_AUTH_JWT_SECRET: secrets.jwt,

@@ -324,6 +324,18 @@ describe('secrets from files (*_file keys)', () => {
     expect(longest.code, longest.stderr).toBe(0);
   });
 
+  it('refuses a redis.url that is not one, before anything starts, without echoing it', async () => {
+    await expectRefused([
+      [{ CONVEYOR_REDIS_URL: 'localhost:6379' }, 'redis.url: expected the scheme redis:// or rediss://'],
+      [{ CONVEYOR_REDIS_URL: 'redis:6379' }, 'redis.url: expected redis://[user:password@]host[:port][/db] (a host after //; percent-encode @ : / ? # in a password)'],
+      // An unencoded ? ends the authority: no host is left, and the password must not be echoed.
+      [{ CONVEYOR_REDIS_URL: 'redis://:99?pw-in-url@cache:6379/0' }, 'redis.url: expected redis://[user:password@]host[:port][/db] or rediss://… (percent-encode @ : / ? # in a password)'],
+      [{ CONVEYOR_REDIS_URL: 'http://:pw-in-url@cache:6379' }, 'redis.url: expected the scheme redis:// or rediss://'],
+      [{ CONVEYOR_REDIS_URL: 'redis://cache:6379/zero' }, 'redis.url: the path must be a database number, such as /0'],
+    ]);
+    for (const url of ['redis://cache:6379', 'rediss://user:pw@cache:6380/2', 'redis://[::1]:6379/0']) expect((await configCheck({ CONVEYOR_REDIS_URL: url })).code, url).toBe(0);
+  });
+
   it('refuses an empty number (a compose file\'s VAR=, not 0), a visibility timeout under 1 s, and periods of 0', async () => {
     await expectRefused([
       [{ CONVEYOR_QUEUE_DLQ_THRESHOLD: '' }, 'queue.dlq_threshold: expected a number, got an empty value'],

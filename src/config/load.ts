@@ -64,6 +64,26 @@ export function loadConfig(options: LoadOptions = {}): Config {
   return validateConfig(tree);
 }
 
+/**
+ * What is wrong with a redis.url, or undefined ("" is none). Checked here rather than left to the client:
+ * `localhost:6379` would otherwise fail after the migrations ran, and `redis:6379` (no //) reads as localhost.
+ */
+function redisUrlProblem(url: string): string | undefined {
+  if (url === '') return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'expected redis://[user:password@]host[:port][/db] or rediss://… (percent-encode @ : / ? # in a password)';
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') return "expected the scheme redis:// or rediss://";
+  if (!url.slice(parsed.protocol.length).startsWith('//') || parsed.hostname === '') {
+    return 'expected redis://[user:password@]host[:port][/db] (a host after //; percent-encode @ : / ? # in a password)';
+  }
+  if (!/^\/?(\d+)?$/.test(parsed.pathname)) return 'the path must be a database number, such as /0';
+  return undefined;
+}
+
 export function validateConfig(tree: unknown): Config {
   const result = configSchema.safeParse(tree);
   if (!result.success) {
@@ -80,6 +100,11 @@ export function validateConfig(tree: unknown): Config {
   // The request timeout counts from the first byte of the headers, so a longer headers timeout could never fire.
   if (config.server.http_headers_timeout > config.server.http_request_timeout) {
     throw new ConfigError('invalid configuration: server.http_headers_timeout: must not exceed server.http_request_timeout');
+  }
+  const redisProblem = redisUrlProblem(config.redis.url);
+  if (redisProblem) {
+    const source = fromFiles.has('redis.url') ? ` (read from ${config.redis.url_file})` : '';
+    throw new ConfigError(`invalid configuration: redis.url${source}: ${redisProblem}`);
   }
   const { tls_cert_file: cert, tls_key_file: key, tls_client_ca_file: clientCa } = config.server;
   if (Boolean(cert) !== Boolean(key)) {
