@@ -849,6 +849,14 @@ describe('long release names', () => {
     if (cronJobs.length) expect(cronJobs.map((n) => n.replace(/^.*-(reap-\w+)$/, '$1'))).toEqual(['reap-expiry', 'reap-delete', 'reap-archive']);
   });
 
+  it('Redis keys and channels are the release\'s own unless config.redis.key_prefix says otherwise', async () => {
+    for (const set of Object.keys(sets)) expect(configOf(renders[set]).redis.key_prefix).toBe(`conveyor:conveyor.${release}:`);
+    const other = await helmTemplate(['--set', 'config.redis.key_prefix=shared:'], { release: 'other', namespace: 'team-b' });
+    expect(configOf(other.objects).redis.key_prefix).toBe('shared:');
+    const own = await helmTemplate([], { release: 'other', namespace: 'team-b' });
+    expect(configOf(own.objects).redis.key_prefix).toBe('conveyor:team-b.other:');
+  }, 60_000);
+
   it('the controller setting and RBAC name the delete CronJob as rendered; Services and NetworkPolicies select the pods', () => {
     const objects = renders.production;
     const deleteJob = objects.find((o) => o.kind === 'CronJob' && o.metadata.name.endsWith('-reap-delete'))!;

@@ -258,6 +258,12 @@ the controller set from the stored schedule instead of resetting them to the val
 {{- $_ := set $owned "db" (dict "url" "sqlite:/data/conveyor.db") }}
 {{- end }}
 {{- $config := mustMergeOverwrite (deepCopy .Values.config) $owned -}}
+{{- /* Releases sharing one Redis stay apart unless told otherwise: channels ignore the database number. */ -}}
+{{- $redis := default (dict) (get $config "redis") -}}
+{{- if not (get $redis "key_prefix") -}}
+{{- $_ := set $redis "key_prefix" (printf "conveyor:%s.%s:" .Release.Namespace .Release.Name) -}}
+{{- $_ := set $config "redis" $redis -}}
+{{- end -}}
 {{- toYaml $config -}}
 {{- end -}}
 
