@@ -411,6 +411,18 @@ describeEachEngine('consumer groups', (engine) => {
       expect(await topicMessages(api, 'growing')).toEqual([]);
     });
 
+    it('gives such a message its delivery when the next expiry run comes hours later', async () => {
+      expect((await api.post('/api/admin/expiry-reaper/run')).status).toBe(200);
+      const held = await heldEnqueue('late-run');
+      expect((await register(api, 'late-run', 'g')).status).toBe(201);
+      const id = await held.release();
+      // No expiry run for two hours (an hourly CronJob that failed once, a database away): the registration is
+      // older than the repair's hour by then, but not older than the run before it.
+      clock.advance(2 * 3600_000);
+      expect((await api.post('/api/admin/expiry-reaper/run')).status).toBe(200);
+      expect((await dequeueGroup(api, 'late-run', 'g')).map((m) => m.id)).toEqual([id]);
+    });
+
     it("finishes a message whose enqueue raced a group's unregistration once the remaining groups are done", async () => {
       await register(api, 'parting', 'stays');
       await register(api, 'parting', 'leaves');

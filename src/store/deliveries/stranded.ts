@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { engineOf } from '../dialect.js';
 import { retryTransaction } from '../retry.js';
+import { getSetting, putSetting } from '../settings.js';
 import { dropDeliveries, ofUnregisteredGroup } from './complete.js';
 import { adoptMessages } from './adopt.js';
 
@@ -14,6 +15,9 @@ import { adoptMessages } from './adopt.js';
  */
 export const STRANDED_WINDOW_MS = 3_600_000;
 
+/** The `settings` row holding when the last adoption pass over recent registrations completed. */
+const LAST_ADOPTION = 'stranded_adoption_at';
+
 /** What a repair did: deliveries stored per topic, and messages finished by dropping an unregistered group's. */
 export interface StrandedRepair {
   adopted: Map<string, number>;
@@ -24,10 +28,10 @@ export interface StrandedRepair {
  * Repairs what an enqueue racing a consumer group's registration or unregistration, or a process that died
  * in the middle of an unregistration, left behind, as part of the expiry reaper's run.
  * - MySQL/MariaDB only (on SQLite every write transaction holds the database's write lock from its start, so
- *   an enqueue and a registration never overlap): each group registered in the last STRANDED_WINDOW_MS adopts
- *   its topic's messages again, as its registration did (adoptMessages): every pending message, which no
- *   group has claimed yet, so every registered group must have a delivery of it. Deliveries it has already
- *   are left as they are.
+ *   an enqueue and a registration never overlap): each group registered since STRANDED_WINDOW_MS before the
+ *   previous repair's adoption pass (before now, the first time) adopts its topic's messages again, as its
+ *   registration did (adoptMessages): every pending message, which no group has claimed yet, so every
+ *   registered group must have a delivery of it. Deliveries it has already are left as they are.
  * - Deliveries of a group that is no longer registered (an enqueue that read the group before its
  *   unregistration committed, and committed after the unregistration dropped the group's deliveries; an
  *   adoption above that read the group just before it went; on either engine, an unregistration whose
@@ -37,12 +41,18 @@ export interface StrandedRepair {
  */
 export async function repairStranded(db: Knex, now: number, replayable: (topic: string) => boolean, signal?: AbortSignal): Promise<StrandedRepair> {
   const adopted = new Map<string, number>();
-  const recent: Array<{ topic: string; consumer_group: string }> =
-    engineOf(db) === 'mysql' ? await db('consumer_groups').select('topic', 'consumer_group').where('created_at', '>=', now - STRANDED_WINDOW_MS) : [];
-  for (const { topic, consumer_group: group } of recent) {
-    signal?.throwIfAborted();
-    const count = await retryTransaction(db, (trx) => adoptMessages(trx, String(topic), String(group)));
-    if (count > 0) adopted.set(String(topic), (adopted.get(String(topic)) ?? 0) + count);
+  if (engineOf(db) === 'mysql') {
+    // Registered within the window before the last completed adoption pass, too: runs an hour or more apart
+    // (a long interval, an hourly CronJob, a database away for a while) must not skip a registration.
+    const last = Number((await getSetting(db, LAST_ADOPTION)) ?? now);
+    const since = Math.min(now, Number.isFinite(last) ? last : now) - STRANDED_WINDOW_MS;
+    const recent: Array<{ topic: string; consumer_group: string }> = await db('consumer_groups').select('topic', 'consumer_group').where('created_at', '>=', since);
+    for (const { topic, consumer_group: group } of recent) {
+      signal?.throwIfAborted();
+      const count = await retryTransaction(db, (trx) => adoptMessages(trx, String(topic), String(group)));
+      if (count > 0) adopted.set(String(topic), (adopted.get(String(topic)) ?? 0) + count);
+    }
+    await putSetting(db, LAST_ADOPTION, String(now));
   }
   let dropped = 0;
   for (const { topic, group } of await unregisteredDeliveries(db)) {
