@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import mysql from 'mysql2/promise';
 import { afterEach, expect, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
@@ -20,6 +21,25 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promis
 
 async function statuses(api: Api, topic: string): Promise<string[]> {
   return (await api.get(`/api/messages?topic=${topic}&limit=200`)).body.items.map((m: any) => m.status);
+}
+
+/** Holds a reaper's lease as a run in progress on another instance would, until released. */
+async function holdLease(db: Knex, name: string): Promise<{ release(): Promise<void> }> {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let entered!: () => void;
+  const holding = new Promise<void>((resolve) => (entered = resolve));
+  const held = withLease(db, name, {}, async () => {
+    entered();
+    await released;
+  });
+  await holding;
+  return {
+    release: async () => {
+      release();
+      await held;
+    },
+  };
 }
 
 describeEachEngine('reapers', (engine: Engine) => {
@@ -141,16 +161,8 @@ describeEachEngine('reapers', (engine: Engine) => {
     const clock = manualClock();
     const first = await start(clock, {}, true);
     const second = await start(clock, {}, true);
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let entered!: () => void;
-    const holding = new Promise<void>((resolve) => (entered = resolve));
     // The first instance's database handle stands in for a run in progress there.
-    const held = withLease(first.db, 'reaper:delete', {}, async () => {
-      entered();
-      await released;
-    });
-    await holding;
+    const lease = await holdLease(first.db, 'reaper:delete');
     let answered = false;
     const run = second.api.post('/api/admin/delete-reaper/run').then((res) => {
       answered = true;
@@ -158,8 +170,7 @@ describeEachEngine('reapers', (engine: Engine) => {
     });
     await new Promise((resolve) => setTimeout(resolve, 700));
     expect(answered).toBe(false);
-    release();
-    await held;
+    await lease.release();
     expect((await run).body).toEqual({ deleted: 0 });
   });
 
@@ -167,15 +178,7 @@ describeEachEngine('reapers', (engine: Engine) => {
     const clock = manualClock();
     const first = await start(clock, {}, true);
     const second = await start(clock, {}, true);
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let entered!: () => void;
-    const holding = new Promise<void>((resolve) => (entered = resolve));
-    const held = withLease(first.db, 'reaper:expiry', {}, async () => {
-      entered();
-      await released;
-    });
-    await holding;
+    const lease = await holdLease(first.db, 'reaper:expiry');
     const run = second.api.post('/api/admin/expiry-reaper/run');
     await new Promise((resolve) => setTimeout(resolve, 500));
     const closing = Date.now();
@@ -184,8 +187,7 @@ describeEachEngine('reapers', (engine: Engine) => {
     expect(Date.now() - closing).toBeLessThan(5_000);
     expectErrorBody(answer, 503);
     expect(answer.body.error).toBe('the server is shutting down; the expiry reaper stopped after its last batch');
-    release();
-    await held;
+    await lease.release();
   });
 
   it("empties the archive log of a topic that is no longer replayable or lost its configuration; a replayable one's stays", async () => {
