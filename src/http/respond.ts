@@ -29,16 +29,21 @@ export async function sendJsonList(res: ServerResponse, status: number, items: u
       res.statusCode = status;
       res.setHeader('Content-Type', 'application/json; charset=utf-8');
     }
-    if (!res.write(piece)) await drained(res);
     if (res.destroyed) return;
+    if (!res.write(piece)) {
+      await drained(res);
+      if (res.destroyed) return;
+    }
     piece = '';
   }
-  if (res.headersSent) res.end(piece + tail);
-  else sendJsonText(res, status, piece + tail);
+  if (!res.headersSent) sendJsonText(res, status, piece + tail);
+  else if (!res.destroyed) res.end(piece + tail);
 }
 
+/** The socket took what was written, or the client is gone (then nothing more is written). */
 function drained(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
+    if (res.destroyed) return resolve();
     const done = () => {
       res.off('drain', done);
       res.off('close', done);
