@@ -24,6 +24,7 @@ import { RedisPeerRelay } from './pubsub/redis-peer-relay.js';
 import { createDb, describeDb, migrate } from './store/db.js';
 import { engineOf } from './store/dialect.js';
 import { checkClusterSchema } from './store/galera-checks.js';
+import { checkPacketSize } from './store/packet-size.js';
 import { observeRetries } from './store/retry.js';
 import { DbRetryMetrics } from './metrics/db-retry-metrics.js';
 import { CertificateFiles, httpTls, tlsPaths } from './tls/certificate-files.js';
@@ -91,6 +92,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
     // Galera: refuse a schema the cluster would not replicate; log the cluster's size and state.
     await checkClusterSchema(db, logger);
+    await checkPacketSize(db, config.queue.max_payload_bytes);
   } catch (err) {
     await db.destroy();
     throw err;

@@ -305,6 +305,7 @@ describe('secrets from files (*_file keys)', () => {
       [{ CONVEYOR_SERVER_TLS_RELOAD_INTERVAL: '2592000' }, 'server.tls_reload_interval: expected a duration of at most 24d, got "2592000"'],
       [{ CONVEYOR_QUEUE_VISIBILITY_TIMEOUT: '13h' }, 'queue.visibility_timeout: expected a duration of at most 12h, got "13h"'],
       [{ CONVEYOR_QUEUE_MESSAGE_TTL: '36501d' }, 'queue.message_ttl: expected a duration of at most 36500d, got "36501d"'],
+      [{ CONVEYOR_QUEUE_MAX_PAYLOAD_BYTES: '16777216' }, 'queue.max_payload_bytes: Too big: expected number to be <=16777215'],
       [
         { CONVEYOR_QUEUE_DELETE_REAPER_SCHEDULE: 'every day' },
         'queue.delete_reaper_schedule: schedule is not a valid cron expression: it needs 5 fields (minute hour day-of-month month day-of-week), or 6 with a leading seconds field; got 2',

@@ -47,6 +47,16 @@ describeEachEngine('large payloads', (engine) => {
     });
   });
 
+  it('refuses to start where the database cannot carry queue.max_payload_bytes, naming the packet size needed', async () => {
+    if (engine.name !== 'mysql') return;
+    const [rows] = (await server.db.raw('SELECT @@max_allowed_packet AS packet')) as [Array<{ packet: unknown }>];
+    const packet = Number(rows[0].packet);
+    // Half the packet: its hex form alone fills it.
+    const tooLarge = Math.min(Math.floor(packet / 2), 16_777_215);
+    const start = startTestServer(engine, { overrides: { queue: { max_payload_bytes: tooLarge } } });
+    await expect(start).rejects.toThrow(`the database's max_allowed_packet (${packet} bytes) is too small for queue.max_payload_bytes ${tooLarge}`);
+  });
+
   it('keeps HTTP payloads sent at once and in a batch', async () => {
     const text = (size: number, seed: number) => Array.from({ length: size }, (_, i) => String.fromCharCode(32 + ((i * 7 + seed) % 90))).join('');
     const single = sizes.map((size, i) => text(size, i));

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parseDurationSeconds } from './duration.js';
 import { parseAllowedOrigins } from './origins.js';
-import { MAX_DATA_SECONDS, MAX_INT32 } from '../queue/bounds.js';
+import { MAX_DATA_SECONDS, MAX_INT32, MAX_PAYLOAD_COLUMN } from '../queue/bounds.js';
 import { validateCron } from '../reapers/cron-expression.js';
 
 /**
@@ -116,7 +116,7 @@ export const configSchema = z.strictObject({
       max_retries: nonBlank(z.coerce.number().int().min(0).max(MAX_INT32)).default(3).describe('default max_retries of a message'),
       dlq_threshold: nonBlank(z.coerce.number().int().min(0).max(MAX_INT32)).default(3).describe('attempts before dead-lettering to <topic>.dlq; 0 disables'),
       message_ttl: duration('24h', MAX_DATA_SECONDS).describe('default TTL of a message; 0 = never expires'),
-      max_payload_bytes: nonBlank(z.coerce.number().int().min(1)).default(1_048_576).describe('larger payloads get 413'),
+      max_payload_bytes: nonBlank(z.coerce.number().int().min(1).max(MAX_PAYLOAD_COLUMN)).default(1_048_576).describe('larger payloads get 413'),
       max_dequeue_bytes: nonBlank(z.coerce.number().int().min(1))
         .default(4_194_304)
         .describe('what one dequeue answers at most: messages in order until their payloads, keys and metadata reach this size (always at least one); the rest stay pending, no attempt counted'),

@@ -12,3 +12,10 @@ export const MAX_INT32 = 2_147_483_647;
  * be shown.
  */
 export const MAX_DATA_SECONDS = 36_500 * 86_400;
+
+/**
+ * The largest payload, in bytes, on every engine: MySQL's MEDIUMBLOB column holds 16 MiB - 1 (and MariaDB
+ * stored a longer one cut to its length modulo 2^24, without an error). SQLite could hold more; one limit for
+ * all keeps a laptop from accepting what the production database cannot store.
+ */
+export const MAX_PAYLOAD_COLUMN = 16_777_215;
