@@ -47,6 +47,19 @@ describeEachEngine('large payloads', (engine) => {
     });
   });
 
+  it('reads a payload that is no UTF-8 over HTTP as its base64, flagged by payload_encoding; text as text, unflagged', async () => {
+    const binary = Buffer.from([0x00, 0x80, 0xff, 0xc3, 0x28]);
+    const text = Buffer.from('héllo \u0000 😀');
+    for (const payload of [binary, text]) await client.call('Enqueue', { topic: 'binary-http', payload });
+    const listed = (await server.api.get('/api/messages?topic=binary-http')).body.items;
+    const dequeued = (await server.api.dequeue('binary-http', { count: 2 })).body.messages;
+    for (const items of [listed, dequeued]) {
+      expect(items[0]).toMatchObject({ payload: binary.toString('base64'), payload_encoding: 'base64' });
+      expect(items[1].payload).toBe(text.toString('utf8'));
+      expect(items[1]).not.toHaveProperty('payload_encoding');
+    }
+  });
+
   it('refuses to start where the database cannot carry queue.max_payload_bytes, naming the packet size needed', async () => {
     if (engine.name !== 'mysql') return;
     const [rows] = (await server.db.raw('SELECT @@max_allowed_packet AS packet')) as [Array<{ packet: unknown }>];

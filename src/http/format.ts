@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { decodeManager } from '../queue/managed-by.js';
 import type { Message } from '../queue/message.js';
 import type { TopicConfigRow } from '../store/topic-configs.js';
@@ -7,12 +8,21 @@ import type { TopicSchemaRow } from '../store/topic-schemas.js';
 export const iso = (ms: number) => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 
+/**
+ * A payload as JSON text: its UTF-8 text, or, for bytes that are no UTF-8 (a gRPC producer's binary payload),
+ * their base64 flagged by `payload_encoding`: decoding them as text would hand the consumer different bytes
+ * (each invalid sequence a U+FFFD) with nothing to say so.
+ */
+function payloadFields(payload: Buffer): { payload: string; payload_encoding?: 'base64' } {
+  return isUtf8(payload) ? { payload: payload.toString('utf8') } : { payload: payload.toString('base64'), payload_encoding: 'base64' };
+}
+
 export function messageJson(m: Message) {
   return {
     id: m.id,
     topic: m.topic,
     key: m.key,
-    payload: m.payload.toString('utf8'),
+    ...payloadFields(m.payload),
     metadata: m.metadata,
     status: m.status,
     retry_count: m.retryCount,
@@ -30,7 +40,7 @@ export function dequeuedMessageJson(m: Message) {
     id: m.id,
     topic: m.topic,
     key: m.key,
-    payload: m.payload.toString('utf8'),
+    ...payloadFields(m.payload),
     metadata: m.metadata,
     status: 'processing',
     retry_count: m.retryCount,

@@ -25,11 +25,19 @@ export const AuthStatus = z.strictObject({
 
 export const Token = z.strictObject({ token: z.string().meta({ description: 'A JWT for `Authorization: Bearer <token>`, valid for 15 minutes.' }) });
 
+const payloadFields = {
+  payload: z.string().meta({ description: 'The payload as text; base64 when `payload_encoding` says so.' }),
+  payload_encoding: z
+    .literal('base64')
+    .optional()
+    .meta({ description: 'Extension, only present for a payload whose bytes are not UTF-8 text (enqueued as bytes over gRPC): then `payload` is their base64, not text with replacement characters.' }),
+};
+
 export const Message = z.strictObject({
   id: uuid(),
   topic: z.string(),
   key: z.string().nullable(),
-  payload: z.string(),
+  ...payloadFields,
   metadata: z.record(z.string(), z.string()),
   status,
   retry_count: count(),
@@ -53,7 +61,7 @@ export const DequeuedMessage = z.strictObject({
   id: uuid(),
   topic: z.string(),
   key: z.string().nullable(),
-  payload: z.string(),
+  ...payloadFields,
   metadata: z.record(z.string(), z.string()),
   status: z.literal('processing'),
   retry_count: count(),

@@ -759,7 +759,13 @@ export interface components {
             id: string;
             topic: string;
             key: string | null;
+            /** @description The payload as text; base64 when `payload_encoding` says so. */
             payload: string;
+            /**
+             * @description Extension, only present for a payload whose bytes are not UTF-8 text (enqueued as bytes over gRPC): then `payload` is their base64, not text with replacement characters.
+             * @constant
+             */
+            payload_encoding?: "base64";
             metadata: {
                 [key: string]: string;
             };
@@ -849,7 +855,13 @@ export interface components {
             id: string;
             topic: string;
             key: string | null;
+            /** @description The payload as text; base64 when `payload_encoding` says so. */
             payload: string;
+            /**
+             * @description Extension, only present for a payload whose bytes are not UTF-8 text (enqueued as bytes over gRPC): then `payload` is their base64, not text with replacement characters.
+             * @constant
+             */
+            payload_encoding?: "base64";
             metadata: {
                 [key: string]: string;
             };

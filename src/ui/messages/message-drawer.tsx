@@ -108,7 +108,7 @@ export function MessageDrawer(props: {
         </div>
       )}
       <div className="payload-heading">
-        <h3 id={payloadHeadingId}>Payload</h3>
+        <h3 id={payloadHeadingId}>{message.payload_encoding === 'base64' ? 'Payload (binary, as base64)' : 'Payload'}</h3>
         {pretty.json && (
           <button type="button" aria-pressed={raw} onClick={() => setRaw((r) => !r)}>
             Show raw text
