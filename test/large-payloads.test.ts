@@ -60,6 +60,14 @@ describeEachEngine('large payloads', (engine) => {
     }
   });
 
+  it('runs its MySQL sessions strict, whatever the server\'s sql_mode: nothing is stored cut short', async () => {
+    if (engine.name !== 'mysql') return;
+    const [rows] = (await server.db.raw('SELECT @@SESSION.sql_mode AS mode, @@GLOBAL.sql_mode AS global')) as [Array<{ mode: string; global: string }>];
+    expect(rows[0].mode.split(',')).toContain('STRICT_ALL_TABLES');
+    // Every mode the server set stays.
+    for (const mode of rows[0].global.split(',').filter(Boolean)) expect(rows[0].mode.split(',')).toContain(mode);
+  });
+
   it('refuses to start where the database cannot carry queue.max_payload_bytes, naming the packet size needed', async () => {
     if (engine.name !== 'mysql') return;
     const [rows] = (await server.db.raw('SELECT @@max_allowed_packet AS packet')) as [Array<{ packet: unknown }>];

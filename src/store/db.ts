@@ -163,7 +163,12 @@ function createSqlite(url: string, common: Pick<Knex.Config, 'log' | 'compileSql
 }
 
 function createMysql(url: string, poolSize: number, common: Pick<Knex.Config, 'log' | 'compileSqlOnError' | 'debug'>, lockWaitTimeoutSeconds = 0): Knex {
-  const session = ['SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED'];
+  const session = [
+    'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED',
+    // Strict whatever the server's default: a value too long for its column is an error, never stored cut short
+    // (a server run with sql_mode '' would otherwise truncate silently).
+    "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES')",
+  ];
   if (lockWaitTimeoutSeconds > 0) session.push(`SET SESSION innodb_lock_wait_timeout = ${Math.max(1, Math.ceil(lockWaitTimeoutSeconds))}`);
   const parsed = new URL(url);
   return knexFactory({
