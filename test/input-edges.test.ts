@@ -348,6 +348,8 @@ describeEachEngine('input at the edges', (engine) => {
       '2021-01-01T23:59:60Z', // a leap second: refused, as before
       '2021-01-01T00:00:00+24:00',
       '2021-01-01T00:00:00-05:60',
+      '9999-12-31T23:59:59.999-23:59', // year 10000 in UTC, which RFC 3339 cannot write back
+      '0000-01-01T00:00:00+00:01', // the year before 0000 in UTC
     ];
     for (const time of impossible) {
       const del = await server.api.delete(`/api/topics/edges-time/message-log?before=${encodeURIComponent(time)}`);

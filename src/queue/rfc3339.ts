@@ -32,5 +32,10 @@ export function parseRfc3339(value: unknown): number | null {
   const date = new Date(0);
   date.setUTCFullYear(year, month - 1, day);
   date.setUTCHours(hour, minute, second, fraction === undefined ? 0 : Number(fraction.slice(0, 3).padEnd(3, '0')));
-  return date.getTime() - offsetMinutes * 60_000;
+  const ms = date.getTime() - offsetMinutes * 60_000;
+  // An offset can carry a time past the years RFC 3339 writes (0000-9999 in UTC): it could not be answered back.
+  return ms < FIRST_MS || ms > LAST_MS ? null : ms;
 }
+
+const FIRST_MS = Date.parse('0000-01-01T00:00:00.000Z');
+const LAST_MS = Date.parse('9999-12-31T23:59:59.999Z');
