@@ -76,7 +76,7 @@ function redisUrlProblem(url: string): string | undefined {
   } catch {
     return 'expected redis://[user:password@]host[:port][/db] or rediss://… (percent-encode @ : / ? # in a password)';
   }
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') return "expected the scheme redis:// or rediss://";
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') return 'expected the scheme redis:// or rediss://';
   if (!url.slice(parsed.protocol.length).startsWith('//') || parsed.hostname === '') {
     return 'expected redis://[user:password@]host[:port][/db] (a host after //; percent-encode @ : / ? # in a password)';
   }
