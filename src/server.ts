@@ -21,6 +21,7 @@ import { TopicService } from './queue/topics.js';
 import { TopicSignals } from './queue/topic-signals.js';
 import { startMaintenance } from './maintenance.js';
 import { RedisPeerRelay } from './pubsub/redis-peer-relay.js';
+import { startDatabaseClock, type Clock } from './store/database-clock.js';
 import { createDb, describeDb, migrate } from './store/db.js';
 import { engineOf } from './store/dialect.js';
 import { checkClusterSchema } from './store/galera-checks.js';
@@ -32,7 +33,7 @@ import { VERSION } from './version.js';
 
 export interface ServerOptions {
   logger?: Logger;
-  /** Injected clock (tests). */
+  /** Injected clock (tests); otherwise the database's (src/store/database-clock.ts). */
   now?: () => number;
   /** Aborted when the process is asked to stop during start-up: ends a wait for another pod's migrations. */
   signal?: AbortSignal;
@@ -81,11 +82,11 @@ async function stopHttp(server: Server, deadlineMs: number): Promise<void> {
 /** Starts the whole service: database and migrations, caches, HTTP (and later gRPC), background work. */
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.log.level);
-  const now = options.now ?? Date.now;
   // First, so a missing or mismatched certificate stops the start before the database is touched.
   const paths = tlsPaths(config);
   const tls = paths ? CertificateFiles.load(paths, logger) : undefined;
   tls?.watch(config.server.tls_reload_interval);
+  let clock: Clock | undefined;
   const db = createDb({ url: config.db.url, poolSize: config.db.pool_size, logger, lockWaitTimeoutSeconds: config.db.lock_wait_timeout });
   try {
     const applied = await migrate(db, logger, options.signal);
@@ -93,11 +94,13 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     // Galera: refuse a schema the cluster would not replicate; log the cluster's size and state.
     await checkClusterSchema(db, logger);
     await checkPacketSize(db, config.queue.max_payload_bytes);
+    clock = options.now ? undefined : await startDatabaseClock(db, logger);
   } catch (err) {
     await db.destroy();
     throw err;
   }
 
+  const now = options.now ?? clock!.now;
   const metrics = new MetricsRegistry();
   observeRetries(db, new DbRetryMetrics(metrics.meter));
   const catalog = new Catalog(db, config.queue.config_refresh_interval, logger);
@@ -183,6 +186,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       await peerRelay?.close();
       await authRuntime.close();
       catalog.stop();
+      clock?.stop();
       await metrics.shutdown();
       await db.destroy();
       logger.info('conveyor stopped');

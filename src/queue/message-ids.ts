@@ -13,15 +13,15 @@ let offset = POOL_BYTES;
 let lastMs = -Infinity;
 let seq = 0;
 
-export function uuidv7(): string {
+/** `ms`: the message's creation time in the service's clock (its created_at), so ids made on different instances sort by one clock. */
+export function uuidv7(ms = Date.now()): string {
   if (offset === POOL_BYTES) {
     randomFillSync(pool);
     offset = 0;
   }
   const random = pool.subarray(offset, (offset += 16));
-  const now = Date.now();
-  if (now > lastMs) {
-    lastMs = now;
+  if (ms > lastMs) {
+    lastMs = ms;
     seq = ((random[6] & 0x7f) << 24) | (random[7] << 16) | (random[8] << 8) | random[9];
   } else {
     seq = (seq + 1) | 0;

@@ -404,7 +404,7 @@ export class MessageService {
     if (items.length === 0) return { stored: 0, full: false };
     const now = this.now();
     const messages: NewMessage[] = items.map((item) => ({
-      id: uuidv7(),
+      id: uuidv7(now),
       topic: item.topic,
       key: item.key,
       payload: item.payload,
@@ -451,7 +451,7 @@ export class MessageService {
     }
     const now = this.now();
     return {
-      id: uuidv7(),
+      id: uuidv7(now),
       topic,
       key,
       payload,

@@ -1,6 +1,7 @@
 import type { Config } from '../config/schema.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { noopQueueMetrics } from '../queue/metrics-port.js';
+import { startDatabaseClock } from '../store/database-clock.js';
 import { createDb, ping } from '../store/db.js';
 import { REAPER_KINDS, Reapers, reapReport, type ReapResult, type ReaperKind } from './reapers.js';
 
@@ -41,7 +42,10 @@ export async function reapOnce(config: Config, kind: ReaperKind, logger: Logger 
     }
     let result: ReapResult;
     try {
-      const reapers = new Reapers({ db, metrics: noopQueueMetrics, auditRetentionDays: config.audit.retention_days, logger, dlqThreshold: config.queue.dlq_threshold });
+      // The CronJob's pod may run on a node whose clock is off: TTLs and visibility end in the database's time.
+      const clock = await startDatabaseClock(db, logger);
+      clock.stop();
+      const reapers = new Reapers({ db, metrics: noopQueueMetrics, auditRetentionDays: config.audit.retention_days, logger, dlqThreshold: config.queue.dlq_threshold, now: clock.now });
       result = await reapers.run(kind, WAIT_FOR_OTHER_RUN_MS);
     } catch (err) {
       throw new ReapCommandError(`reap ${kind} failed: ${(err as Error).message}`);

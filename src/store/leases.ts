@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Knex } from 'knex';
-import { engineOf } from './dialect.js';
+import { dbNow } from './database-clock.js';
 import { withDbRetry } from './retry.js';
 
 /**
@@ -63,13 +63,6 @@ export class LeaseLost extends Error {
     super(`lease "${lease}" was lost: ${reason}`);
     this.name = 'LeaseLost';
   }
-}
-
-/** The database's clock in epoch milliseconds, as an SQL expression; UTC, whatever the session's time zone. */
-function dbNow(db: Knex): string {
-  return engineOf(db) === 'mysql'
-    ? "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
-    : "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
 }
 
 /** Who holds a lease, for an operator reading the table: host, process, and a part unique to this acquisition. */

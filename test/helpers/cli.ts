@@ -28,11 +28,11 @@ export function tempDirs(prefix: string): () => string {
   };
 }
 
-/** Runs the CLI to completion in `cwd` with only the given CONVEYOR_* variables (none inherited from this process). */
-export function runCli(args: string[], env: Record<string, string>, cwd: string): Promise<CliRun> {
+/** Runs the CLI to completion in `cwd` with only the given CONVEYOR_* variables (none inherited from this process); `nodeArgs` go to node. */
+export function runCli(args: string[], env: Record<string, string>, cwd: string, nodeArgs: string[] = []): Promise<CliRun> {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CONVEYOR_'))) as Record<string, string>;
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', TSX, CLI, ...args], { env: { ...base, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', TSX, ...nodeArgs, CLI, ...args], { env: { ...base, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));

@@ -73,9 +73,9 @@ export interface ChildServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `conveyor serve` as a separate OS process (tsx), for multi-instance and shutdown tests. */
-export async function startChildServer(env: Record<string, string>, args: string[] = ['serve']): Promise<ChildServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+/** Starts `conveyor serve` as a separate OS process (tsx), for multi-instance and shutdown tests; `nodeArgs` go to node (a preload). */
+export async function startChildServer(env: Record<string, string>, args: string[] = ['serve'], nodeArgs: string[] = []): Promise<ChildServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, CLI, ...args], {
     env: {
       ...process.env,
       CONVEYOR_SERVER_HTTP_PORT: '0',
