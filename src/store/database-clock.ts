@@ -36,7 +36,9 @@ async function read(db: Knex): Promise<Reading> {
   const sent = performance.now();
   const [rows] = (await db.raw(`SELECT ${dbNow(db)} AS t`)) as [Array<{ t: number | string }>];
   const received = performance.now();
-  return { dbMs: Number(rows[0].t), mark: (sent + received) / 2, roundTripMs: received - sent };
+  const dbMs = Number(rows[0]?.t);
+  if (!Number.isFinite(dbMs)) throw new Error(`the database answered ${JSON.stringify(rows[0]?.t)} for its clock`);
+  return { dbMs, mark: (sent + received) / 2, roundTripMs: received - sent };
 }
 
 async function measure(db: Knex): Promise<Reading> {
