@@ -170,6 +170,9 @@ function createMysql(url: string, poolSize: number, common: Pick<Knex.Config, 'l
     "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_ALL_TABLES')",
   ];
   if (lockWaitTimeoutSeconds > 0) session.push(`SET SESSION innodb_lock_wait_timeout = ${Math.max(1, Math.ceil(lockWaitTimeoutSeconds))}`);
+  // Waits for a table (metadata) lock, such as an operator's LOCK TABLES or ALTER TABLE, end as row lock
+  // waits do, in a retry and then "database busy": the server's own bound for them is a day.
+  session.push('SET SESSION lock_wait_timeout = @@SESSION.innodb_lock_wait_timeout');
   const parsed = new URL(url);
   return knexFactory({
     ...common,

@@ -37,9 +37,12 @@ export function canDeleteReturning(db: Knex): Promise<boolean> {
  * - `lock_wait`: a row lock wait timed out (1205), or SQLite stayed busy past busy_timeout;
  * - `wsrep_not_ready`: a Galera node outside the primary component refuses queries (1047);
  * - `connection_lost`: the connection died under a statement. Unlike the others this one may have committed
- *   (the COMMIT or an autocommit statement reached the server, its answer did not): see src/store/retry.ts.
+ *   (the COMMIT or an autocommit statement reached the server, its answer did not): see src/store/retry.ts;
+ * - `interrupted`: the server stopped the statement: `KILL QUERY` by an operator (1317), or a statement time
+ *   limit (MariaDB's max_statement_time, 1969; MySQL's max_execution_time, 3024). The transaction is rolled
+ *   back whole by its caller, as after any failed statement.
  */
-export const CONFLICT_KINDS = ['deadlock', 'lock_wait', 'wsrep_not_ready', 'connection_lost'] as const;
+export const CONFLICT_KINDS = ['deadlock', 'lock_wait', 'wsrep_not_ready', 'connection_lost', 'interrupted'] as const;
 export type ConflictKind = (typeof CONFLICT_KINDS)[number];
 
 /** Errors of connecting in the first place: the database is away, not a query that a retry would rescue. */
@@ -48,6 +51,13 @@ const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHO
 const LOST_CODES = new Set(['PROTOCOL_CONNECTION_LOST', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CONNECTION_KILLED', 'ER_SERVER_SHUTDOWN']);
 // 2006 server gone away, 2013 lost connection during query (client numbers); 1053 server shutdown, 1927 connection killed.
 const LOST_ERRNOS = new Set([2006, 2013, 1053, 1927]);
+const INTERRUPTED_ERRNOS = new Set([1317, 1969, 3024]);
+/**
+ * The server refuses the statement for as long as its settings stay as they are, so a retry would not help:
+ * it runs read-only (1290 `--read-only`, 1836 read-only mode: a replica, or a primary demoted in a failover),
+ * or the statement is larger than max_allowed_packet (1153: lowered since start-up, src/store/packet-size.ts).
+ */
+const REFUSING_ERRNOS = new Set([1290, 1836, 1153]);
 
 export function conflictKind(err: unknown): ConflictKind | undefined {
   const e = err as { errno?: number; code?: string; fatal?: boolean; message?: unknown } | null;
@@ -55,7 +65,8 @@ export function conflictKind(err: unknown): ConflictKind | undefined {
   if (e.errno === 1213) return 'deadlock';
   if (e.errno === 1205 || e.code === 'SQLITE_BUSY') return 'lock_wait';
   if (e.errno === 1047 || (typeof e.message === 'string' && e.message.includes('WSREP has not yet prepared node'))) return 'wsrep_not_ready';
-  if (CONNECT_FAILURES.has(e.code ?? '')) return undefined;
+  if (INTERRUPTED_ERRNOS.has(e.errno ?? 0)) return 'interrupted';
+  if (CONNECT_FAILURES.has(e.code ?? '') || REFUSING_ERRNOS.has(e.errno ?? 0)) return undefined;
   if (LOST_CODES.has(e.code ?? '') || LOST_ERRNOS.has(e.errno ?? 0) || e.fatal === true) return 'connection_lost';
   return undefined;
 }
@@ -65,10 +76,19 @@ export function isUniqueViolation(err: unknown): boolean {
   return e?.errno === 1062 || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
+/**
+ * SQLite's file cannot be written or read: the disk is full (or the file at its size limit), an I/O error, the
+ * file or its directory became read-only, unreadable or damaged. Like a database that is away.
+ */
+const SQLITE_STORAGE_FAILURE = /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|CORRUPT|NOTADB)/;
+
+/** The database cannot serve this now (unreachable, out of connections, refusing writes): 503 "database unavailable". */
 export function isConnectionError(err: unknown): boolean {
-  const e = err as { code?: string; fatal?: boolean; name?: string };
+  const e = err as { code?: string; errno?: number; fatal?: boolean; name?: string };
   return (
     e?.fatal === true ||
+    REFUSING_ERRNOS.has(e?.errno ?? 0) ||
+    SQLITE_STORAGE_FAILURE.test(e?.code ?? '') ||
     e?.name === 'KnexTimeoutError' ||
     ['ECONNREFUSED', 'ECONNRESET', 'PROTOCOL_CONNECTION_LOST', 'ETIMEDOUT', 'EPIPE', 'ER_CON_COUNT_ERROR'].includes(e?.code ?? '')
   );

@@ -107,10 +107,15 @@ export async function checkClusterSchema(db: Knex, logger: Logger, options: Clus
  * then, so it doubles as the ping. Plain servers and SQLite: one `select 1`, as before.
  */
 export async function checkDatabaseReady(db: Knex): Promise<void> {
-  if (!galeraPools.has(db.client)) {
+  if (engineOf(db) !== 'mysql') {
     await db.raw('select 1');
     return;
   }
-  const ready = (await variable(db, "SHOW STATUS LIKE 'wsrep_ready'")).get('wsrep_ready') ?? '';
-  if (ready.toUpperCase() !== 'ON') throw new NodeNotReady(`database node not ready: wsrep_ready is ${ready || 'unknown'}`);
+  if (galeraPools.has(db.client)) {
+    const ready = (await variable(db, "SHOW STATUS LIKE 'wsrep_ready'")).get('wsrep_ready') ?? '';
+    if (ready.toUpperCase() !== 'ON') throw new NodeNotReady(`database node not ready: wsrep_ready is ${ready || 'unknown'}`);
+  }
+  // A server that refuses writes (a replica, a primary demoted in a failover) cannot serve this instance.
+  const [rows] = (await db.raw('SELECT @@GLOBAL.read_only AS read_only')) as [Array<{ read_only: number | string }>];
+  if (Number(rows[0]?.read_only) === 1) throw new NodeNotReady('database is read-only (read_only is ON)');
 }
