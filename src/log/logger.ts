@@ -56,7 +56,33 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     serializers: { err: serializeError },
     hooks: { logMethod: safeArguments },
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, destination ?? stdoutDestination());
+}
+
+/**
+ * stdout, as pino's default, except that a write that fails for good (ENOSPC under a redirect to a full disk,
+ * EIO) ends the logging instead of the process: pino turns it into an uncaught error, and its exit handler
+ * then retries the write forever, so the service hung (never listening, deaf to SIGTERM). The queue keeps
+ * working without its log; one line on stderr says so.
+ */
+function stdoutDestination(): DestinationStream {
+  const stream = pino.destination({ dest: 1, sync: false });
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (stream.write === dropped) return;
+    stream.write = dropped;
+    stream.flushSync = () => undefined;
+    stream.end = () => undefined;
+    try {
+      process.stderr.write(`conveyor: writing the log to stdout failed (${err.code ?? err.message}); log lines are dropped from now on\n`);
+    } catch {
+      // stderr is gone too: nothing left to tell
+    }
+  });
+  return stream;
+}
+
+function dropped(): boolean {
+  return true;
 }
 
 /** A logger writing to stderr, for commands whose stdout is their result (`migrate`, `reap`, `config check`). */
