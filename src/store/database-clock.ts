@@ -12,7 +12,7 @@ export function dbNow(db: Knex): string {
 /** Samples per measurement: the one with the shortest round trip counts (its error is at most half of it). */
 const SAMPLES = 5;
 /** How often the offset is measured again, so drift and a stepped clock on either side are followed. */
-export const CLOCK_REFRESH_MS = 60_000;
+const CLOCK_REFRESH_MS = 60_000;
 /** An offset (or a change of it) this large is logged at warn: some clock is wrong, and an operator should know. */
 const NOTABLE_OFFSET_MS = 1_000;
 

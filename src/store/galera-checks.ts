@@ -104,7 +104,8 @@ export async function checkClusterSchema(db: Knex, logger: Logger, options: Clus
  * Readiness of the database for this instance: it answers, and on a Galera node (as detected at start) the
  * node is ready for application use (wsrep_ready = ON). A node cut off from the primary component refuses
  * queries with 1047, so the instance leaves the load balancer until it rejoined. SHOW STATUS answers even
- * then, so it doubles as the ping. Plain servers and SQLite: one `select 1`, as before.
+ * then, so it doubles as the ping. Any MySQL/MariaDB server is also not ready while it runs read-only (its
+ * writes would fail with 1290/1836). SQLite: one `select 1`.
  */
 export async function checkDatabaseReady(db: Knex): Promise<void> {
   if (engineOf(db) !== 'mysql') {
