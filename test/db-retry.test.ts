@@ -304,6 +304,43 @@ async function waitForLockWait(other: mysql.Connection, timeoutMs = 10_000): Pro
   });
 });
 
+/**
+ * Another process holding the SQLite file's write lock (as `conveyor reap` or a second `serve` would) from
+ * BEGIN IMMEDIATE until the test says "release", or until maxMs passed: `released` tells which came first.
+ */
+async function holdSqliteWriteLock(file: string, maxMs: number): Promise<{ release(): Promise<'command' | 'timeout'> }> {
+  const holder = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const D = require('better-sqlite3'); const d = new D(${JSON.stringify(file)}); d.exec('BEGIN IMMEDIATE');
+       const end = (how) => { d.exec('COMMIT'); d.close(); console.log('released:' + how); process.exit(0); };
+       const timer = setTimeout(() => end('timeout'), ${maxMs});
+       process.stdin.on('data', () => { clearTimeout(timer); end('command'); });
+       console.log('locked');`,
+    ],
+    { cwd: process.cwd(), stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  let output = '';
+  holder.stdout!.on('data', (chunk) => (output += String(chunk)));
+  // "release" may reach a holder that already let go on its own.
+  holder.stdin!.on('error', () => undefined);
+  const exited = new Promise<void>((resolve) => holder.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    holder.stdout!.on('data', () => output.includes('locked') && resolve());
+    holder.once('exit', (code) => reject(new Error(`lock holder exited with ${code}`)));
+  });
+  return {
+    async release() {
+      holder.stdin!.end('release\n');
+      await exited;
+      const how = /released:(\w+)/.exec(output)?.[1];
+      if (how !== 'command' && how !== 'timeout') throw new Error(`lock holder said: ${output}`);
+      return how;
+    },
+  };
+}
+
 describe('database retries: SQLite busy [sqlite]', () => {
   let server: TestServer & { database: TestDatabase };
   beforeAll(async () => {
@@ -312,34 +349,67 @@ describe('database retries: SQLite busy [sqlite]', () => {
   afterAll(async () => {
     await server?.close();
   });
+  const fileOf = (s: TestServer & { database: TestDatabase }) => s.database.url.slice('sqlite:'.length);
 
-  it('an enqueue that meets SQLITE_BUSY (another process writing for longer than busy_timeout) is retried and stored once', async () => {
-    const file = server.database.url.slice('sqlite:'.length);
-    // Another process (as `conveyor reap` would be) holds the write lock for 8 s; busy_timeout is 5 s, and the
-    // 3 s beyond it leave room for a busy machine between the lock being taken and the enqueue reaching it.
-    const holder = spawn(
-      process.execPath,
-      [
-        '-e',
-        `const D = require('better-sqlite3'); const d = new D(${JSON.stringify(file)}); d.pragma('busy_timeout = 5000'); d.exec('BEGIN IMMEDIATE');
-         console.log('locked'); setTimeout(() => { d.exec('COMMIT'); d.close(); }, 8000);`,
-      ],
-      { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    const exited = new Promise((resolve) => holder.once('exit', resolve));
-    await new Promise<void>((resolve, reject) => {
-      holder.stdout!.on('data', (chunk) => String(chunk).includes('locked') && resolve());
-      holder.once('exit', (code) => reject(new Error(`lock holder exited with ${code}`)));
-    });
+  it('an enqueue that meets SQLITE_BUSY (another process writing for longer than the lock wait) is retried and stored once', async () => {
+    // 8 s: the lock wait is 5 s, and the 3 s beyond it leave room for a busy machine between the lock being
+    // taken and the enqueue reaching it.
+    const lock = await holdSqliteWriteLock(fileOf(server), 8_000);
+    let released: Promise<unknown> | undefined;
     try {
       const res = await server.api.enqueue('busy', 'once');
+      released = lock.release();
       expect(res.status, res.text).toBe(201);
       expect((await server.api.get('/api/messages?topic=busy')).body.items.map((m: { id: string }) => m.id)).toEqual([res.body.id]);
       expect(await conflicts(server, 'lock_wait')).toBeGreaterThan(0);
       expect(await retries(server, 'recovered')).toBeGreaterThan(0);
     } finally {
-      holder.kill();
-      await exited;
+      await (released ?? lock.release());
+    }
+  });
+
+  it('waiting for the lock leaves the process serving: /healthz answers while an enqueue waits, and the enqueue then lands', async () => {
+    // The server runs in this test's process: had the wait blocked the event loop (SQLite's own busy handler
+    // sleeps on it), the health check could only be answered after the holder gave up on its own after 3 s.
+    const lock = await holdSqliteWriteLock(fileOf(server), 3_000);
+    let settled = false;
+    const enqueued = server.api.enqueue('patient', 'waits').finally(() => (settled = true));
+    let released: Promise<'command' | 'timeout'> | undefined;
+    try {
+      await sleep(200);
+      const health = await server.api.get('/healthz');
+      expect(health.status).toBe(200);
+      expect(settled).toBe(false);
+      released = lock.release();
+      expect(await released).toBe('command');
+      const res = await enqueued;
+      expect(res.status, res.text).toBe(201);
+      expect((await server.api.get('/api/messages?topic=patient')).body.items.map((m: { id: string }) => m.id)).toEqual([res.body.id]);
+    } finally {
+      await (released ?? lock.release());
+      await enqueued.catch(() => undefined);
+    }
+  });
+
+  it('db.lock_wait_timeout bounds each wait: a lock held for good ends in 503 "database busy, retry", nothing stored', async () => {
+    const short = await startTestServer(engineByName.sqlite, { overrides: { db: { lock_wait_timeout: '1s' } } });
+    const lock = await holdSqliteWriteLock(fileOf(short), 60_000);
+    let released: Promise<'command' | 'timeout'> | undefined;
+    try {
+      const started = Date.now();
+      const res = await short.api.enqueue('held', 'never');
+      // Eight attempts of 1 s each (and the backoff between them), not eight of the default 5 s.
+      expect(Date.now() - started).toBeLessThan(8 * 5_000 - 10_000);
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual({ error: 'database busy, retry' });
+      expect(res.headers.get('retry-after')).toBe('1');
+      released = lock.release();
+      expect(await released).toBe('command');
+      expect(await retries(short, 'exhausted')).toBe(1);
+      expect((await short.api.get('/api/messages?topic=held')).body.items).toEqual([]);
+    } finally {
+      await (released ?? lock.release());
+      await short.close();
     }
   });
 });

@@ -105,7 +105,7 @@ export const configSchema = z.strictObject({
       url: z.string().default('sqlite:./data/conveyor.db').meta({ description: 'sqlite:<path> or mysql://user:pass@host:3306/db', sensitive: 'url-password' }),
       url_file: z.string().default('').describe('file holding db.url (a mounted Secret); not together with db.url'),
       pool_size: nonBlank(z.coerce.number().int().min(1).max(200)).default(16).describe('MySQL connections per process (1 to 200; SQLite always uses one)'),
-      lock_wait_timeout: duration('0').describe('MySQL/MariaDB: how long a statement waits for a row or table lock (innodb_lock_wait_timeout and lock_wait_timeout of the pool, whole seconds) before it is retried; 0 = the server\'s innodb_lock_wait_timeout'),
+      lock_wait_timeout: duration('0').describe('how long a statement waits for a lock before it is retried. MySQL/MariaDB: a row or table lock (innodb_lock_wait_timeout and lock_wait_timeout of the pool, whole seconds); 0 = the server\'s innodb_lock_wait_timeout. SQLite: the file\'s write lock held by another process; 0 = 5 s'),
     })
     .prefault({}),
   queue: z

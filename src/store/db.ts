@@ -9,6 +9,7 @@ import { RepeatedFailure, type ErrorSummary } from '../log/repeated.js';
 import { engineOf } from './dialect.js';
 import { LeaseBusy, withLease } from './leases.js';
 import { withDbRetry } from './retry.js';
+import { DEFAULT_SQLITE_LOCK_WAIT_MS, sqliteClient } from './sqlite-client.js';
 
 export type Db = Knex;
 
@@ -16,8 +17,9 @@ export interface DbOptions {
   url: string;
   poolSize?: number;
   /**
-   * MySQL/MariaDB: innodb_lock_wait_timeout of the pool's sessions in seconds (db.lock_wait_timeout); 0 or
-   * absent keeps the server's (50 s by default). A wait that times out is retried (src/store/retry.ts).
+   * How long a statement waits for a lock, in seconds (db.lock_wait_timeout). MySQL/MariaDB: the pool sessions'
+   * innodb_lock_wait_timeout; 0 or absent keeps the server's (50 s by default). SQLite: how long a statement
+   * waits for another process's write lock; 0 or absent is 5 s. A wait that times out is retried (src/store/retry.ts).
    */
   lockWaitTimeoutSeconds?: number;
   /** Where knex's own warnings and connection failures go (as JSON lines); default: info on stdout. */
@@ -128,12 +130,12 @@ function commonConfig(logger: Logger, connection: RepeatedFailure): Pick<Knex.Co
   return { log: knexLog(logger, connection), compileSqlOnError: false, debug: logger.isLevelEnabled('trace') };
 }
 
-function createSqlite(url: string, common: Pick<Knex.Config, 'log' | 'compileSqlOnError' | 'debug'>): Knex {
+function createSqlite(url: string, common: Pick<Knex.Config, 'log' | 'compileSqlOnError' | 'debug'>, lockWaitTimeoutSeconds = 0): Knex {
   const filename = sqliteFilename(url);
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
-  const db = knexFactory({
+  return knexFactory({
     ...common,
-    client: 'better-sqlite3',
+    client: sqliteClient(lockWaitTimeoutSeconds > 0 ? lockWaitTimeoutSeconds * 1000 : DEFAULT_SQLITE_LOCK_WAIT_MS) as unknown as Knex.Config['client'],
     connection: { filename },
     useNullAsDefault: true,
     // better-sqlite3 is synchronous and SQLite has one writer: a single connection serialises
@@ -142,24 +144,15 @@ function createSqlite(url: string, common: Pick<Knex.Config, 'log' | 'compileSql
       min: 1,
       max: 1,
       afterCreate(conn: { pragma(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) {
+        // Switching a new file to WAL takes an exclusive lock: at start-up only, under better-sqlite3's 5 s timeout.
         conn.pragma('journal_mode = WAL');
         conn.pragma('synchronous = FULL');
-        conn.pragma('busy_timeout = 5000');
+        // From here on, waits for other processes' locks happen off the event loop (sqlite-client.ts).
+        conn.pragma('busy_timeout = 0');
         done(null, conn);
       },
     },
   });
-  // knex opens SQLite transactions with a deferred BEGIN; a deferred reader that later writes can fail
-  // with SQLITE_BUSY when another process wrote meanwhile. Every transaction here writes, so take the
-  // write lock up front (BEGIN IMMEDIATE) and let busy_timeout queue the processes instead.
-  const client = db.client as { transaction: (...args: unknown[]) => { begin: unknown; query: (conn: unknown, sql: string) => unknown } };
-  const openTransaction = client.transaction.bind(client);
-  client.transaction = (...args: unknown[]) => {
-    const trx = openTransaction(...args);
-    trx.begin = (conn: unknown) => trx.query(conn, 'BEGIN IMMEDIATE;');
-    return trx;
-  };
-  return db;
 }
 
 function createMysql(url: string, poolSize: number, common: Pick<Knex.Config, 'log' | 'compileSqlOnError' | 'debug'>, lockWaitTimeoutSeconds = 0): Knex {
@@ -211,7 +204,7 @@ export function createDb({ url, poolSize = 16, logger = createLogger('info'), co
   const { kind } = describeDb(url);
   const connection = connectionFailures ?? new RepeatedFailure(logger, { what: 'database connection', fields: { db: kind } });
   const common = commonConfig(logger, connection);
-  return trackConnections(kind === 'sqlite' ? createSqlite(url, common) : createMysql(url, poolSize, common, lockWaitTimeoutSeconds), connection);
+  return trackConnections(kind === 'sqlite' ? createSqlite(url, common, lockWaitTimeoutSeconds) : createMysql(url, poolSize, common, lockWaitTimeoutSeconds), connection);
 }
 
 const MIGRATION_LOCK_WAIT_MS = 60_000;

@@ -3,8 +3,8 @@ import type { Knex } from 'knex';
 export type Engine = 'sqlite' | 'mysql';
 
 export function engineOf(db: Knex): Engine {
-  const client = String(db.client.config.client);
-  return client === 'mysql2' || client === 'mysql' ? 'mysql' : 'sqlite';
+  // The dialect, not config.client: SQLite's client is a class of ours (sqlite-client.ts), not a name.
+  return (db.client as { dialect?: string }).dialect === 'mysql' ? 'mysql' : 'sqlite';
 }
 
 const mariaDb = new WeakMap<object, Promise<boolean>>();
@@ -34,7 +34,8 @@ export function canDeleteReturning(db: Knex): Promise<boolean> {
 /**
  * Why a statement or transaction failed in a way that running it again can cure:
  * - `deadlock`: InnoDB picked it as a deadlock victim, or Galera aborted it in certification (both 1213);
- * - `lock_wait`: a row lock wait timed out (1205), or SQLite stayed busy past busy_timeout;
+ * - `lock_wait`: a row lock wait timed out (1205), or SQLite's lock stayed taken past db.lock_wait_timeout
+ *   (SQLITE_BUSY; SQLITE_BUSY_SNAPSHOT: a read transaction that another process's write made stale);
  * - `wsrep_not_ready`: a Galera node outside the primary component refuses queries (1047);
  * - `connection_lost`: the connection died under a statement. Unlike the others this one may have committed
  *   (the COMMIT or an autocommit statement reached the server, its answer did not): see src/store/retry.ts;
@@ -63,7 +64,7 @@ export function conflictKind(err: unknown): ConflictKind | undefined {
   const e = err as { errno?: number; code?: string; fatal?: boolean; message?: unknown } | null;
   if (!e || typeof e !== 'object') return undefined;
   if (e.errno === 1213) return 'deadlock';
-  if (e.errno === 1205 || e.code === 'SQLITE_BUSY') return 'lock_wait';
+  if (e.errno === 1205 || (typeof e.code === 'string' && e.code.startsWith('SQLITE_BUSY'))) return 'lock_wait';
   if (e.errno === 1047 || (typeof e.message === 'string' && e.message.includes('WSREP has not yet prepared node'))) return 'wsrep_not_ready';
   if (INTERRUPTED_ERRNOS.has(e.errno ?? 0)) return 'interrupted';
   if (CONNECT_FAILURES.has(e.code ?? '') || REFUSING_ERRNOS.has(e.errno ?? 0)) return undefined;
