@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { engineByName } from './helpers/engines.js';
 import { galeraMissing, startGaleraCluster, type GaleraCluster } from './helpers/galera-cluster.js';
 import { startChildServer, startTestServer } from './helpers/server.js';
@@ -81,22 +81,25 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
   }, 60_000);
 });
 
-// read_only is global: it gets a server of its own (one MariaDB node, started by the Galera helper).
-(mysqlUrl && !galeraMissing() ? describe : describe.skip)('a MySQL server switched to read-only [mysql]', () => {
+// read_only and max_allowed_packet are global: they get a server of their own (one MariaDB node, started by
+// the Galera helper).
+(mysqlUrl && !galeraMissing() ? describe : describe.skip)('a MySQL server whose settings refuse statements [mysql]', () => {
   let cluster: GaleraCluster | undefined;
+  beforeAll(async () => {
+    cluster = await startGaleraCluster({ nodes: 1 });
+  }, 180_000);
   afterAll(async () => {
     await cluster?.stopAll();
   });
 
-  it('queue calls answer 503 "database unavailable" and /readyz 503 while it refuses writes; all is back once it accepts them', async () => {
-    cluster = await startGaleraCluster({ nodes: 1 });
-    const database = await cluster.createDatabase();
-    const root = await connect(cluster.nodes[0].url);
+  it('switched to read-only: queue calls answer 503 "database unavailable" and /readyz 503 while it refuses writes; all is back once it accepts them', async () => {
+    const database = await cluster!.createDatabase();
+    const root = await connect(cluster!.nodes[0].url);
     try {
       // The service's user, as in production: root may write to a read-only server, an application user may not.
       await root.query("CREATE USER 'conveyor_app'@'127.0.0.1' IDENTIFIED BY 'app-password'");
       await root.query(`GRANT ALL ON \`${database.name}\`.* TO 'conveyor_app'@'127.0.0.1'`);
-      const url = `mysql://conveyor_app:app-password@127.0.0.1:${cluster.nodes[0].port}/${database.name}`;
+      const url = `mysql://conveyor_app:app-password@127.0.0.1:${cluster!.nodes[0].port}/${database.name}`;
       const t = await startTestServer(engineByName.mysql, { database: { url, drop: database.drop } });
       try {
         const before = await t.api.enqueue('ro', 'stored before');
@@ -122,7 +125,43 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
     } finally {
       await root.end();
     }
-  }, 180_000);
+  }, 120_000);
+
+  it('max_allowed_packet lowered under a running service: a statement over it answers 503 "database unavailable", smaller ones go on; nothing lost', async () => {
+    const database = await cluster!.createDatabase();
+    const root = await connect(cluster!.nodes[0].url);
+    const [[{ packet }]] = (await root.query('SELECT @@GLOBAL.max_allowed_packet AS packet')) as unknown as [[{ packet: number }]];
+    // Sessions copy max_allowed_packet when they connect: end the service's so its pool opens new ones.
+    const endServiceSessions = async () => {
+      const [rows] = await root.query('SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND ID <> CONNECTION_ID()', [database.name]);
+      for (const { ID } of rows as Array<{ ID: number }>) await root.query(`KILL ${ID}`).catch(() => undefined);
+    };
+    const t = await startTestServer(engineByName.mysql, { database: { url: database.urlOn(0), drop: database.drop } });
+    const large = 'x'.repeat(200_000);
+    try {
+      expect((await t.api.enqueue('packets', 'small before')).status).toBe(201);
+      await root.query('SET GLOBAL max_allowed_packet = 65536');
+      await endServiceSessions();
+      const refused = await t.api.enqueue('packets', large);
+      expect(refused.status, refused.text).toBe(503);
+      expect(refused.body).toEqual({ error: 'database unavailable' });
+      expect((await t.api.enqueue('packets', 'small during')).status).toBe(201);
+      await root.query(`SET GLOBAL max_allowed_packet = ${Number(packet)}`);
+      await endServiceSessions();
+      const stored = await t.api.enqueue('packets', large);
+      expect(stored.status, stored.text).toBe(201);
+      const got = await t.api.dequeue('packets', { count: 10 });
+      expect(got.body.messages.map((m: { payload: string }) => (m.payload.length > 100 ? `large ${m.payload.length}` : m.payload))).toEqual([
+        'small before',
+        'small during',
+        'large 200000',
+      ]);
+    } finally {
+      await root.query(`SET GLOBAL max_allowed_packet = ${Number(packet)}`);
+      await t.close();
+      await root.end();
+    }
+  }, 120_000);
 });
 
 describe('an SQLite file that cannot grow [sqlite]', () => {
