@@ -1022,6 +1022,7 @@ describe('values.schema.json and impossible combinations', () => {
     expect(err).toMatch(/at '\/api\/replicaCount': got string, want integer/);
     expect(await failing(['--set', 'auth.enabled=maybe'])).toMatch(/at '\/auth\/enabled': got string, want boolean/);
     expect(await failing(['--set', 'reapers.delete.schedule=daily'])).toMatch(/\/reapers\/delete\/schedule/);
+    expect(await failing(['--set', 'database.persistence.size=lots'])).toMatch(/\/database\/persistence\/size/);
   });
 
   it('rejects an unknown top-level key, and conveyor.yaml keys the chart owns', async () => {
@@ -1126,6 +1127,54 @@ describe('values kept across upgrades (lookup)', () => {
     const cron = objects.find((o) => o.kind === 'CronJob' && o.metadata.name === 'conveyor-reap-delete')!;
     expect([cron.spec.schedule, cron.spec.suspend]).toEqual(['45 4 * * *', false]);
     expect(objects.some((o) => o.kind === 'Deployment' && o.metadata.name === 'conveyor-controller')).toBe(false);
+  });
+});
+
+describe('an upgrade that would flip database.embedded (lookup)', () => {
+  // As above: copies of the chart whose lookup of the release's live API workload answers what a cluster
+  // running the embedded (StatefulSet) or the external (Deployment) configuration would.
+  const charts: Record<'StatefulSet' | 'Deployment', string> = { StatefulSet: '', Deployment: '' };
+  const external = ['--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:pw@mysql:3306/conveyor'];
+
+  beforeAll(() => {
+    for (const kind of ['StatefulSet', 'Deployment'] as const) {
+      const dir = mkdtempSync(join(tmpdir(), `conveyor-chart-live-${kind.toLowerCase()}-`));
+      cpSync(CHART, dir, { recursive: true });
+      const helpers = join(dir, 'templates', '_helpers.tpl');
+      const text = readFileSync(helpers, 'utf8');
+      const lookup = `{{- $${kind === 'StatefulSet' ? 'statefulSet' : 'deployment'} := lookup "apps/v1" "${kind}" .namespace .${kind === 'StatefulSet' ? 'statefulSet' : 'deployment'} -}}`;
+      expect(text).toContain(lookup);
+      writeFileSync(helpers, text.replace(lookup, lookup.replace(/lookup .* -\}\}$/, `dict "kind" "${kind}" "metadata" (dict "name" "conveyor") -}}`)));
+      charts[kind] = dir;
+    }
+  });
+  afterAll(() => {
+    for (const dir of Object.values(charts)) if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const failing = async (chart: string, args: string[]) => {
+    const result = await helm(['template', 'conveyor', chart, '--namespace', 'conveyor', ...args]);
+    expect(result.code, result.stdout).not.toBe(0);
+    return result.stderr;
+  };
+
+  it('an embedded release is not switched to an external database (its data would stay behind) unless database.allowSwitch=true', async () => {
+    expect(await failing(charts.StatefulSet, external)).toMatch(
+      /database\.embedded=false, but release conveyor keeps its messages, users and topic configurations in the embedded SQLite database \(StatefulSet conveyor\).*"Changing the database".*database\.allowSwitch=true/,
+    );
+    const allowed = await helmTemplate([...external, '--set', 'database.allowSwitch=true'], { chart: charts.StatefulSet });
+    expect(allowed.objects.some((o) => o.kind === 'Deployment' && o.metadata.name === 'conveyor')).toBe(true);
+    // The same configuration upgrades as before: nothing is refused.
+    const kept = await helmTemplate([], { chart: charts.StatefulSet });
+    expect(kept.objects.some((o) => o.kind === 'StatefulSet' && o.metadata.name === 'conveyor')).toBe(true);
+  });
+
+  it('a release on an external database is not switched to a new, empty SQLite volume unless database.allowSwitch=true', async () => {
+    expect(await failing(charts.Deployment, [])).toMatch(/database\.embedded=true, but release conveyor runs on an external database \(Deployment conveyor\).*empty SQLite volume/);
+    const allowed = await helmTemplate(['--set', 'database.allowSwitch=true'], { chart: charts.Deployment });
+    expect(allowed.objects.some((o) => o.kind === 'StatefulSet' && o.metadata.name === 'conveyor')).toBe(true);
+    const kept = await helmTemplate(external, { chart: charts.Deployment });
+    expect(kept.objects.some((o) => o.kind === 'Deployment' && o.metadata.name === 'conveyor')).toBe(true);
   });
 });
 

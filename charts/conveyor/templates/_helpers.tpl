@@ -231,6 +231,16 @@ lookup with a fixed Secret and check that generated values are reused.
 {{- end -}}
 
 {{/*
+Which API workload this release runs now: "StatefulSet" (embedded database), "Deployment" (external) or ""
+(a first install, or no cluster to ask). Isolated like the lookups above for test/chart.test.ts.
+*/}}
+{{- define "conveyor.liveApiWorkload" -}}
+{{- $statefulSet := lookup "apps/v1" "StatefulSet" .namespace .statefulSet -}}
+{{- $deployment := lookup "apps/v1" "Deployment" .namespace .deployment -}}
+{{- if $statefulSet }}StatefulSet{{ else if $deployment }}Deployment{{ end -}}
+{{- end -}}
+
+{{/*
 The live spec of the delete-reaper CronJob as JSON ({} when absent): an upgrade keeps the schedule and suspend
 the controller set from the stored schedule instead of resetting them to the values.
 */}}
@@ -429,6 +439,15 @@ checksum/secret-values: {{ derivePassword 1 "maximum" (list .Values.database.url
 {{/* ---- impossible combinations ------------------------------------------------------------------------ */}}
 {{- define "conveyor.validate" -}}
 {{- $v := .Values -}}
+{{- if not $v.database.allowSwitch -}}
+{{- $live := include "conveyor.liveApiWorkload" (dict "namespace" .Release.Namespace "statefulSet" (include "conveyor.api.statefulSetName" .) "deployment" (include "conveyor.fullname" .)) -}}
+{{- if and (not $v.database.embedded) (eq $live "StatefulSet") -}}
+{{- fail (printf "database.embedded=false, but release %s keeps its messages, users and topic configurations in the embedded SQLite database (StatefulSet %s): this upgrade would start the API on the external database without them, and nothing copies them over. Move to the external database with a second release (docs/kubernetes-install.md, \"Changing the database\"); to switch anyway, set database.allowSwitch=true." .Release.Name (include "conveyor.api.statefulSetName" .)) -}}
+{{- end -}}
+{{- if and $v.database.embedded (eq $live "Deployment") -}}
+{{- fail (printf "database.embedded=true, but release %s runs on an external database (Deployment %s): this upgrade would start the API on a new, empty SQLite volume. Keep database.embedded=false; to switch anyway, set database.allowSwitch=true." .Release.Name (include "conveyor.fullname" .)) -}}
+{{- end -}}
+{{- end -}}
 {{- if $v.database.embedded -}}
 {{- if gt (int $v.api.replicaCount) 1 -}}
 {{- fail (printf "database.embedded=true runs ONE pod (SQLite on a ReadWriteOnce volume): api.replicaCount must be 1, not %v. Use an external MySQL/MariaDB (database.embedded=false, database.url or database.existingSecret) to scale out." $v.api.replicaCount) -}}
