@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import * as grpc from '@grpc/grpc-js';
 import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -351,20 +351,23 @@ describe('database retries: SQLite busy [sqlite]', () => {
   });
   const fileOf = (s: TestServer & { database: TestDatabase }) => s.database.url.slice('sqlite:'.length);
 
-  it('an enqueue that meets SQLITE_BUSY (another process writing for longer than the lock wait) is retried and stored once', async () => {
-    // 8 s: the lock wait is 5 s, and the 3 s beyond it leave room for a busy machine between the lock being
-    // taken and the enqueue reaching it.
-    const lock = await holdSqliteWriteLock(fileOf(server), 8_000);
+  it('an enqueue whose wait for the lock ran out is retried, and stored once when the lock is let go', async () => {
+    const short = await startTestServer(engineByName.sqlite, { overrides: { db: { lock_wait_timeout: '1s' } } });
+    const lock = await holdSqliteWriteLock(fileOf(short), 30_000);
     let released: Promise<unknown> | undefined;
     try {
-      const res = await server.api.enqueue('busy', 'once');
+      const enqueued = short.api.enqueue('busy', 'once');
+      // The first attempt gives up after the 1 s lock wait (a lock_wait conflict); the lock goes while the retry
+      // policy's later attempts (0.4-0.8 s of backoff) still run.
+      await expect.poll(() => conflicts(short, 'lock_wait'), { timeout: 10_000, interval: 20 }).toBeGreaterThan(0);
       released = lock.release();
+      const res = await enqueued;
       expect(res.status, res.text).toBe(201);
-      expect((await server.api.get('/api/messages?topic=busy')).body.items.map((m: { id: string }) => m.id)).toEqual([res.body.id]);
-      expect(await conflicts(server, 'lock_wait')).toBeGreaterThan(0);
-      expect(await retries(server, 'recovered')).toBeGreaterThan(0);
+      expect((await short.api.get('/api/messages?topic=busy')).body.items.map((m: { id: string }) => m.id)).toEqual([res.body.id]);
+      expect(await retries(short, 'recovered')).toBeGreaterThan(0);
     } finally {
       await (released ?? lock.release());
+      await short.close();
     }
   });
 
@@ -391,25 +394,68 @@ describe('database retries: SQLite busy [sqlite]', () => {
     }
   });
 
-  it('db.lock_wait_timeout bounds each wait: a lock held for good ends in 503 "database busy, retry", nothing stored', async () => {
+  it('db.lock_wait_timeout bounds the wait of every request at once: a lock held for good ends in 503 "database busy, retry", nothing stored', async () => {
     const short = await startTestServer(engineByName.sqlite, { overrides: { db: { lock_wait_timeout: '1s' } } });
     const lock = await holdSqliteWriteLock(fileOf(short), 60_000);
     let released: Promise<'command' | 'timeout'> | undefined;
     try {
       const started = Date.now();
-      const res = await short.api.enqueue('held', 'never');
-      // Eight attempts of 1 s each (and the backoff between them), not eight of the default 5 s.
-      expect(Date.now() - started).toBeLessThan(8 * 5_000 - 10_000);
-      expect(res.status).toBe(503);
-      expect(res.body).toEqual({ error: 'database busy, retry' });
-      expect(res.headers.get('retry-after')).toBe('1');
+      // Requests queue for the process's one connection: had each statement waited its own second, each of
+      // these ten would wait through all the others' attempts (eight each), for half a minute and more.
+      const answers = await Promise.all([
+        ...Array.from({ length: 8 }, (_, i) => short.api.enqueue('held', `never ${i}`)),
+        short.api.dequeue('held'),
+        short.api.put('/api/topic-configs/held', { max_retries: 2 }),
+      ]);
+      expect(Date.now() - started).toBeLessThan(15_000);
+      for (const res of answers) {
+        expect(res.status, res.text).toBe(503);
+        expect(res.body).toEqual({ error: 'database busy, retry' });
+        expect(res.headers.get('retry-after')).toBe('1');
+      }
       released = lock.release();
       expect(await released).toBe('command');
-      expect(await retries(short, 'exhausted')).toBe(1);
-      expect((await short.api.get('/api/messages?topic=held')).body.items).toEqual([]);
+      expect(await retries(short, 'exhausted')).toBeGreaterThan(0);
+      // The first write through the released lock ends the lock-out: the process waits again from here on.
+      expect((await short.api.enqueue('held', 'after')).status).toBe(201);
+      expect((await short.api.get('/api/messages?topic=held')).body.items.map((m: { payload: string }) => m.payload)).toEqual(['after']);
     } finally {
       await (released ?? lock.release());
       await short.close();
+    }
+  });
+
+  it('shutting down while the lock is held for good takes the lock wait, not the lock holder\'s time', async () => {
+    const doomed = await startTestServer(engineByName.sqlite);
+    const lock = await holdSqliteWriteLock(fileOf(doomed), 60_000);
+    try {
+      const pending = Array.from({ length: 4 }, (_, i) => doomed.api.enqueue('closing', `never ${i}`).catch((err: Error) => err));
+      await sleep(200);
+      const started = Date.now();
+      await doomed.close();
+      // The 5 s lock wait and the retries after it, well inside server.shutdown_timeout (25 s); before, each of
+      // the four requests waited through eight attempts of its own and the process with them.
+      expect(Date.now() - started).toBeLessThan(15_000);
+      for (const res of await Promise.all(pending)) if (!(res instanceof Error)) expect(res.status, res.text).toBe(503);
+    } finally {
+      await lock.release();
+    }
+  });
+
+  it('a file not yet in WAL mode that another process holds: start-up waits for the lock instead of failing', async () => {
+    const database = await engineByName.sqlite.createDatabase();
+    const file = database.url.slice('sqlite:'.length);
+    // A file made by another tool, in SQLite's default rollback-journal mode: switching it to WAL needs it unlocked.
+    execFileSync(process.execPath, ['-e', `const D = require('better-sqlite3'); const d = new D(${JSON.stringify(file)}); d.exec('CREATE TABLE other_tool (x)'); d.close();`]);
+    const lock = await holdSqliteWriteLock(file, 1_500);
+    let late: (TestServer & { database: TestDatabase }) | undefined;
+    try {
+      late = await startTestServer(engineByName.sqlite, { database });
+      expect(await lock.release()).toBe('timeout');
+      expect((await late.api.enqueue('late', 'started')).status).toBe(201);
+    } finally {
+      await lock.release();
+      await late?.close();
     }
   });
 });

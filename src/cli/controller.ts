@@ -15,7 +15,7 @@ equal to the stored one. Only the replica holding the leader Lease writes. Serve
 /metrics on controller.port. Uses the same database as conveyor serve; started while the database is down,
 it keeps retrying and its resources report DatabaseError meanwhile.`,
   options: [CONFIG_OPTION, HELP_OPTION],
-  config: ['controller.*', 'db.url', 'db.url_file', 'db.pool_size', 'queue.config_refresh_interval', 'queue.delete_reaper_schedule', 'log.level'],
+  config: ['controller.*', 'db.url', 'db.url_file', 'db.pool_size', 'db.lock_wait_timeout', 'queue.config_refresh_interval', 'queue.delete_reaper_schedule', 'log.level'],
   environment: [['KUBECONFIG', 'kubeconfig file when not running in a cluster (else ~/.kube/config); in a pod, the service account']],
   exitCodes: '0 after a graceful shutdown; 2 for an invalid configuration; 1 when it cannot start.',
 };

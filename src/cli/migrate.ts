@@ -13,7 +13,7 @@ there was nothing to do, or when a newer release migrated the database: then a w
 which this release runs on as they are). Safe to run from many pods at once: a lease row (the leases table) serialises them.
 conveyor serve migrates at start-up too; this command is for init containers and upgrades.`,
   options: [CONFIG_OPTION, HELP_OPTION],
-  config: ['db.url', 'db.url_file', 'log.level'],
+  config: ['db.url', 'db.url_file', 'db.lock_wait_timeout', 'log.level'],
   exitCodes: '0 when the database is up to date; 2 for an invalid configuration; 1 when a migration fails or the database cannot be reached.',
 };
 
@@ -22,7 +22,7 @@ export async function runMigrations(configPath: string | undefined): Promise<voi
   await assertOpenableDbUrl(config.db.url);
   const { createDb, migrate } = await import('../store/db.js');
   const logger = createStderrLogger(config.log.level);
-  const db = createDb({ url: config.db.url, logger: quietConnectionLogger(logger) });
+  const db = createDb({ url: config.db.url, logger: quietConnectionLogger(logger), lockWaitTimeoutSeconds: config.db.lock_wait_timeout });
   try {
     const applied = await migrate(db, logger);
     process.stdout.write(`${JSON.stringify({ applied })}\n`);

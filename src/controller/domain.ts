@@ -21,7 +21,7 @@ export interface DomainRuntime extends ControllerDomain {
 
 /** The same database, migrations and domain services as `conveyor serve`, without any transport. */
 async function openDomain(config: Config, logger: Logger, metrics: MetricsRegistry, connectionFailures: RepeatedFailure): Promise<DomainRuntime> {
-  const db = createDb({ url: config.db.url, poolSize: Math.min(config.db.pool_size, 4), logger, connectionFailures });
+  const db = createDb({ url: config.db.url, poolSize: Math.min(config.db.pool_size, 4), logger, connectionFailures, lockWaitTimeoutSeconds: config.db.lock_wait_timeout });
   try {
     await migrate(db, logger);
     const catalog = new Catalog(db, config.queue.config_refresh_interval, logger);

@@ -133,25 +133,15 @@ function commonConfig(logger: Logger, connection: RepeatedFailure): Pick<Knex.Co
 function createSqlite(url: string, common: Pick<Knex.Config, 'log' | 'compileSqlOnError' | 'debug'>, lockWaitTimeoutSeconds = 0): Knex {
   const filename = sqliteFilename(url);
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
+  const sqlite = sqliteClient(lockWaitTimeoutSeconds > 0 ? lockWaitTimeoutSeconds * 1000 : DEFAULT_SQLITE_LOCK_WAIT_MS);
   return knexFactory({
     ...common,
-    client: sqliteClient(lockWaitTimeoutSeconds > 0 ? lockWaitTimeoutSeconds * 1000 : DEFAULT_SQLITE_LOCK_WAIT_MS) as unknown as Knex.Config['client'],
+    client: sqlite.Client as unknown as Knex.Config['client'],
     connection: { filename },
     useNullAsDefault: true,
     // better-sqlite3 is synchronous and SQLite has one writer: a single connection serialises
     // this process's work without SQLITE_BUSY, and WAL lets other processes (conveyor reap) read meanwhile.
-    pool: {
-      min: 1,
-      max: 1,
-      afterCreate(conn: { pragma(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) {
-        // Switching a new file to WAL takes an exclusive lock: at start-up only, under better-sqlite3's 5 s timeout.
-        conn.pragma('journal_mode = WAL');
-        conn.pragma('synchronous = FULL');
-        // From here on, waits for other processes' locks happen off the event loop (sqlite-client.ts).
-        conn.pragma('busy_timeout = 0');
-        done(null, conn);
-      },
-    },
+    pool: { min: 1, max: 1, afterCreate: sqlite.afterCreate },
   });
 }
 

@@ -17,6 +17,16 @@ function isLockedOut(err: unknown): boolean {
   return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_RECOVERY';
 }
 
+/** Reads get through while another process holds the write lock (WAL): only a write proves the lock is free. */
+function isWrite(obj: unknown): boolean {
+  const sql = (obj as { sql?: unknown } | null)?.sql;
+  return typeof sql === 'string' && !/^\s*(select|pragma)\b/i.test(sql);
+}
+
+interface SqliteConnection {
+  pragma(sql: string): unknown;
+}
+
 interface KnexTransaction {
   begin: (conn: unknown) => unknown;
   query: (conn: unknown, sql: string) => unknown;
@@ -25,33 +35,55 @@ interface KnexTransaction {
 interface KnexClient {
   _query(connection: unknown, obj: unknown): Promise<unknown>;
   transaction(...args: unknown[]): KnexTransaction;
+  destroy(callback?: unknown): Promise<void>;
 }
 
 // knex's own dialect, extended below; knex takes a client class in place of a dialect name.
 const BetterSqlite3Client = createRequire(import.meta.url)('knex/lib/dialects/better-sqlite3/index.js') as new (config: object) => KnexClient;
 
+export interface SqliteClient {
+  /** The knex client class (knex builds each transaction's client from its prototype, so no per-object patches). */
+  Client: new (config: object) => KnexClient;
+  /** The pool's afterCreate: WAL, full fsync, and busy_timeout 0 (waits happen in the client instead). */
+  afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void): void;
+}
+
 /**
- * The knex client for SQLite files. A class rather than patches on one client object: knex builds each
- * transaction's client from the class's prototype.
+ * The knex client for one SQLite file, waiting for other processes' locks for at most lockWaitMs.
+ *
+ * The wait happens on a timer between attempts, not in SQLite: better-sqlite3 is synchronous, and SQLite's busy
+ * handler would sleep on the event loop's thread, stalling every request, health check and gRPC stream of the
+ * process for as long as another process holds the lock.
+ *
+ * The bound is the process's, not each statement's: all of a process's statements take turns on its one
+ * connection, so if each waited lockWaitMs afresh, every attempt of every queued operation would wait in turn
+ * and a request could hang for as long as the lock is held. Instead, once writes have found the file locked for
+ * lockWaitMs without one getting through, each statement tries once and fails: operations run out of their
+ * retries within a second and answer "database busy, retry". The first write that gets through ends that.
  */
-export function sqliteClient(lockWaitMs: number): new (config: object) => KnexClient {
-  return class SqliteClient extends BetterSqlite3Client {
-    /**
-     * Waits for SQLite's lock between attempts on a timer, not inside SQLite. better-sqlite3 is synchronous:
-     * its busy handler sleeps on the event loop's thread, so a lock held elsewhere for seconds would stall
-     * every request, health check and gRPC stream of the process for as long. Here only the statements that
-     * need the database wait (they queue for the one connection). After lockWaitMs the last SQLITE_BUSY is
-     * thrown, and the store's retry policy takes over, as after MySQL's lock wait timeout.
-     */
+export function sqliteClient(lockWaitMs: number): SqliteClient {
+  /** Since when this process's writes find the file locked; undefined once one gets through. */
+  let lockedOutSince: number | undefined;
+  let closing = false;
+
+  async function waitForLock(attempt: number): Promise<boolean> {
+    const now = Date.now();
+    lockedOutSince ??= now;
+    const left = lockedOutSince + lockWaitMs - now;
+    if (left <= 0 || closing) return false;
+    await sleep(Math.min(left, PAUSES_MS[Math.min(attempt, PAUSES_MS.length - 1)]));
+    return true;
+  }
+
+  class Client extends BetterSqlite3Client {
     override async _query(connection: unknown, obj: unknown): Promise<unknown> {
-      const deadline = Date.now() + lockWaitMs;
       for (let attempt = 0; ; attempt++) {
         try {
-          return await super._query(connection, obj);
+          const result = await super._query(connection, obj);
+          if (isWrite(obj)) lockedOutSince = undefined;
+          return result;
         } catch (err) {
-          const left = deadline - Date.now();
-          if (!isLockedOut(err) || left <= 0) throw err;
-          await sleep(Math.min(left, PAUSES_MS[Math.min(attempt, PAUSES_MS.length - 1)]));
+          if (!isLockedOut(err) || !(await waitForLock(attempt))) throw err;
         }
       }
     }
@@ -67,5 +99,35 @@ export function sqliteClient(lockWaitMs: number): new (config: object) => KnexCl
       trx.begin = (conn: unknown) => trx.query(conn, 'BEGIN IMMEDIATE;');
       return trx;
     }
-  };
+
+    /** Closing: a statement waiting for the lock gives up now, so shutdown is not held for the lock wait. */
+    override destroy(callback?: unknown): Promise<void> {
+      closing = true;
+      return super.destroy(callback);
+    }
+  }
+
+  function afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void): void {
+    const started = Date.now();
+    const setUp = (attempt: number): void => {
+      try {
+        // Switching a file to WAL (a new one, or one another tool made) needs it unlocked, and SQLite answers
+        // SQLITE_BUSY at once rather than through its busy handler: waited for here like any statement.
+        conn.pragma('journal_mode = WAL');
+      } catch (err) {
+        if (isLockedOut(err) && Date.now() - started < lockWaitMs) {
+          setTimeout(() => setUp(attempt + 1), PAUSES_MS[Math.min(attempt, PAUSES_MS.length - 1)]);
+          return;
+        }
+        done(err as Error, conn);
+        return;
+      }
+      conn.pragma('synchronous = FULL');
+      conn.pragma('busy_timeout = 0');
+      done(null, conn);
+    };
+    setUp(0);
+  }
+
+  return { Client, afterCreate };
 }
