@@ -425,6 +425,27 @@ describe('database retries: SQLite busy [sqlite]', () => {
     }
   });
 
+  it('a lock-out that ended without a write does not cut short the next wait: a later brief lock is waited for', async () => {
+    const server3 = await startTestServer(engineByName.sqlite, { overrides: { db: { lock_wait_timeout: '3s' } } });
+    try {
+      const held = await holdSqliteWriteLock(fileOf(server3), 60_000);
+      try {
+        expect((await server3.api.enqueue('gap', 'refused')).status).toBe(503);
+      } finally {
+        await held.release();
+      }
+      // Nothing writes meanwhile; then another process holds the lock for 1.5 s, longer than the retry
+      // policy's backoff alone (at most 0.81 s) and shorter than the 3 s lock wait.
+      await sleep(1_500);
+      const brief = await holdSqliteWriteLock(fileOf(server3), 1_500);
+      const res = await server3.api.enqueue('gap', 'waited');
+      expect(await brief.release()).toBe('timeout');
+      expect(res.status, res.text).toBe(201);
+    } finally {
+      await server3.close();
+    }
+  });
+
   it('shutting down while the lock is held for good takes the lock wait, not the lock holder\'s time', async () => {
     const doomed = await startTestServer(engineByName.sqlite);
     const lock = await holdSqliteWriteLock(fileOf(doomed), 60_000);

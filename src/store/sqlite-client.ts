@@ -6,6 +6,11 @@ export const DEFAULT_SQLITE_LOCK_WAIT_MS = 5_000;
 
 /** The pauses of SQLite's own busy handler, then its last pause over and over. */
 const PAUSES_MS = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+/**
+ * While the file stays locked, waiting statements meet SQLITE_BUSY every 100 ms at most and the retries of
+ * the ones that gave up every 250 ms: a longer quiet spell means the lock-out ended without a write to say so.
+ */
+const LOCK_OUT_GAP_MS = 1_000;
 
 /**
  * Another process (a second `serve`, `conveyor reap`, `conveyor migrate`) holding the file's write lock makes
@@ -64,11 +69,13 @@ export interface SqliteClient {
 export function sqliteClient(lockWaitMs: number): SqliteClient {
   /** Since when this process's writes find the file locked; undefined once one gets through. */
   let lockedOutSince: number | undefined;
+  let lastLockedOut = 0;
   let closing = false;
 
   async function waitForLock(attempt: number): Promise<boolean> {
     const now = Date.now();
-    lockedOutSince ??= now;
+    if (lockedOutSince === undefined || now - lastLockedOut > LOCK_OUT_GAP_MS) lockedOutSince = now;
+    lastLockedOut = now;
     const left = lockedOutSince + lockWaitMs - now;
     if (left <= 0 || closing) return false;
     await sleep(Math.min(left, PAUSES_MS[Math.min(attempt, PAUSES_MS.length - 1)]));
