@@ -61,6 +61,14 @@ describe('help', () => {
       says: [/^\s+expiry\s/m, /^\s+delete\s/m, /^\s+archive\s/m],
     },
     {
+      name: 'backup',
+      command: ['backup'],
+      synopsis: 'usage: conveyor backup FILE [--config FILE]',
+      reads: ['CONVEYOR_DB_URL', 'CONVEYOR_DB_URL_FILE', 'CONVEYOR_DB_LOCK_WAIT_TIMEOUT', 'CONVEYOR_LOG_LEVEL', 'CONVEYOR_CONFIG'],
+      notReads: [...envOf(['server', 'queue', 'controller', 'auth']), 'CONVEYOR_DB_POOL_SIZE'],
+      says: [/VACUUM INTO/, /mysqldump --single-transaction/, /-wal and\s+-shm/],
+    },
+    {
       name: 'config check',
       command: ['config', 'check'],
       synopsis: 'usage: conveyor config check [--config FILE] [--format yaml|json]',
@@ -110,7 +118,7 @@ describe('help', () => {
     const run = await conveyor(['help']);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^usage: conveyor <command> \[options\]/);
-    for (const command of ['serve', 'controller', 'migrate', 'reap <expiry|delete|archive>', 'config check', 'help [COMMAND]', 'version']) {
+    for (const command of ['serve', 'controller', 'migrate', 'reap <expiry|delete|archive>', 'backup FILE', 'config check', 'help [COMMAND]', 'version']) {
       expect(run.stdout).toMatch(new RegExp(`^  ${command.replace(/[[\]|]/g, '\\$&')}\\s{2,}\\S`, 'm'));
     }
     expect(run.stdout).toContain('node dist/src/cli.js');

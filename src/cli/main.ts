@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/load.js';
 import { safeError } from '../log/redact.js';
 import { VERSION } from '../version.js';
+import { backup, backupHelp, BackupUsageError } from './backup.js';
 import { ConfigCheckUsageError, configCheck, configCheckHelp } from './config-check.js';
 import { controller, controllerHelp } from './controller.js';
 import { renderCommandHelp, renderUsage, type CommandHelp } from './help.js';
@@ -34,6 +35,7 @@ const COMMANDS: Command[] = [
   { help: controllerHelp, positionals: 0, options: CONFIG, run: (v) => controller(v.config as string | undefined) },
   { help: migrateHelp, positionals: 0, options: CONFIG, run: (v) => runMigrations(v.config as string | undefined) },
   { help: reapHelp, positionals: 1, options: CONFIG, run: (v, p) => reap(v.config as string | undefined, p[0]) },
+  { help: backupHelp, positionals: 1, options: CONFIG, run: (v, p) => backup(v.config as string | undefined, p[0]) },
   {
     help: configCheckHelp,
     positionals: 0,
@@ -127,7 +129,7 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await command.run(parsed.values, rest);
   } catch (err) {
-    if (err instanceof ReapUsageError || err instanceof ConfigCheckUsageError) throw new UsageError(err.message, synopsis);
+    if (err instanceof ReapUsageError || err instanceof BackupUsageError || err instanceof ConfigCheckUsageError) throw new UsageError(err.message, synopsis);
     throw err;
   }
 }
