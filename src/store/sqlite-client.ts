@@ -64,7 +64,8 @@ export interface SqliteClient {
  * connection, so if each waited lockWaitMs afresh, every attempt of every queued operation would wait in turn
  * and a request could hang for as long as the lock is held. Instead, once writes have found the file locked for
  * lockWaitMs without one getting through, each statement tries once and fails: operations run out of their
- * retries within a second and answer "database busy, retry". The first write that gets through ends that.
+ * retries within a second and answer "database busy, retry". The first write that gets through ends that, and
+ * so does a second in which no statement met the lock (all had given up: the next request waits afresh).
  */
 export function sqliteClient(lockWaitMs: number): SqliteClient {
   /** Since when this process's writes find the file locked; undefined once one gets through. */
