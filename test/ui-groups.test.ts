@@ -80,6 +80,20 @@ describe('admin UI: consumer groups (SQLite, auth off)', () => {
     await dialog.getByRole('alert').getByText('consumer group "beta" is not registered on topic "ui.fan"').waitFor();
   });
 
+  it('switching topics leaves one topic picker, and none behind on other screens', async () => {
+    const { page, errors } = await openUi(browser, server, { path: '#/groups' });
+    for (const topic of ['ui.first', 'ui.second', 'ui.third']) {
+      await page.getByLabel('Topic', { exact: true }).fill(topic);
+      await page.getByRole('button', { name: 'Show groups' }).click();
+      await page.getByText(`No consumer group is registered on ${topic}.`).waitFor();
+    }
+    expect(await page.getByRole('button', { name: 'Show groups' }).count()).toBe(1);
+    await page.evaluate(() => (location.hash = '#/users'));
+    await page.getByRole('heading', { level: 1, name: 'Users' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Show groups' }).count()).toBe(0);
+    expect(unexpected(errors)).toEqual([]);
+  });
+
   it('fits a 375 px wide screen', async () => {
     expect((await server.api.post('/api/topics/ui.narrow/consumer-groups', { consumer_group: 'a-rather-long-consumer-group-name' })).status).toBe(201);
     const { page } = await openUi(browser, server, { path: '#/groups?topic=ui.narrow', width: 375 });

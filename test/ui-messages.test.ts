@@ -165,6 +165,20 @@ describe('admin UI messages screen (SQLite, auth off)', () => {
     expect(errors).toEqual([]);
   });
 
+  it('lays JSON out token by token: large integers, trailing zeros and repeated keys as stored', async () => {
+    const payload = '{"order_id": 12345678901234567890, "price": 1.10, "dup": 1, "dup": 2, "note": "\\u00e9, [x]"}';
+    expect((await server.api.enqueue('ui.exact', payload)).status).toBe(201);
+    const { page, errors } = await openUi(browser, server, { path: '#/messages?topic=ui.exact' });
+    await expect.poll(() => rows(page).count()).toBe(1);
+    await rows(page).first().getByRole('button').click();
+    const drawer = page.getByRole('dialog', { name: 'Message details' });
+    // JSON.parse and JSON.stringify would show 12345678901234567000, 1.1, one "dup" and "é".
+    expect(await drawer.getByRole('region', { name: 'Payload' }).textContent()).toBe(
+      '{\n  "order_id": 12345678901234567890,\n  "price": 1.10,\n  "dup": 1,\n  "dup": 2,\n  "note": "\\u00e9, [x]"\n}',
+    );
+    expect(errors).toEqual([]);
+  });
+
   it('moves back to the last page when the last page empties under the reader', async () => {
     // 51 dead letters: two pages at the default page size (50), the second holding one.
     await deadLetters(server.api, 'lastpage', Array.from({ length: 51 }, (_, i) => `job ${i}`));

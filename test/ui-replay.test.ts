@@ -41,6 +41,21 @@ describe('admin UI: replay (SQLite, auth off)', () => {
     expect(unexpected(errors)).toEqual([]);
   });
 
+  it('switching topics leaves one topic picker, and none behind on other screens', async () => {
+    const { page, errors } = await openUi(browser, server, { path: '#/replay?topic=ui.pay' });
+    await page.getByRole('heading', { name: 'Replay ui.pay' }).waitFor();
+    for (const topic of ['ui.plain', 'ui.pay', 'ui.plain']) {
+      await page.getByLabel('Topic', { exact: true }).fill(topic);
+      await page.getByRole('button', { name: 'Show', exact: true }).click();
+      await page.getByRole('heading', { name: `Replay ${topic}` }).waitFor();
+    }
+    expect(await page.getByLabel('Topic', { exact: true }).count()).toBe(1);
+    await page.evaluate(() => (location.hash = '#/users'));
+    await page.getByRole('heading', { level: 1, name: 'Users' }).waitFor();
+    expect(await page.getByLabel('Topic', { exact: true }).count()).toBe(0);
+    expect(unexpected(errors)).toEqual([]);
+  });
+
   it('pages through the message log', async () => {
     const { page } = await openUi(browser, server, { path: '#/replay?topic=ui.pay' });
     const pager = page.getByRole('navigation', { name: 'Message log pages' });

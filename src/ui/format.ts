@@ -38,11 +38,59 @@ export function formatNumber(n: number | null | undefined): string {
   return n === null || n === undefined ? '—' : n.toLocaleString();
 }
 
-/** A payload as a person reads it: pretty-printed when it is JSON, else the text itself. */
+/** JSON's whitespace: anything else outside a string is a token to keep. */
+const JSON_SPACE = new Set([' ', '\t', '\n', '\r']);
+
+/**
+ * Valid JSON text laid out two spaces per level, as JSON.stringify(value, null, 2) would, but token by token:
+ * numbers, escapes and repeated keys stay exactly as stored. A parse and stringify would show
+ * 12345678901234567890 as 12345678901234567000, 1.10 as 1.1, and only the last of two equal keys.
+ */
+function indentJson(text: string): string {
+  let out = '';
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  const newline = () => `\n${'  '.repeat(depth)}`;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      out += c;
+      if (escaped) escaped = false;
+      else if (c === '\\') escaped = true;
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (JSON_SPACE.has(c)) continue;
+    if (c === '{' || c === '[') {
+      let next = i + 1;
+      while (JSON_SPACE.has(text[next])) next++;
+      if (text[next] === (c === '{' ? '}' : ']')) {
+        out += c + text[next];
+        i = next;
+        continue;
+      }
+      depth++;
+      out += c + newline();
+    } else if (c === '}' || c === ']') {
+      depth--;
+      out += newline() + c;
+    } else if (c === ',') out += `,${newline()}`;
+    else if (c === ':') out += ': ';
+    else {
+      if (c === '"') inString = true;
+      out += c;
+    }
+  }
+  return out;
+}
+
+/** A payload as a person reads it: laid out when it is JSON (every token as stored), else the text itself. */
 export function prettyPayload(payload: string): { text: string; json: boolean } {
   try {
-    return { text: JSON.stringify(JSON.parse(payload), null, 2), json: true };
+    JSON.parse(payload);
   } catch {
     return { text: payload, json: false };
   }
+  return { text: indentJson(payload), json: true };
 }

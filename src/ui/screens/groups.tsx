@@ -15,8 +15,9 @@ export function GroupsScreen() {
   return (
     <>
       <h1>Consumer groups</h1>
-      <TopicPicker key={topic} screen="groups" topic={topic} action="Show groups" />
-      {topic === '' ? <p className="hint">Choose a topic to see and change its consumer groups.</p> : <TopicGroups key={topic} topic={topic} />}
+      {/* Keys differ between the siblings: equal ones make React lose the old picker and leave it on every screen. */}
+      <TopicPicker key={`picker:${topic}`} screen="groups" topic={topic} action="Show groups" />
+      {topic === '' ? <p className="hint">Choose a topic to see and change its consumer groups.</p> : <TopicGroups key={`groups:${topic}`} topic={topic} />}
     </>
   );
 }

@@ -19,8 +19,9 @@ export function ReplayScreen() {
         <p className="screen-notice">Replay and the message log are for administrators only. Ask an administrator to replay a topic for you.</p>
       ) : (
         <>
-          <TopicPicker key={topic} screen="replay" topic={topic} action="Show" />
-          {topic === '' ? <p className="hint">Choose a replayable topic to replay its acked messages or browse its message log.</p> : <TopicReplay key={topic} topic={topic} />}
+          {/* Keys differ between the siblings: equal ones make React lose the old picker and leave it on every screen. */}
+          <TopicPicker key={`picker:${topic}`} screen="replay" topic={topic} action="Show" />
+          {topic === '' ? <p className="hint">Choose a replayable topic to replay its acked messages or browse its message log.</p> : <TopicReplay key={`replay:${topic}`} topic={topic} />}
         </>
       )}
     </>
