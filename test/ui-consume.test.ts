@@ -2,6 +2,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectAccessible, launchBrowser, openUi, startUiServer, type UiServer } from './helpers/browser.js';
 import { engineByName } from './helpers/engines.js';
+import { QueueClient } from './helpers/grpc.js';
 
 const card = (page: Page, id: string) => page.getByRole('article', { name: `Message ${id}` });
 
@@ -20,6 +21,32 @@ describe('admin UI consume screen (SQLite, auth off)', () => {
     [browser, server] = await Promise.all([launchBrowser(), startUiServer(engineByName.sqlite)]);
   });
   afterAll(async () => browser?.close());
+
+  it('marks a binary payload (bytes that are not UTF-8, enqueued over gRPC) as base64 in the list, the drawer and the consume card', async () => {
+    const grpcPort = Number(/"grpcPort":(\d+)/.exec(server.child.output())![1]);
+    const client = new QueueClient(grpcPort);
+    try {
+      await client.call('Enqueue', { topic: 'ui.bytes', payload: Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x80]) });
+    } finally {
+      client.close();
+    }
+    const { page, errors } = await openUi(browser, server, { path: '#/messages?topic=ui.bytes' });
+    const row = page.locator('table.message-table tbody tr');
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.first().locator('.payload-cell').textContent()).toBe('binary, base64//4AAYA=');
+    await row.first().getByRole('button').click();
+    const drawer = page.getByRole('dialog', { name: 'Message details' });
+    expect(await drawer.getByRole('heading', { name: 'Payload (binary, as base64)' }).count()).toBe(1);
+    await page.keyboard.press('Escape');
+
+    await page.evaluate(() => (location.hash = '#/consume'));
+    await dequeueInUi(page, { topic: 'ui.bytes' });
+    await expect.poll(() => page.getByRole('article').count()).toBe(1);
+    const text = await page.getByRole('article').first().textContent();
+    expect(text).toContain('Binary payload (its bytes are not UTF-8 text), shown as base64.');
+    expect(text).toContain('//4AAYA=');
+    expect(errors).toEqual([]);
+  });
 
   it('dequeues, then acks and nacks each message with its state shown, and a lost lease shows the 404', async () => {
     expect((await server.api.put('/api/topic-configs/work', { max_retries: 5 })).status).toBe(200);

@@ -37,7 +37,8 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
     onSettled: () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] })]),
   });
   const outcome = settle.data;
-  const pretty = prettyPayload(message.payload);
+  const binary = message.payload_encoding === 'base64';
+  const pretty = binary ? { text: message.payload } : prettyPayload(message.payload);
   const leaseGone = settle.error instanceof ApiError && settle.error.status === 404;
   const state = outcome?.kind ?? (leaseGone ? 'lease gone' : 'processing');
   return (
@@ -68,6 +69,7 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
           </Fragment>
         ))}
       </dl>
+      {binary && <p className="hint">Binary payload (its bytes are not UTF-8 text), shown as base64.</p>}
       <pre className="payload" tabIndex={0}>
         {pretty.text}
       </pre>

@@ -42,6 +42,7 @@ const Row = memo(function Row({ message, selected, onToggle, onOpen }: RowProps)
         <Timestamp iso={message.created_at} />
       </td>
       <td className="payload-cell">
+        {message.payload_encoding === 'base64' && <span className="badge">binary, base64</span>}
         <span className="payload-preview mono">{preview(message.payload)}</span>
       </td>
     </tr>
