@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -60,9 +60,10 @@ describe('conveyor backup [sqlite]', () => {
     expect((got.body.messages as Array<{ id: string }>).map((m) => m.id).sort()).toEqual([...before].sort());
   });
 
-  it('refuses a file that exists, a missing FILE and a MySQL database, touching nothing', async () => {
+  it('refuses a file that exists, a missing FILE, a db.url with no database and a MySQL database, touching nothing', async () => {
     const dir = tempDir();
     const url = `sqlite:${join(dir, 'conveyor.db')}`;
+    new Database(join(dir, 'conveyor.db')).close();
     const existing = join(dir, 'taken.db');
     writeFileSync(existing, 'not to be overwritten');
     const taken = await runCli(['backup', existing], { CONVEYOR_DB_URL: url }, dir);
@@ -73,6 +74,14 @@ describe('conveyor backup [sqlite]', () => {
     const missing = await runCli(['backup'], { CONVEYOR_DB_URL: url }, dir);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/^conveyor: backup needs the file to write the copy to\n\nusage: conveyor backup FILE/);
+
+    // A db.url with no database behind it (the wrong working directory): refused, and no empty database made there.
+    const nowhere = join(dir, 'elsewhere', 'conveyor.db');
+    const absent = await runCli(['backup', join(dir, 'empty-copy.db')], { CONVEYOR_DB_URL: `sqlite:${nowhere}` }, dir);
+    expect(absent.code).toBe(1);
+    expect(absent.stderr.trim()).toBe(`conveyor: no database at ${nowhere} (db.url): nothing to back up`);
+    expect(existsSync(nowhere)).toBe(false);
+    expect(existsSync(join(dir, 'empty-copy.db'))).toBe(false);
 
     const mysql = await runCli(['backup', join(dir, 'x.db')], { CONVEYOR_DB_URL: 'mysql://conveyor:secret-pw@127.0.0.1:1/conveyor' }, dir);
     expect(mysql.code).toBe(1);

@@ -1142,9 +1142,12 @@ describe('an upgrade that would flip database.embedded (lookup)', () => {
       cpSync(CHART, dir, { recursive: true });
       const helpers = join(dir, 'templates', '_helpers.tpl');
       const text = readFileSync(helpers, 'utf8');
-      const lookup = `{{- $${kind === 'StatefulSet' ? 'statefulSet' : 'deployment'} := lookup "apps/v1" "${kind}" .namespace .${kind === 'StatefulSet' ? 'statefulSet' : 'deployment'} -}}`;
+      const field = kind === 'StatefulSet' ? 'statefulSet' : 'deployment';
+      const lookup = `{{- $${field} := lookup "apps/v1" "${kind}" .namespace .${field} -}}`;
       expect(text).toContain(lookup);
-      writeFileSync(helpers, text.replace(lookup, lookup.replace(/lookup .* -\}\}$/, `dict "kind" "${kind}" "metadata" (dict "name" "conveyor") -}}`)));
+      // As lookup answers: the object only for the name and namespace asked about (release "conveyor" in "conveyor").
+      const live = `ternary (dict "kind" "${kind}" "metadata" (dict "name" "conveyor")) (dict) (and (eq .namespace "conveyor") (eq .${field} "conveyor"))`;
+      writeFileSync(helpers, text.replace(lookup, `{{- $${field} := ${live} -}}`));
       charts[kind] = dir;
     }
   });
@@ -1167,6 +1170,11 @@ describe('an upgrade that would flip database.embedded (lookup)', () => {
     // The same configuration upgrades as before: nothing is refused.
     const kept = await helmTemplate([], { chart: charts.StatefulSet });
     expect(kept.objects.some((o) => o.kind === 'StatefulSet' && o.metadata.name === 'conveyor')).toBe(true);
+    // Another release, or the same name in another namespace, is a first install: its own choice.
+    for (const where of [{ release: 'other' }, { namespace: 'elsewhere' }]) {
+      const fresh = await helmTemplate(external, { chart: charts.StatefulSet, ...where });
+      expect(fresh.objects.some((o) => o.kind === 'Deployment')).toBe(true);
+    }
   });
 
   it('a release on an external database is not switched to a new, empty SQLite volume unless database.allowSwitch=true', async () => {

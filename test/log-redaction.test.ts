@@ -167,7 +167,7 @@ describeEachEngine('logs never hold payloads, keys, metadata values, passwords, 
       // Nothing listens on port 1: the Redis clients fail and retry with this password in their URL.
       redis: { url: `redis://default:${redisPassword}@127.0.0.1:1` },
       // SQLite's outage is another connection holding the file's lock: each statement waits 20 ms for it
-      // rather than 5 s, or the calls of one phase, each retried 8 times, take minutes.
+      // rather than 5 s, so that each phase's failing calls end in a second or two.
       db: { pool_size: 4, lock_wait_timeout: engine.name === 'sqlite' ? '20ms' : '0' },
     });
     server = await startServer(config, { logger });

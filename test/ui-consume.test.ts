@@ -27,6 +27,8 @@ describe('admin UI consume screen (SQLite, auth off)', () => {
     const client = new QueueClient(grpcPort);
     try {
       await client.call('Enqueue', { topic: 'ui.bytes', payload: Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x80]) });
+      // Bytes whose base64 is "1234", which would parse as JSON.
+      await client.call('Enqueue', { topic: 'ui.digits', payload: Buffer.from([0xd7, 0x6d, 0xf8]) });
     } finally {
       client.close();
     }
@@ -37,6 +39,12 @@ describe('admin UI consume screen (SQLite, auth off)', () => {
     await row.first().getByRole('button').click();
     const drawer = page.getByRole('dialog', { name: 'Message details' });
     expect(await drawer.getByRole('heading', { name: 'Payload (binary, as base64)' }).count()).toBe(1);
+    await page.keyboard.press('Escape');
+    await page.evaluate(() => (location.hash = '#/messages?topic=ui.digits'));
+    await expect.poll(() => row.first().locator('.payload-cell').textContent()).toBe('binary, base641234');
+    await row.first().getByRole('button').click();
+    expect(await drawer.getByRole('region', { name: 'Payload (binary, as base64)' }).textContent()).toBe('1234');
+    expect(await drawer.getByRole('button', { name: 'Show raw text' }).count()).toBe(0);
     await page.keyboard.press('Escape');
 
     await page.evaluate(() => (location.hash = '#/consume'));

@@ -16,7 +16,7 @@ when it began. To restore: stop the service, replace the database file with the 
 MySQL/MariaDB are not copied here: use the database's own tools (mysqldump --single-transaction, mariabackup).`,
   options: [CONFIG_OPTION, HELP_OPTION],
   config: ['db.url', 'db.url_file', 'db.lock_wait_timeout', 'log.level'],
-  exitCodes: '0 when the copy is written; 2 without FILE or for an invalid configuration; 1 when FILE exists, the database is MySQL/MariaDB, or the copy fails (one line on stderr).',
+  exitCodes: '0 when the copy is written; 2 without FILE or for an invalid configuration; 1 when FILE exists, there is no database file at db.url, the database is MySQL/MariaDB, or the copy fails (one line on stderr).',
 };
 
 export class BackupUsageError extends Error {}
@@ -25,8 +25,9 @@ export async function backup(configPath: string | undefined, target: string | un
   if (!target) throw new BackupUsageError('backup needs the file to write the copy to');
   const config = loadConfig({ configPath });
   await assertOpenableDbUrl(config.db.url);
-  const { createDb } = await import('../store/db.js');
-  const { backupSqlite } = await import('../store/backup.js');
+  const { createDb, describeDb } = await import('../store/db.js');
+  const { backupSqlite, checkBackupSource } = await import('../store/backup.js');
+  checkBackupSource(describeDb(config.db.url));
   const db = createDb({ url: config.db.url, logger: quietConnectionLogger(createStderrLogger(config.log.level)), lockWaitTimeoutSeconds: config.db.lock_wait_timeout });
   try {
     const { path, bytes } = await backupSqlite(db, target);

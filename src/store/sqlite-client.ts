@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** How long a statement waits for SQLite's lock when db.lock_wait_timeout is 0: SQLite's customary busy timeout. */
@@ -22,14 +23,18 @@ function isLockedOut(err: unknown): boolean {
   return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_RECOVERY';
 }
 
-/** Reads get through while another process holds the write lock (WAL): only a write proves the lock is free. */
-function isWrite(obj: unknown): boolean {
+/**
+ * Reads get through while another process holds the write lock (WAL): only a statement that took the lock
+ * proves it free. Named by its first word; a statement of another shape (WITH ...) proves nothing.
+ */
+function tookTheLock(obj: unknown): boolean {
   const sql = (obj as { sql?: unknown } | null)?.sql;
-  return typeof sql === 'string' && !/^\s*(select|pragma)\b/i.test(sql);
+  return typeof sql === 'string' && /^\s*(insert|update|delete|replace|begin|commit|create|alter|drop)\b/i.test(sql);
 }
 
 interface SqliteConnection {
   pragma(sql: string): unknown;
+  close(): unknown;
 }
 
 interface KnexTransaction {
@@ -40,7 +45,6 @@ interface KnexTransaction {
 interface KnexClient {
   _query(connection: unknown, obj: unknown): Promise<unknown>;
   transaction(...args: unknown[]): KnexTransaction;
-  destroy(callback?: unknown): Promise<void>;
 }
 
 // knex's own dialect, extended below; knex takes a client class in place of a dialect name.
@@ -68,17 +72,16 @@ export interface SqliteClient {
  * so does a second in which no statement met the lock (all had given up: the next request waits afresh).
  */
 export function sqliteClient(lockWaitMs: number): SqliteClient {
-  /** Since when this process's writes find the file locked; undefined once one gets through. */
+  /** Since when (performance.now(): a wall-clock step changes no wait) this process's writes find the file locked. */
   let lockedOutSince: number | undefined;
   let lastLockedOut = 0;
-  let closing = false;
 
   async function waitForLock(attempt: number): Promise<boolean> {
-    const now = Date.now();
+    const now = performance.now();
     if (lockedOutSince === undefined || now - lastLockedOut > LOCK_OUT_GAP_MS) lockedOutSince = now;
     lastLockedOut = now;
     const left = lockedOutSince + lockWaitMs - now;
-    if (left <= 0 || closing) return false;
+    if (left <= 0) return false;
     await sleep(Math.min(left, PAUSES_MS[Math.min(attempt, PAUSES_MS.length - 1)]));
     return true;
   }
@@ -88,7 +91,7 @@ export function sqliteClient(lockWaitMs: number): SqliteClient {
       for (let attempt = 0; ; attempt++) {
         try {
           const result = await super._query(connection, obj);
-          if (isWrite(obj)) lockedOutSince = undefined;
+          if (tookTheLock(obj)) lockedOutSince = undefined;
           return result;
         } catch (err) {
           if (!isLockedOut(err) || !(await waitForLock(attempt))) throw err;
@@ -107,31 +110,27 @@ export function sqliteClient(lockWaitMs: number): SqliteClient {
       trx.begin = (conn: unknown) => trx.query(conn, 'BEGIN IMMEDIATE;');
       return trx;
     }
-
-    /** Closing: a statement waiting for the lock gives up now, so shutdown is not held for the lock wait. */
-    override destroy(callback?: unknown): Promise<void> {
-      closing = true;
-      return super.destroy(callback);
-    }
   }
 
   function afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void): void {
-    const started = Date.now();
+    const started = performance.now();
     const setUp = (attempt: number): void => {
       try {
-        // Switching a file to WAL (a new one, or one another tool made) needs it unlocked, and SQLite answers
-        // SQLITE_BUSY at once rather than through its busy handler: waited for here like any statement.
+        // First, so that no statement of this connection ever waits inside SQLite (better-sqlite3 opens with 5 s).
+        conn.pragma('busy_timeout = 0');
+        // Switching a file to WAL (a new one, or one another tool made) needs it unlocked: waited for here.
         conn.pragma('journal_mode = WAL');
+        conn.pragma('synchronous = FULL');
       } catch (err) {
-        if (isLockedOut(err) && Date.now() - started < lockWaitMs) {
+        if (isLockedOut(err) && performance.now() - started < lockWaitMs) {
           setTimeout(() => setUp(attempt + 1), PAUSES_MS[Math.min(attempt, PAUSES_MS.length - 1)]);
           return;
         }
+        // knex does not close a connection whose set-up failed.
+        conn.close();
         done(err as Error, conn);
         return;
       }
-      conn.pragma('synchronous = FULL');
-      conn.pragma('busy_timeout = 0');
       done(null, conn);
     };
     setUp(0);

@@ -94,3 +94,12 @@ export function prettyPayload(payload: string): { text: string; json: boolean } 
   }
   return { text: indentJson(payload), json: true };
 }
+
+/**
+ * A message's payload as the screens show it. Bytes that are not UTF-8 text come as base64
+ * (`payload_encoding`): shown as they are and marked binary, never laid out as JSON ("1234" parses).
+ */
+export function payloadView(message: { payload: string; payload_encoding?: 'base64' }): { text: string; json: boolean; binary: boolean } {
+  if (message.payload_encoding === 'base64') return { text: message.payload, json: false, binary: true };
+  return { ...prettyPayload(message.payload), binary: false };
+}

@@ -4,7 +4,7 @@ import { api, ApiError, unwrap } from '../api/client';
 import { ErrorMessage } from '../components/error-message';
 import { Field } from '../components/field';
 import { Timestamp } from '../components/timestamp';
-import { prettyPayload } from '../format';
+import { payloadView } from '../format';
 import type { DequeuedMessage } from './types';
 
 type Outcome = { kind: 'acked' } | { kind: 'nacked'; error: string };
@@ -37,8 +37,7 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
     onSettled: () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] })]),
   });
   const outcome = settle.data;
-  const binary = message.payload_encoding === 'base64';
-  const pretty = binary ? { text: message.payload } : prettyPayload(message.payload);
+  const pretty = payloadView(message);
   const leaseGone = settle.error instanceof ApiError && settle.error.status === 404;
   const state = outcome?.kind ?? (leaseGone ? 'lease gone' : 'processing');
   return (
@@ -69,7 +68,7 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
           </Fragment>
         ))}
       </dl>
-      {binary && <p className="hint">Binary payload (its bytes are not UTF-8 text), shown as base64.</p>}
+      {pretty.binary && <p className="hint">Binary payload (its bytes are not UTF-8 text), shown as base64.</p>}
       <pre className="payload" tabIndex={0}>
         {pretty.text}
       </pre>

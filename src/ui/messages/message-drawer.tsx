@@ -2,7 +2,7 @@ import { useId, useState, type ReactNode } from 'react';
 import { Dialog } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { Timestamp } from '../components/timestamp';
-import { prettyPayload } from '../format';
+import { payloadView } from '../format';
 import { isDeadLetter, type Message } from './types';
 
 function Detail(props: { term: string; children: ReactNode }) {
@@ -27,7 +27,7 @@ export function MessageDrawer(props: {
   const { message } = props;
   const [raw, setRaw] = useState(false);
   const payloadHeadingId = useId();
-  const pretty = prettyPayload(message.payload);
+  const pretty = payloadView(message);
   const metadata = Object.entries(message.metadata ?? {});
   const dead = isDeadLetter(message);
   return (
@@ -108,7 +108,7 @@ export function MessageDrawer(props: {
         </div>
       )}
       <div className="payload-heading">
-        <h3 id={payloadHeadingId}>{message.payload_encoding === 'base64' ? 'Payload (binary, as base64)' : 'Payload'}</h3>
+        <h3 id={payloadHeadingId}>{pretty.binary ? 'Payload (binary, as base64)' : 'Payload'}</h3>
         {pretty.json && (
           <button type="button" aria-pressed={raw} onClick={() => setRaw((r) => !r)}>
             Show raw text
