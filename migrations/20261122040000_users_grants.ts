@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 
 const isMysql = (db: Knex) => String(db.client.config.client).startsWith('mysql');
 
-/** Users and their per-topic grants (spec Users, Grants; contract §8). */
+/** Users and their per-topic grants (docs/auth.md, Users and Grants). */
 export async function up(db: Knex): Promise<void> {
   const mysql = isMysql(db);
   await db.schema.createTable('users', (t) => {
@@ -30,7 +30,7 @@ export async function up(db: Knex): Promise<void> {
       group.collate('utf8mb4_bin');
     }
     t.bigInteger('created_at').notNullable();
-    // Contract §8: the same user, action, pattern and group twice is a 409; its prefix serves "grants of a user".
+    // The same user, action, pattern and group twice is a 409 (docs/auth.md, Grants); its prefix serves "grants of a user".
     t.unique(['user_id', 'action', 'topic_pattern', 'consumer_group'], { indexName: 'grants_identity' });
   });
 }

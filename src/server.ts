@@ -6,7 +6,7 @@ import type { Config } from './config/schema.js';
 import { authorizerGuard } from './grpc/auth.js';
 import { startGrpcServer } from './grpc/server.js';
 import { createApp } from './http/app.js';
-import { API_REQUESTS, createHttpServer } from './http/node-server.js';
+import { createHttpServer } from './http/node-server.js';
 import { applyHttpLimits, httpLimitsOf } from './http/limits.js';
 import { withCors } from './http/cors.js';
 import { withSecurityHeaders } from './http/security-headers.js';
@@ -23,7 +23,7 @@ import { startMaintenance } from './maintenance.js';
 import { RedisPeerRelay } from './pubsub/redis-peer-relay.js';
 import { startDatabaseClock, type Clock } from './store/database-clock.js';
 import { createDb, describeDb, migrate } from './store/db.js';
-import { engineOf } from './store/dialect.js';
+import { capabilities, capabilitiesOf } from './store/capabilities.js';
 import { checkClusterSchema } from './store/galera-checks.js';
 import { checkPacketSize } from './store/packet-size.js';
 import { observeRetries } from './store/retry.js';
@@ -91,6 +91,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   try {
     const applied = await migrate(db, logger, options.signal);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied database migrations');
+    // Asked once here, so that no enqueue or ack asks the server what it is.
+    await capabilitiesOf(db);
     // Galera: refuse a schema the cluster would not replicate; log the cluster's size and state.
     await checkClusterSchema(db, logger);
     await checkPacketSize(db, config.queue.max_payload_bytes);
@@ -116,13 +118,13 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     now,
     // MySQL: 2 flushes in flight made larger batches than 4 and measured ~7% more enqueues/s with ~20% less
     // database CPU per message (docs/benchmark.md); 1 was as fast but lets one slow flush stall every caller.
-    maxConcurrentFlushes: engineOf(db) === 'mysql' ? 2 : 1,
+    maxConcurrentFlushes: capabilities(db).singleWriter ? 1 : 2,
   });
   const topics = new TopicService({ db, catalog, metrics, now });
   metrics.observeQueues(new QueueGauges(db, 10_000, now, logger));
   const maintenance = await startMaintenance({ config, db, logger, catalog, messages, metrics, signals, now });
   const authRuntime = await startAuth(config, db, logger, now, () => peerRelay?.publishChanged('principals'));
-  // With Redis, a change made here reaches the other instances' caches at once (contract: redis.url).
+  // With Redis, a change made here reaches the other instances' caches at once (docs/configuration.md, redis.url).
   catalog.onOwnChange(() => peerRelay?.publishChanged('catalog'));
   peerRelay?.onChanged((caches) => {
     if (caches.includes('catalog')) void catalog.refreshNow();
@@ -131,7 +133,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 
   const ctx: HttpContext = { config, logger, db, metrics, messages, topics, auth: authRuntime.auth, users: authRuntime.users, maintenance };
   const app = createApp(ctx);
-  const httpServer = createHttpServer(withCors(parseAllowedOrigins(config.server.cors_allowed_origins), app), tls && httpTls(tls));
+  const httpServer = createHttpServer(withCors(parseAllowedOrigins(config.server.cors_allowed_origins), app.listener), tls && httpTls(tls), app.classes);
   applyHttpLimits(httpServer, httpLimitsOf(config.server), logger);
   trackConnections(httpServer);
   const httpPort = await listen(httpServer, config.server.http_port, config.server.host);
@@ -145,11 +147,11 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     // stays plaintext with TLS on, and answers the probes too: the kubelet has no client certificate for a
     // port that demands one (mutual TLS).
     metricsServer = createServer(
-      API_REQUESTS,
+      app.classes,
       withSecurityHeaders((req, res) => {
         const path = req.url?.split('?')[0];
         if (path === '/metrics') return metrics.handle(req, res);
-        if (path === '/healthz' || path === '/readyz') return app(req, res);
+        if (path === '/healthz' || path === '/readyz') return app.listener(req, res);
         res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: 'not found' }));
       }),
     );

@@ -1,7 +1,7 @@
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { BODY_FIELDS } from '../src/http/validation.js';
+import { BODY_FIELDS } from '../src/http/operations.js';
 import { ADMIN, JWT_SECRET, USER_PASSWORD } from './helpers/auth.js';
 import { describeEachEngine } from './helpers/engines.js';
 import { changedBetween, fuzzSettings, guardedRows, installChangeCounter, runFuzz, setUpGuarded, unguarded, unguardedId, type Guarded } from './helpers/fuzz.js';

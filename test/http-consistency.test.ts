@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { singleBodyLimit } from '../src/http/app.js';
-import { BODY_FIELDS } from '../src/http/validation.js';
+import { BODY_FIELDS } from '../src/http/operations.js';
 import { expectErrorBody } from './helpers/assert-error.js';
 import { describeEachEngine } from './helpers/engines.js';
 import type { Api, ApiResponse } from './helpers/http.js';

@@ -70,8 +70,8 @@ describeEachEngine('runStatement', (engine) => {
     await database?.drop();
   });
 
-  it.each([true, false])('stores every row, and none while a topic has a group (table value constructor: %s)', async (mariaDb) => {
-    const topic = `one-statement-${mariaDb}`;
+  it.each([true, false])('stores every row, and none while a topic has a group (table value constructor: %s)', async (tableValueConstructor) => {
+    const topic = `one-statement-${tableValueConstructor}`;
     const messages = Array.from({ length: 3 }, (_, i) => ({
       id: uuidv7(),
       topic,
@@ -83,7 +83,7 @@ describeEachEngine('runStatement', (engine) => {
       createdAt: 1_000 + i,
     }));
     const bindings = messages.flatMap((m) => Object.values(newMessageRow(m)) as Knex.RawBinding[]);
-    const sql = ungroupedInsertSql(messages.length, 1, mariaDb);
+    const sql = ungroupedInsertSql(messages.length, 1, tableValueConstructor);
     expect(((await runStatement(db, sql, [...bindings, topic])) as { affectedRows: number }).affectedRows).toBe(3);
     const stored = await db('messages').where({ topic }).orderBy('created_at').select('id', 'payload', 'status');
     expect(stored.map((r) => [r.id, Buffer.from(r.payload).toString(), r.status])).toEqual(messages.map((m, i) => [m.id, `m${i}`, 'pending']));

@@ -32,7 +32,7 @@ import type { UserService } from './users.js';
 export type { Principal } from './principal.js';
 export type TopicAction = Exclude<GrantAction, 'consume'>;
 
-/** Contract §8: how long a principal may be served from cache before the database is asked again. */
+/** How long a principal may be served from cache before the database is asked again (docs/auth.md, Tokens). */
 export const PRINCIPAL_CACHE_MS = 5000;
 
 /** Verified tokens kept (one per signed-in client, roughly); beyond it the oldest is dropped first. */
@@ -153,7 +153,7 @@ export class Authorizer {
 
   /**
    * Counts one login attempt of `clientAddress`, before anything else about it is looked at: every attempt
-   * counts, whatever its outcome (contract §8). Beyond the limit: DomainError('rate_limited') with the
+   * counts, whatever its outcome (docs/auth.md, Login rate limit). Beyond the limit: DomainError('rate_limited') with the
    * seconds until the client's window ends.
    */
   async countLoginAttempt(clientAddress: string): Promise<LoginAttempt> {
@@ -191,7 +191,7 @@ export class Authorizer {
     return tokens.issue({ uid: principal.userId, sub: principal.username, adm: principal.isAdmin, pwv: principal.passwordVersion });
   }
 
-  /** `user` only for a valid token (contract §8); an invalid one is not an error here. */
+  /** `user` only for a valid token; an invalid one is not an error here. */
   async status(header: string | undefined): Promise<AuthStatus> {
     if (!this.enabled) return { auth_required: false };
     const principal = await this.authenticate(header).catch((err: unknown) => {

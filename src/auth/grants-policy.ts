@@ -2,7 +2,7 @@ import type { TopicScope } from '../store/messages/browse.js';
 import type { GrantAction, GrantRule, Principal } from './principal.js';
 
 /**
- * Pattern rules (spec Authorization 3, contract §8): `*` matches every topic; `<prefix>.*` matches the prefix
+ * Pattern rules (docs/auth.md, Grants): `*` matches every topic; `<prefix>.*` matches the prefix
  * topic itself and its dotted sub-topics (`orders.*` covers `orders`, `orders.dlq`, `orders.eu`);
  * `<prefix>*` matches every topic starting with the prefix; anything else matches exactly one topic.
  */
@@ -42,13 +42,13 @@ function grantsFor(principal: Principal, action: GrantAction, topic: string): Gr
   return principal.grants.filter((g) => g.action === action && patternMatches(g.topicPattern, topic));
 }
 
-/** Admins bypass every per-topic check (spec Authorization 1). */
+/** Admins bypass every per-topic check. */
 export function mayUseTopic(principal: Principal, action: Exclude<GrantAction, 'consume'>, topic: string): boolean {
   return principal.isAdmin || grantsFor(principal, action, topic).length > 0;
 }
 
 /**
- * Dequeue, ack and nack (spec Authorization 5, 7, 8; contract §8). Once any consume grant covers the topic,
+ * Dequeue, ack and nack (docs/auth.md, Grants: consumer-group rules). Once any consume grant covers the topic,
  * only its groups are allowed, whatever write grants exist; without one, a write grant allows any group.
  */
 export function mayConsume(principal: Principal, topic: string, consumerGroup: string | undefined): boolean {

@@ -1,6 +1,6 @@
 import argon2 from 'argon2';
 
-/** Spec Users: at least 12 characters when set through the user endpoints. */
+/** At least 12 characters when set through the user endpoints (a shorter bootstrap password only warns). */
 export const MIN_PASSWORD_LENGTH = 12;
 
 /**
@@ -16,7 +16,7 @@ export function hashPassword(password: string): Promise<string> {
 
 /**
  * Verifies against the stored hash, or against a throwaway hash when the user does not exist, so an unknown
- * username costs the same argon2 time as a wrong password (contract §8) and reveals nothing by timing.
+ * username costs the same argon2 time as a wrong password and reveals nothing by timing.
  */
 export class PasswordVerifier {
   private decoy: Promise<string> | undefined;

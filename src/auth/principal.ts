@@ -1,4 +1,4 @@
-/** Grant actions of the spec's Authorization section. */
+/** The grant actions (docs/auth.md, Grants). */
 export const GRANT_ACTIONS = ['read', 'write', 'admin', 'consume'] as const;
 export type GrantAction = (typeof GRANT_ACTIONS)[number];
 

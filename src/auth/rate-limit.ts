@@ -4,7 +4,7 @@ import type { Logger } from '../log/logger.js';
 import { RepeatedFailure } from '../log/repeated.js';
 import { closeRedisClient, REDIS_ANSWER_MS, withinMs } from '../pubsub/redis-clients.js';
 
-/** Contract §8: 10 login attempts per client IP per 60 s, every attempt counting whatever its outcome. */
+/** 10 login attempts per client IP per 60 s, every attempt counting whatever its outcome. */
 export const LOGIN_ATTEMPTS = 10;
 export const LOGIN_WINDOW_MS = 60_000;
 

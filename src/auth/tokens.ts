@@ -1,7 +1,7 @@
 import { errors, jwtVerify, SignJWT } from 'jose';
 
 /**
- * Spec Tokens: HS256, 15 minutes, claims uid, sub, adm, iat, exp; and `pwv`, the user's password version when
+ * Tokens (docs/auth.md, Tokens): HS256, 15 minutes, claims uid, sub, adm, iat, exp; and `pwv`, the user's password version when
  * the token was issued (an extension: a password change raises it and ends the older tokens).
  */
 export const TOKEN_LIFETIME_SECONDS = 15 * 60;

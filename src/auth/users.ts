@@ -8,7 +8,7 @@ import { assertConsumerGroupName } from '../queue/consumer-group-names.js';
 import { isValidPattern } from './grants-policy.js';
 import { hashPassword, MIN_PASSWORD_LENGTH } from './passwords.js';
 
-/** A user as the API shows it: neither the hash nor the password's version (the spec's User has neither). */
+/** A user as the API shows it: neither the hash nor the password's version is ever returned (docs/auth.md, Users). */
 export type User = Omit<UserRow, 'password_hash' | 'password_version'>;
 export type Grant = GrantRow;
 
@@ -53,7 +53,7 @@ function assertPattern(value: unknown): string {
   return value;
 }
 
-/** Users and grants (spec Users, Grants; contract §8). Every change calls `changed` so caches drop stale principals. */
+/** Users and grants (docs/auth.md, Users and Grants). Every change calls `changed` so caches drop stale principals. */
 export class UserService {
   constructor(
     private readonly db: Knex,
@@ -114,7 +114,7 @@ export class UserService {
     return withoutHash((await this.find(id))!);
   }
 
-  /** `actingUserId` is the caller (null with auth off): deleting yourself is 400 (spec Users). */
+  /** `actingUserId` is the caller (null with auth off): deleting yourself is 400 (docs/auth.md, Users). */
   async delete(id: string, actingUserId: string | null): Promise<void> {
     const user = await this.find(id);
     if (user && user.id === actingUserId) throw invalid('cannot delete the currently authenticated user');

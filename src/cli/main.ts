@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/load.js';
 import { safeError } from '../log/redact.js';
+import { driverErrorOf } from '../store/errors.js';
 import { VERSION } from '../version.js';
 import { backup, backupHelp, BackupUsageError } from './backup.js';
 import { ConfigCheckUsageError, configCheck, configCheckHelp } from './config-check.js';
@@ -144,7 +145,8 @@ export function reportFailure(err: unknown): number {
     process.stderr.write(`conveyor: ${err.message}\n\n${err.usage.trimEnd()}\n`);
     return 2;
   }
-  // Not ours: a driver's message can quote SQL values, a URL its password (see safeError).
-  process.stderr.write(`conveyor: ${safeError(err, false).message.split('\n')[0]}\n`);
+  // Not ours: a driver's message can quote SQL values, a URL its password (see safeError). A database that
+  // could not serve is named by the driver's own error ("connect ECONNREFUSED ..."), not the store's type.
+  process.stderr.write(`conveyor: ${safeError(driverErrorOf(err), false).message.split('\n')[0]}\n`);
   return 1;
 }

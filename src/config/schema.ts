@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parseDurationSeconds } from './duration.js';
 import { parseAllowedOrigins } from './origins.js';
-import { MAX_DATA_SECONDS, MAX_INT32, MAX_PAYLOAD_COLUMN } from '../queue/bounds.js';
+import { MAX_DATA_SECONDS, MAX_INT32, MAX_PAYLOAD_COLUMN, MAX_VISIBILITY_SECONDS } from '../queue/bounds.js';
 import { validateCron } from '../reapers/cron-expression.js';
 
 /**
@@ -49,7 +49,7 @@ const port = nonBlank(z.coerce.number({ error: PORT_ERROR }).int({ error: PORT_E
 const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')], { error: 'expected true or false' });
 
 /**
- * Every key of contract §1, with its default and a one-line description (`conveyor <command> --help` and the
+ * Every configuration key, with its default and a one-line description (`conveyor <command> --help` and the
  * configuration reference print them); durations become seconds. `sensitive` marks what `conveyor config
  * check` redacts: a whole value (`secret`) or the password inside a URL (`url-password`).
  */
@@ -110,7 +110,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   queue: z
     .strictObject({
-      visibility_timeout: duration('30s', 43_200)
+      visibility_timeout: duration('30s', MAX_VISIBILITY_SECONDS)
         .refine((seconds) => seconds >= 1, { error: 'expected a duration of at least 1s, as a dequeue may ask' })
         .describe('default visibility timeout of a dequeue (at most 12h, as a request may ask)'),
       max_retries: nonBlank(z.coerce.number().int().min(0).max(MAX_INT32)).default(3).describe('default max_retries of a message'),

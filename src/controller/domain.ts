@@ -10,7 +10,7 @@ import { TopicService } from '../queue/topics.js';
 import { TopicSignals } from '../queue/topic-signals.js';
 import { DeleteSchedule } from '../reapers/delete-schedule.js';
 import { createDb, migrate, ping } from '../store/db.js';
-import { isConnectionError } from '../store/dialect.js';
+import { DatabaseUnavailable } from '../store/errors.js';
 import type { ControllerDomain } from './kinds/kind.js';
 
 export interface DomainRuntime extends ControllerDomain {
@@ -104,7 +104,7 @@ export class DomainConnection {
     } catch (err) {
       const delay = Math.min(1000 * 2 ** failures, 30_000);
       // A connection that could not be opened is already counted: knex reports it to connectionFailures.
-      if (!isConnectionError(err) && !this.connectionFailures.failing) this.setupFailures.fail(err);
+      if (!(err instanceof DatabaseUnavailable) && !this.connectionFailures.failing) this.setupFailures.fail(err);
       await new Promise<void>((resolve) => {
         this.wake = resolve;
         this.timer = setTimeout(resolve, delay);

@@ -2,7 +2,7 @@ import type { Logger } from '../log/logger.js';
 import { managerActor } from '../queue/audit.js';
 import { DomainError } from '../queue/errors.js';
 import { encodeManager, type ManagedBy } from '../queue/managed-by.js';
-import { isConnectionError } from '../store/dialect.js';
+import { DatabaseBusy, DatabaseUnavailable } from '../store/errors.js';
 import type { EventRecorder } from './events.js';
 import { deletionPolicy, type ControllerDomain, type KindHandler, type Target } from './kinds/kind.js';
 import { creationTime, describeKubeError, FINALIZER, GROUP, isNotFound, mergePatch, VERSION, type Condition, type KubeClients, type KubeObject } from './kube.js';
@@ -159,7 +159,12 @@ export class Reconciler {
       await this.report(obj, { status: 'False', reason: 'Invalid', message: err.message }, {}, false);
       return { result: 'invalid', retry: false, ready: false };
     }
-    if (isConnectionError(err) || (err instanceof DomainError && err.code === 'unavailable')) return this.databaseDown(obj);
+    // A database that cannot serve, or that kept refusing (conflicts, lock waits, a Galera node not ready: the
+    // store's retries ran out), is one transient condition for a resource: nothing is wrong with the resource,
+    // the key is retried with backoff and recovers by itself, so its status says DatabaseError, not Error with
+    // a "reconcile failed" line per key. DomainError('unavailable') is a service that cannot take the request
+    // right now (shutting down, a reaper run in progress): the same answer.
+    if (err instanceof DatabaseUnavailable || err instanceof DatabaseBusy || (err instanceof DomainError && err.code === 'unavailable')) return this.databaseDown(obj);
     const message = err instanceof DomainError ? err.message : 'reconcile failed; retrying (see the controller log)';
     this.deps.logger.error({ err, resource: describeObject(this.kind.kind, obj) }, 'reconcile failed');
     await this.report(obj, { status: 'False', reason: 'Error', message }, {}, false).catch(() => {});

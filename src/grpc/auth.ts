@@ -2,7 +2,7 @@ import type { Metadata } from '@grpc/grpc-js';
 import type { Authorizer, Principal } from '../auth/authorizer.js';
 import type { MessageService } from '../queue/messages.js';
 
-/** What a call wants to do, for the same grant checks as HTTP (contract §8). */
+/** What a call wants to do, for the same grant checks as HTTP (docs/auth.md, Grants). */
 export type Access =
   | { action: 'produce'; topic: string }
   | { action: 'consume'; topic: string; group?: string }

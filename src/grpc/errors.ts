@@ -1,9 +1,8 @@
 import { status as Status, type ServiceError, Metadata } from '@grpc/grpc-js';
 import { DomainError, type DomainErrorCode } from '../queue/errors.js';
-import { isConnectionError } from '../store/dialect.js';
-import { DATABASE_BUSY_MESSAGE, isDatabaseBusy } from '../store/retry.js';
+import { DATABASE_BUSY_MESSAGE, DATABASE_UNAVAILABLE_MESSAGE, DatabaseBusy, DatabaseUnavailable } from '../store/errors.js';
 
-/** The one table from domain errors to gRPC status codes (contract §9). */
+/** The one table from domain errors to gRPC status codes (docs/grpc.md, Status codes). */
 const CODE_OF: Record<DomainErrorCode, Status> = {
   invalid_argument: Status.INVALID_ARGUMENT,
   payload_too_large: Status.INVALID_ARGUMENT,
@@ -26,19 +25,20 @@ export function grpcError(code: Status, details: string): GrpcError {
 }
 
 /**
- * A domain error keeps its safe message; a busy or lost database is UNAVAILABLE; anything else is INTERNAL with a
- * fixed text, because driver messages can carry SQL and schema names. `log` receives what was hidden, at the
+ * A domain error keeps its safe message; a busy or unavailable database (the store's typed errors,
+ * src/store/errors.ts) is UNAVAILABLE; anything else is INTERNAL with a fixed text, because driver messages
+ * can carry SQL and schema names. `log` receives what was hidden, at the
  * level HTTP logs it at (a busy database, which the client is told to retry: warn).
  */
 export function toGrpcError(err: unknown, log: (err: unknown, what: string, level: 'warn' | 'error') => void): GrpcError {
   if (err instanceof DomainError) return grpcError(CODE_OF[err.code], err.message);
-  if (isDatabaseBusy(err)) {
+  if (err instanceof DatabaseBusy) {
     log(err, 'database busy', 'warn');
     return grpcError(Status.UNAVAILABLE, DATABASE_BUSY_MESSAGE);
   }
-  if (isConnectionError(err)) {
+  if (err instanceof DatabaseUnavailable) {
     log(err, 'database unavailable', 'error');
-    return grpcError(Status.UNAVAILABLE, 'database unavailable');
+    return grpcError(Status.UNAVAILABLE, DATABASE_UNAVAILABLE_MESSAGE);
   }
   log(err, 'unhandled error', 'error');
   return grpcError(Status.INTERNAL, 'internal error');

@@ -6,7 +6,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
 
 /**
- * keepCase keeps the contract's snake_case names; `oneofs` marks which proto3 `optional` fields were sent
+ * keepCase keeps the proto's snake_case field names; `oneofs` marks which proto3 `optional` fields were sent
  * (their synthetic oneof names the field), so an absent visibility timeout is told apart from 0.
  */
 export const LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true };

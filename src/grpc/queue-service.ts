@@ -8,7 +8,7 @@ import type { MessageService } from '../queue/messages.js';
 import type { SubscriptionHub } from '../queue/subscriptions.js';
 import type { Access, CallGuard } from './auth.js';
 import { DomainError, notFound } from '../queue/errors.js';
-import { ackBatchOfHeld } from '../queue/held-ack-batch.js';
+import type { HeldAckCaller } from '../queue/held-ack-batch.js';
 import { assertTopicName } from '../queue/topic-names.js';
 import { codeName, grpcError, toGrpcError, type GrpcError } from './errors.js';
 import { isMalformed, malformedReason, type MalformedRequest } from './malformed.js';
@@ -75,7 +75,7 @@ export class QueueServiceHandlers {
       // A call cancelled (or past its deadline) while the claim ran gets no answer: what it took goes back.
       Dequeue: this.unary<DequeueRequest>('Dequeue', consume, async (r, _, call) => {
         const [message] = await messages.dequeueFor(dequeueInput(r, 1), () => call.cancelled);
-        // Contract §9: a unary Dequeue has no empty reply, so an empty topic is NOT_FOUND.
+        // A unary Dequeue has no empty reply, so an empty topic is NOT_FOUND.
         if (!message) throw notFound('no messages available');
         return dequeueResponse(message);
       }),
@@ -188,46 +188,46 @@ export class QueueServiceHandlers {
 
   /**
    * An Ack of a delivery that a stream of this instance holds, or of a message a group-less Dequeue of this
-   * instance handed out, is checked against that stream's (the dequeue's) topic and settles the message only
-   * while it is on that topic (MessageService.ackOnTopic), without reading the message's topic first.
-   * Whatever that way does not settle (the message moved or is gone, the grant does not cover that topic),
-   * and every other Ack, goes the ordinary way: the grant on the topic read from the message, then the ack,
-   * with their usual answers.
+   * instance handed out, takes MessageService.ackHeld: checked against that stream's (the dequeue's) topic,
+   * settled only while the message is on it. Whatever that way does not settle, and every other Ack, goes the
+   * ordinary way: the grant on the topic read from the message, then the ack, with their usual answers.
    */
   private async ack(r: AckRequest, metadata: Metadata): Promise<object> {
     const group = groupOf(r);
-    const held = group === undefined ? this.heldTopicOf(r.id) : undefined;
     let released = false;
-    if (held !== undefined && (await this.mayConsume(metadata, held))) {
-      this.deliveries.release(group, [r.id]);
+    const caller = this.heldAckCaller(metadata, group);
+    const release = (ids: string[]) => {
       released = true;
-      if (await this.deps.messages.ackOnTopic(r.id, held)) return {};
-    }
+      caller.release(ids);
+    };
+    if (await this.deps.messages.ackHeld(r.id, group, { ...caller, release })) return {};
     await this.authorize(metadata, settle([r.id], r));
     // Not twice: a second release would tell the peers about a delivery none of them holds.
-    if (!released) this.deliveries.release(group, [r.id]);
+    if (!released) caller.release([r.id]);
     await this.deps.messages.ack(r.id, group);
     return {};
   }
 
-  /** The topic of a group-less delivery a stream of this instance holds, or a group-less Dequeue here handed out. */
-  private heldTopicOf(id: string): string | undefined {
-    return this.deliveries.topicOf(undefined, id) ?? this.deps.messages.dequeuedTopicOf(id);
-  }
-
   /**
    * AckBatch the way of Ack: the deliveries this instance holds are settled without reading their topics, the
-   * rest the ordinary way first (src/queue/held-ack-batch.ts); every call needs a valid token.
+   * rest the ordinary way first (MessageService.ackBatchHeld); every call needs a valid token.
    */
   private async ackBatch(r: AckBatchRequest, metadata: Metadata): Promise<object> {
     const group = groupOf(r);
-    const { acked, notFound } = await ackBatchOfHeld(this.deps.messages, r.ids, group, {
-      heldTopicOf: (id) => this.heldTopicOf(id),
-      mayConsume: (topic) => this.mayConsume(metadata, topic),
+    const { acked, notFound } = await this.deps.messages.ackBatchHeld(r.ids, group, {
+      ...this.heldAckCaller(metadata, group),
       authorize: async (ids) => void (await this.authorize(metadata, settle(ids, r))),
-      release: (ids) => this.deliveries.release(group, ids),
     });
     return { acked, not_found: notFound };
+  }
+
+  /** For MessageService.ackHeld and ackBatchHeld: this instance's Subscribe streams, and the caller's grants. */
+  private heldAckCaller(metadata: Metadata, group: string | undefined): Required<HeldAckCaller> {
+    return {
+      heldTopicOf: (id) => this.deliveries.topicOf(undefined, id),
+      mayConsume: (topic) => this.mayConsume(metadata, topic),
+      release: (ids) => this.deliveries.release(group, ids),
+    };
   }
 
   /** Whether the caller may consume `topic` without a group; other refusals (no valid token) throw. */

@@ -6,7 +6,7 @@ import { isDlqTopic } from '../queue/topic-names.js';
 import { grpcError, type GrpcError } from './errors.js';
 import { subscribeResponse, type SubscribeRequest } from './messages.js';
 
-/** Contract §9: a stream holds at most this many deliveries that were neither acked nor nacked... */
+/** A stream holds at most this many deliveries that were neither acked nor nacked... */
 export const DEFAULT_MAX_IN_FLIGHT = 10;
 /**
  * ...unless its request asks for another window (`max_in_flight`, an extension): with 10 a stream carries at

@@ -1,55 +1,18 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { parse as parseQueryString } from 'node:querystring';
+import express from 'express';
 import parseUrl from 'parseurl';
 import type { HttpContext } from './context.js';
 import { invalid } from '../queue/errors.js';
 import { answerError, notFoundHandler, sendError } from './errors.js';
+import { pathNeedsToken } from './middleware/auth.js';
 import { beginRequest } from './middleware/request-context.js';
-import type { ApiRequest, Handler, Next } from './request.js';
-import { authenticated } from './route-table.js';
-import { RouteTable } from './router.js';
-import { auditLogRoutes } from './routes/audit-log.js';
-import { authRoutes } from './routes/auth.js';
-import { consumerGroupRoutes } from './routes/consumer-groups.js';
-import { messageRoutes } from './routes/messages.js';
-import { reaperRoutes } from './routes/reapers.js';
-import { replayRoutes } from './routes/replay.js';
-import { serviceRoutes } from './routes/service.js';
-import { topicAdminRoutes } from './routes/topic-admin.js';
-import { topicConfigRoutes } from './routes/topic-configs.js';
-import { userRoutes } from './routes/users.js';
+import { ROUTER_ORDER } from './operations.js';
+import { expressSteps, requestClasses, type ApiRequest, type Handler } from './request.js';
+import { authenticate, registerOperations } from './router.js';
 import { loadUiAssets } from './ui-assets.js';
 
 export { BATCH_BODY_LIMIT, singleBodyLimit } from './body-limits.js';
-
-/** Every route of the API, the hot message routes first (the table tries templates in order). */
-export function apiRoutes(ctx: HttpContext): RouteTable {
-  const table = new RouteTable();
-  for (const register of [messageRoutes, authRoutes, serviceRoutes, topicConfigRoutes, topicAdminRoutes, consumerGroupRoutes, replayRoutes, reaperRoutes, userRoutes, auditLogRoutes]) {
-    register(ctx, table);
-  }
-  return table;
-}
-
-/**
- * Runs a route's chain: each step gets `next`; an error passed to it, thrown or rejected goes to the error
- * table (errors.ts) and ends the chain.
- */
-function runChain(chain: Handler[], req: ApiRequest, res: ServerResponse): void {
-  let step = 0;
-  const next: Next = (err?: unknown) => {
-    if (err !== undefined) return answerError(err, req, res);
-    const handler = chain[step++];
-    if (handler === undefined) return;
-    try {
-      const result = handler(req, res, next) as Promise<unknown> | undefined;
-      if (result !== undefined && typeof result.then === 'function') result.then(undefined, (e: unknown) => answerError(e, req, res));
-    } catch (e) {
-      answerError(e, req, res);
-    }
-  };
-  next();
-}
 
 /**
  * The query's parameters, or null when a percent-escape in it does not decode as UTF-8 (`%ZZ`, a lone `%`, or
@@ -71,40 +34,50 @@ function parseQuery(query: string): Record<string, string | string[]> | null {
   return malformed ? null : parsed;
 }
 
+/** The HTTP port's request handling, and the classes its server must create requests and responses with. */
+export interface HttpApp {
+  listener: RequestListener;
+  classes: ReturnType<typeof requestClasses>;
+}
+
 /**
- * The HTTP API and the admin UI's files: one pipeline for every request, with auth on and off. The request
- * context (id, access log, duration metric labelled with the route template) first, then the route table
- * (route-table.ts: each route's chain runs authentication, audit, body, grants, validation and the handler),
- * then the admin UI's files, then 404 (after authentication, so a path that needs a token still says 401).
- * The listener expects requests made as ApiRequest (node-server.ts creates its servers so).
+ * The HTTP API and the admin UI's files, on express: one pipeline for every request, with auth on and off.
+ * Before express sees a request, its context (id, access log, duration metric labelled with the route
+ * template) and its query (a broken %-escape is 400 on any path). Then express's router: every operation
+ * (operations.ts, the message operations first), each with its own chain (router.ts); then the admin UI's
+ * files, so an API path is never shadowed by a file; then 404, after authentication on the API's paths, so a
+ * path that needs a token still says 401; errors end in the one error table (errors.ts).
  */
-export function createApp(ctx: HttpContext): RequestListener {
-  const table = apiRoutes(ctx);
-  // The admin UI's files at `/`, after every API route: the API's paths are never shadowed by a file.
+export function createApp(ctx: HttpContext): HttpApp {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  const classes = requestClasses(app);
+  registerOperations(app, ctx, ROUTER_ORDER);
   const ui = loadUiAssets();
-  const unmatched: Handler[] = [authenticated(ctx), notFoundHandler];
-  return (incoming: IncomingMessage, res: ServerResponse) => {
-    const req = incoming as ApiRequest;
-    const url = parseUrl(req);
-    const path = url?.pathname ?? '/';
-    req.path = path;
-    const query = url?.query ? parseQuery(typeof url.query === 'string' ? url.query : '') : undefined;
-    if (query) req.query = query;
-    const label = beginRequest(ctx, req, res);
-    if (query === null) return answerError(invalid('malformed percent-encoding in the URL query'), req, res);
-    let match;
-    try {
-      match = table.match(req.method ?? 'GET', path);
-    } catch (err) {
-      return answerError(err, req, res);
-    }
-    if (match !== undefined) {
-      label.route = match.template;
-      req.params = match.params;
-      return runChain(match.chain, req, res);
-    }
-    if (ui.serve(req, res, path)) return;
-    if (!ui.available && req.method === 'GET' && path === '/') return sendError(res, 404, 'the admin UI is not built; run npm run build');
-    runChain(unmatched, req, res);
+  const serveUi: Handler = (req, res, next) => {
+    if (!ui.serve(req, res, req.path)) next();
   };
+  const authenticateCaller = authenticate(ctx);
+  const unmatched: Handler = (req, res, next) => {
+    if (!ui.available && req.method === 'GET' && req.path === '/') return sendError(res, 404, 'the admin UI is not built; run npm run build');
+    if (!ctx.auth.enabled || !pathNeedsToken(req.path)) return notFoundHandler(req, res, next);
+    authenticateCaller(req, res, (err) => (err === undefined ? notFoundHandler(req, res, next) : next(err)));
+  };
+  app.use(...expressSteps([serveUi, unmatched]));
+  app.use(((err, req, res, _next) => answerError(err, req as unknown as ApiRequest, res)) as express.ErrorRequestHandler);
+  const handle = app as unknown as (req: IncomingMessage, res: ServerResponse, done: (err?: unknown) => void) => void;
+
+  const listener: RequestListener = (incoming, res) => {
+    const req = incoming as unknown as ApiRequest;
+    beginRequest(ctx, req, res);
+    const url = parseUrl(incoming);
+    if (url?.query) {
+      const query = parseQuery(typeof url.query === 'string' ? url.query : '');
+      if (query === null) return answerError(invalid('malformed percent-encoding in the URL query'), req, res);
+      req.query = query;
+    }
+    handle(incoming, res, (err) => (err === undefined ? sendError(res, 404, 'not found') : answerError(err, req, res)));
+  };
+  return { listener, classes };
 }

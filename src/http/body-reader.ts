@@ -2,12 +2,11 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Duplex, Readable } from 'node:stream';
-import { invalid } from '../queue/errors.js';
+import { BodyError, MAX_JSON_CONTAINERS } from './body-errors.js';
 
 /**
- * Reads a request's JSON body, for every route, with the rules clients have relied on since the API began
- * (those of body-parser's JSON reader, which it replaces: one reader per request instead of a middleware
- * stack in front of every route):
+ * Reads a request's JSON body, for every route, for every route, once per request (no middleware in front of
+ * every route), with these rules:
  * - a request without a body (no Content-Length, no Transfer-Encoding) has none: `undefined`;
  * - JSON whatever the Content-Type says (`curl -d` sends form encoding by default); its charset, when given,
  *   must be UTF-8 (`utf-8` or `utf8`, any case, quoted or not), else 415: JSON is UTF-8 (RFC 8259), and a
@@ -20,16 +19,9 @@ import { invalid } from '../queue/errors.js';
  * - an empty body is `{}`, a UTF-8 byte order mark is dropped, anything JSON.parse accepts is returned
  *   (`null`, `"x"`, `5` included: the caller says what is wrong with them, not "malformed");
  * - a body that stops early, disagrees with its Content-Length or does not decompress is 400.
- * Errors carry body-parser's `type` and `status`, which errors.ts maps to the API's messages. After an error
- * the rest of the body is read off before the answer, so the connection stays usable.
+ * Errors are BodyErrors (body-errors.ts), with their status and message. After an error the rest of the body
+ * is read off before the answer, so the connection stays usable.
  */
-
-interface BodyError {
-  type: string;
-  status: number;
-}
-
-const error = (type: string, status: number): BodyError => ({ type, status });
 
 function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
@@ -56,17 +48,10 @@ const isUtf8Charset = (charset: string) => charset === 'utf-8' || charset === 'u
 
 /** UTF-8 text (the only charset readJsonBody lets through), without a leading byte order mark. */
 function decode(raw: Buffer): string {
-  if (!isUtf8(raw)) throw invalid('request body is not valid UTF-8');
+  if (!isUtf8(raw)) throw new BodyError('BODY_NOT_UTF8');
   const text = raw.toString('utf8');
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
-
-/**
- * The most objects and arrays one body may hold. `{}` is 2 bytes on the wire and far more once parsed, so a
- * 64 MiB batch body of empty objects (a few dozen KB of gzip) would parse into gigabytes: beyond this the body
- * is refused before it is parsed. Far above what a real body holds (1,000 messages with their metadata).
- */
-export const MAX_JSON_CONTAINERS = 1_000_000;
 
 /** Whether `text` opens at most `max` objects and arrays (brackets inside strings are text, not counted). */
 function containersWithin(text: string, max: number): boolean {
@@ -86,11 +71,11 @@ function containersWithin(text: string, max: number): boolean {
 function parse(text: string): unknown {
   if (text.length === 0) return {};
   // An object or array takes 2 characters at least: only a body this long can hold too many.
-  if (text.length > 2 * MAX_JSON_CONTAINERS && !containersWithin(text, MAX_JSON_CONTAINERS)) throw error('entity.too.complex', 413);
+  if (text.length > 2 * MAX_JSON_CONTAINERS && !containersWithin(text, MAX_JSON_CONTAINERS)) throw new BodyError('BODY_TOO_COMPLEX');
   try {
     return JSON.parse(text);
   } catch {
-    throw error('entity.parse.failed', 400);
+    throw new BodyError('BODY_MALFORMED_JSON');
   }
 }
 
@@ -106,18 +91,18 @@ function drain(req: IncomingMessage): Promise<void> {
 
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
   if (!hasBody(req)) return undefined;
-  // A request whose connection has gone cannot be read: node would hand over no body at all (app.ts history:
-  // a purge whose client hung up ran with the default statuses).
+  // A request whose connection has gone cannot be read: node would hand over no body at all, and the route
+  // would run as if none had been sent (a purge with the default statuses).
   if (req.destroyed || !req.socket || !req.socket.readable) {
-    if (!req.complete) throw error('request.aborted', 400);
+    if (!req.complete) throw new BodyError('BODY_ABORTED');
   }
-  if (!isUtf8Charset(charsetOf(req))) throw error('charset.unsupported', 415);
+  if (!isUtf8Charset(charsetOf(req))) throw new BodyError('BODY_CHARSET_UNSUPPORTED');
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
-  if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate' && encoding !== 'br') throw error('encoding.unsupported', 415);
+  if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate' && encoding !== 'br') throw new BodyError('BODY_ENCODING_UNSUPPORTED');
   const declared = encoding === 'identity' && req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : undefined;
   if (declared !== undefined && declared > limit) {
     await drain(req);
-    throw error('entity.too.large', 413);
+    throw new BodyError('BODY_TOO_LARGE');
   }
   let raw: Buffer;
   try {
@@ -148,19 +133,19 @@ function collect(req: IncomingMessage, stream: Readable, limit: number, declared
     };
     const onData = (chunk: Buffer) => {
       received += chunk.length;
-      if (received > limit) return finish(error('entity.too.large', 413));
+      if (received > limit) return finish(new BodyError('BODY_TOO_LARGE'));
       chunks.push(chunk);
     };
     stream.on('data', onData);
     stream.on('end', () => {
-      if (declared !== undefined && received !== declared) return finish(error('request.size.invalid', 400));
+      if (declared !== undefined && received !== declared) return finish(new BodyError('BODY_SIZE_MISMATCH'));
       finish(null, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
     });
     // zlib's own errors (Z_DATA_ERROR, ...) are the client's: a body that does not decompress.
-    stream.on('error', (err: NodeJS.ErrnoException) => finish(Object.assign(err, { status: 400 })));
-    req.on('aborted', () => finish(error('request.aborted', 400)));
+    stream.on('error', (err) => finish(new BodyError('BODY_NOT_DECOMPRESSED', { cause: err })));
+    req.on('aborted', () => finish(new BodyError('BODY_ABORTED')));
     req.on('close', () => {
-      if (!req.complete) finish(error('request.aborted', 400));
+      if (!req.complete) finish(new BodyError('BODY_ABORTED'));
     });
   });
 }

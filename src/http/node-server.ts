@@ -2,7 +2,6 @@ import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener,
 import { createServer as createHttpsServer } from 'node:https';
 import type { SecureContextOptions } from 'node:tls';
 import type { Duplex } from 'node:stream';
-import { ApiRequest } from './request.js';
 import { RAW_SECURITY_HEADERS, setSecurityHeaders } from './security-headers.js';
 
 /**
@@ -13,9 +12,9 @@ import { RAW_SECURITY_HEADERS, setSecurityHeaders } from './security-headers.js'
  * other than 100-continue (417) and an HTTP/1.1 request without a Host header (400). Left alone, node:http
  * answers those with an empty body or just closes the connection.
  */
-export function createHttpServer(listener: RequestListener, tls?: HttpTls): Server {
+export function createHttpServer(listener: RequestListener, tls?: HttpTls, classes?: RequestClasses): Server {
   // Host is checked below, so that the 400 has a body; node's own check answers an empty one.
-  const options = { ...API_REQUESTS, keepAliveTimeout: 65_000, requireHostHeader: false };
+  const options = { ...classes, keepAliveTimeout: 65_000, requireHostHeader: false };
   const handle: RequestListener = (req, res) => {
     // Here, before anything can answer, so every response of the port carries them (security-headers.ts).
     setSecurityHeaders(res);
@@ -48,8 +47,8 @@ export function createHttpServer(listener: RequestListener, tls?: HttpTls): Serv
   return server;
 }
 
-/** Server options that make node:http create every request as the pipeline's ApiRequest (request.ts). */
-export const API_REQUESTS = { IncomingMessage: ApiRequest } as const;
+/** The classes node:http creates the port's requests and responses with (request.ts, requestClasses). */
+export type RequestClasses = { IncomingMessage: typeof IncomingMessage; ServerResponse: typeof ServerResponse };
 
 /** TLS of the port: the first certificate, key and client CA, and every later set (rotation). */
 export interface HttpTls {

@@ -59,7 +59,7 @@ const stringMap = z
 const TOPIC = 'A topic name: 1-200 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit.';
 const optionalGroup = () => wellFormed(z.string({ error: 'consumer_group must be a string' }), 'consumer_group').optional().meta({ description: 'The consumer group (fan-out topics).' });
 
-/** Strict: also the shape of each item of a batch, whose unknown fields nothing else checks (see BODY_FIELDS). */
+/** Strict: also the shape of each item of a batch, whose unknown fields the router's field check does not reach. */
 export const enqueueBody = z.strictObject({
   topic: wellFormed(z.string({ error: 'topic is required and must be a string' }), 'topic').meta({ description: `${TOPIC} Not a \`.dlq\` topic.` }),
   payload: wellFormed(z.string({ error: 'payload is required and must be a string' }), 'payload').meta({ description: 'Non-empty; at most queue.max_payload_bytes bytes of UTF-8 (413 beyond).' }),
@@ -202,34 +202,8 @@ export const loginBody = z.object({
   password: z.string({ error: 'password is required' }).min(1, { error: 'password is required' }),
 });
 
-const fieldsOf = (schema: z.ZodObject) => Object.keys(schema.shape);
-
-/**
- * Unknown request fields are refused: every field a route reads is listed here, by method and route
- * template, and a body holding any other field is 400 `unknown field "x"`, on every route (routes not listed
- * take no body fields at all). A misspelt field is an error rather than a silent default: `{"max_retires": 5}`
- * would otherwise reset a topic's configuration to the defaults. route-table.ts runs the check in every
- * route's chain.
- */
-export const BODY_FIELDS: Readonly<Record<string, readonly string[]>> = {
-  'POST /api/messages': fieldsOf(enqueueBody),
-  'POST /api/messages/batch': fieldsOf(enqueueBatchBody),
-  'POST /api/messages/dequeue': fieldsOf(dequeueBody),
-  'POST /api/messages/ack': fieldsOf(ackBatchBody),
-  'POST /api/messages/:id/ack': fieldsOf(ackBody),
-  'POST /api/messages/:id/nack': fieldsOf(nackBody),
-  'PUT /api/topic-configs/:topic': fieldsOf(topicConfigBody),
-  'PUT /api/topic-schemas/:topic': fieldsOf(schemaBody),
-  'POST /api/topics/:topic/purge': fieldsOf(purgeBody),
-  'POST /api/topics/:topic/consumer-groups': fieldsOf(consumerGroupBody),
-  'POST /api/topics/:topic/replay': fieldsOf(replayBody),
-  'PUT /api/admin/delete-reaper/schedule': fieldsOf(scheduleBody),
-  'POST /api/auth/login': fieldsOf(loginBody),
-  'POST /api/users': fieldsOf(createUserBody),
-  'PUT /api/users/:id': fieldsOf(updateUserBody),
-  'POST /api/users/:id/grants': fieldsOf(grantBody),
-  'POST /api/users/:id/consumer-group-grants': fieldsOf(consumerGroupGrantBody),
-};
+/** The fields a body schema reads (a batch's: `messages`); none for a schema that is no object. */
+export const fieldsOf = (schema: z.ZodType): string[] => (schema instanceof z.ZodObject ? Object.keys(schema.shape) : []);
 
 function unknownFieldsMessage(unknown: string[], allowed: readonly string[]): string {
   const named = unknown.slice(0, 3).map((f) => JSON.stringify(f.length > 64 ? `${f.slice(0, 64)}…` : f)).join(', ');
@@ -237,10 +211,14 @@ function unknownFieldsMessage(unknown: string[], allowed: readonly string[]): st
   return allowed.length === 0 ? `${what}; this request takes no body fields` : `${what}; allowed: ${allowed.join(', ')}`;
 }
 
-/** 400 when `body` (an object, see assertObjectBody) holds a field that `METHOD /template` does not read. */
-export function assertKnownFields(route: string, body: unknown): void {
+/**
+ * Unknown request fields are refused: a body holding a field its operation does not read is 400 `unknown field
+ * "x"`, on every route (one without a body schema takes no fields at all). A misspelt field is an error rather
+ * than a silent default: `{"max_retires": 5}` would otherwise reset a topic's configuration to the defaults.
+ * The router runs this check in every operation's chain, after the access check.
+ */
+export function assertKnownFields(allowed: readonly string[], body: unknown): void {
   if (body === undefined || body === null || typeof body !== 'object') return;
-  const allowed = BODY_FIELDS[route] ?? [];
   let unknown: string[] | undefined;
   for (const field in body) if (!allowed.includes(field)) (unknown ??= []).push(field);
   if (unknown) throw invalid(unknownFieldsMessage(unknown, allowed));
@@ -285,7 +263,7 @@ const pageShape = {
 const pageNumber = (text: string | undefined, fallback: number) => (text === undefined || text === '' ? fallback : Number(text));
 
 /**
- * Contract §7: limit above 200 is clamped; limit < 1, non-integers or a negative offset are 400. The range
+ * Paging (docs/http-api.md, Lists): limit above 200 is clamped; limit < 1, non-integers or a negative offset are 400. The range
  * checks run after every field's own check, so a bad offset text is reported before a limit of 0, as before.
  */
 function paged<T extends z.ZodRawShape>(shape: T) {

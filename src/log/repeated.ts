@@ -22,7 +22,11 @@ export type ErrorSummary = Omit<SafeError, 'type' | 'stack' | 'cause'>;
  * errno, SQL state and statement shape: no stack, no properties a driver may have attached.
  */
 export function summarizeError(err: unknown): ErrorSummary {
-  const { message, code, errno, sqlState, statement } = safeError(err, false);
+  const safe = safeError(err, false);
+  // An error with no code that wraps one (the store's DatabaseUnavailable and DatabaseBusy wrap the driver's
+  // error): the summary names both messages, and the code, errno and statement are the wrapped error's.
+  const cause = safe.code === undefined ? safe.cause : undefined;
+  const { message, code, errno, sqlState, statement } = cause ? { ...cause, message: `${safe.message.split('\n')[0].trim()}: ${cause.message}` } : safe;
   const e = err as { name?: unknown } | null | undefined;
   const summary: ErrorSummary = { [SAFE]: true, message: message.split('\n')[0].trim() || (typeof e?.name === 'string' ? e.name : 'error') };
   if (code !== undefined) summary.code = String(code);

@@ -19,7 +19,7 @@ export interface ArchiveServiceDeps {
 
 const unprocessable = (message: string) => new DomainError('failed_precondition', message);
 
-/** The archive log of replayable topics and replay from it (contract §5). */
+/** The archive log of replayable topics and replay from it (docs/consumer-groups-replay.md, Archive log and replay). */
 export class ArchiveService {
   private readonly now: () => number;
 

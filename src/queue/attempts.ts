@@ -4,7 +4,7 @@ import type { QueueMetrics } from './metrics-port.js';
 import type { TopicSignals } from './topic-signals.js';
 import { isDlqTopic } from './topic-names.js';
 
-/** last_error of a delivery whose visibility timeout passed before its ack (contract §3). */
+/** last_error of a delivery whose visibility timeout passed before its ack. */
 export const VISIBILITY_EXPIRED = 'visibility timeout expired';
 
 export interface AttemptPolicy {
@@ -15,7 +15,7 @@ export interface AttemptPolicy {
 }
 
 /**
- * Contract §3, for a nack and for a visibility timeout alike: attempts = retry_count + 1;
+ * For a nack and for a visibility timeout alike (docs/http-api.md, Delivery): attempts = retry_count + 1;
  * 1) threshold > 0 and attempts >= threshold: dead-letter; 2) attempts < the message's max_retries: retry;
  * 3) otherwise failed. A dead-letter topic never dead-letters again.
  */

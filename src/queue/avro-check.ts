@@ -20,7 +20,7 @@ const INT_MAX = 2 ** 31 - 1;
  * prototype (undeclared fields and unknown symbols accepted, a wrapped union thrown into a TypeError), an array
  * passed as a record and `["A"]` as the enum symbol "A".
  *
- * The rules are the contract's: records are JSON objects with no undeclared field (a missing field is
+ * The rules (docs/http-api.md, Messaging rules, Schemas): records are JSON objects with no undeclared field (a missing field is
  * allowed only when it has a default), unions take a value of any branch as it is (`["null","string"]` takes
  * `null` or `"x"`; where avsc would wrap the union, its wrapped form `{"int": 1}` is taken too), numbers
  * must fit their type (int 32-bit, long a safe integer, float and double finite), and bytes and fixed, which

@@ -74,7 +74,7 @@ function reservedName(schema: unknown): { what: string; name: string } | undefin
 
 const schemaViolation = (message: string) => new DomainError('schema_violation', message);
 
-/** The payload must be JSON whose value the schema accepts, with no undeclared fields (contract §2). */
+/** The payload must be JSON whose value the schema accepts, with no undeclared fields. */
 export function validatePayload(schema: CompiledSchema, payload: Buffer): void {
   const text = payload.toString('utf8');
   // Bytes that are not UTF-8 (possible over gRPC, whose payload is bytes) decode to U+FFFD and would then

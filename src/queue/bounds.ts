@@ -1,6 +1,7 @@
 /**
- * The largest values a setting may take because of where it is stored or what it computes, shared by the
- * HTTP API, the controller's resources and the configuration file.
+ * The largest values a setting or a request may take because of where it is stored or what it computes, shared
+ * by the domain, the HTTP API, gRPC, the controller's resources and the configuration file; with the texts that
+ * refuse a request outside them, so that every transport answers alike.
  */
 
 /** MySQL's signed INT: the column of a message's and a topic's max_retries. */
@@ -19,3 +20,16 @@ export const MAX_DATA_SECONDS = 36_500 * 86_400;
  * all keeps a laptop from accepting what the production database cannot store.
  */
 export const MAX_PAYLOAD_COLUMN = 16_777_215;
+
+/** The most messages one dequeue claims, and the most ids one batch ack settles. */
+export const MAX_DEQUEUE_COUNT = 1000;
+
+/** The longest visibility timeout, in seconds (12 h): a dequeue's, a Subscribe stream's and queue.visibility_timeout. */
+export const MAX_VISIBILITY_SECONDS = 43_200;
+
+/** The refusal of a dequeue's count outside 1 to MAX_DEQUEUE_COUNT. */
+export const DEQUEUE_COUNT_MESSAGE = `count must be an integer from 1 to ${MAX_DEQUEUE_COUNT}`;
+/** The refusal of a visibility_timeout_seconds outside 1 to MAX_VISIBILITY_SECONDS. */
+export const VISIBILITY_TIMEOUT_MESSAGE = `visibility_timeout_seconds must be an integer from 1 to ${MAX_VISIBILITY_SECONDS}`;
+/** The refusal of a batch ack of more than MAX_DEQUEUE_COUNT ids. */
+export const ACK_BATCH_IDS_MESSAGE = `ids must hold at most ${MAX_DEQUEUE_COUNT} ids`;

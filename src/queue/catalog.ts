@@ -87,7 +87,7 @@ export class Catalog {
     return this.schemas.get(topic);
   }
 
-  /** The consumer groups registered on a topic; a topic with any is a fan-out topic (contract §4). */
+  /** The consumer groups registered on a topic; a topic with any is a fan-out topic. */
   groupsOf(topic: string): string[] {
     return this.groups.get(topic) ?? [];
   }

@@ -17,7 +17,7 @@ export interface ConsumerGroupServiceDeps {
 
 const groupWhat = (topic: string, group: string) => `consumer group "${group}" on topic "${topic}"`;
 
-/** Registration of consumer groups (contract §4); delivery itself is in fan-out.ts. */
+/** Registration of consumer groups (docs/consumer-groups-replay.md); delivery itself is in fan-out.ts. */
 export class ConsumerGroupService {
   private readonly now: () => number;
 

@@ -14,7 +14,7 @@ export const groupRequired = () => invalid('consumer_group is required');
 const notRegisteredGroup = (group: string, topic: string) =>
   new DomainError('failed_precondition', `consumer group "${group}" is not registered on topic "${topic}"`);
 
-/** How a dequeue, ack or nack is carried out once the consumer group rules of contract §4 were applied. */
+/** How a dequeue, ack or nack is carried out once the consumer group rules (docs/consumer-groups-replay.md) were applied. */
 export type Route = { kind: 'plain'; deadLetterGroup?: string } | { kind: 'group'; group: string };
 
 interface MessageRef {

@@ -1,15 +1,30 @@
-import { MAX_DEQUEUE_COUNT, normaliseMessageId, type MessageService } from './messages.js';
+import { MAX_DEQUEUE_COUNT } from './bounds.js';
+import { normaliseMessageId } from './message-ids.js';
 
-/** What a transport knows of the caller and of this instance's deliveries, for `ackBatchOfHeld`. */
-export interface AckBatchCaller {
-  /** The topic of a group-less delivery this instance made and still knows (a stream's, a dequeue's). */
-  heldTopicOf(id: string): string | undefined;
+/** What a transport knows of the caller of an ack by id (MessageService.ackHeld, ackBatchHeld). */
+export interface HeldAckCaller {
   /** Whether the caller may consume `topic` without a group; other refusals (no valid token) throw. */
   mayConsume(topic: string): boolean | Promise<boolean>;
-  /** The grant on the topics read from the messages `ids` (also when there are none: the token); throws to refuse. */
-  authorize(ids: string[]): Promise<void>;
+  /**
+   * The topic of a group-less delivery the transport made itself and still knows (gRPC: its Subscribe
+   * streams'), asked before the group-less dequeues of this instance (MessageService.dequeuedTopicOf).
+   */
+  heldTopicOf?(id: string): string | undefined;
   /** The deliveries about to be settled, once each (gRPC: they stop counting against their stream's window). */
   release?(ids: string[]): void;
+}
+
+/** A batch ack's caller: also the ordinary way's grant check. */
+export interface AckBatchCaller extends HeldAckCaller {
+  /** The grant on the topics read from the messages `ids` (also when there are none: the token); throws to refuse. */
+  authorize(ids: string[]): Promise<void>;
+}
+
+/** What ackBatchOfHeld needs of MessageService. */
+export interface HeldAckSettler {
+  dequeuedTopicOf(id: string): string | undefined;
+  ackOnTopics(held: ReadonlyArray<{ id: string; topic: string }>): Promise<Set<string>>;
+  ackBatch(ids: string[], consumerGroup?: string): Promise<{ acked: string[] }>;
 }
 
 /**
@@ -23,7 +38,7 @@ export interface AckBatchCaller {
  * Answers as `MessageService.ackBatch` does: every id of the request, in its order, acked or not found.
  */
 export async function ackBatchOfHeld(
-  messages: MessageService,
+  messages: HeldAckSettler,
   ids: string[],
   group: string | undefined,
   caller: AckBatchCaller,
@@ -32,7 +47,7 @@ export async function ackBatchOfHeld(
   const byTopic = new Map<string, Set<string>>();
   const rest: string[] = [];
   for (const id of ids) {
-    const topic = group === undefined && withinLimit ? caller.heldTopicOf(id) : undefined;
+    const topic = group === undefined && withinLimit ? (caller.heldTopicOf?.(id) ?? messages.dequeuedTopicOf(id)) : undefined;
     if (topic === undefined) rest.push(id);
     else byTopic.set(topic, (byTopic.get(topic) ?? new Set()).add(id));
   }

@@ -30,3 +30,10 @@ export function uuidv7(ms = Date.now()): string {
   }
   return v7({ random, msecs: lastMs, seq });
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Ids are lower-case UUIDs; anything else cannot name a message, so it is "not found". */
+export function normaliseMessageId(id: unknown): string | null {
+  return typeof id === 'string' && UUID.test(id) ? id.toLowerCase() : null;
+}

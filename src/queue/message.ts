@@ -1,5 +1,13 @@
 import type { MessageRow, MessageStatus } from '../store/messages/rows.js';
 
+/** What a dequeue asks for (MessageService.dequeue, and the claims of Subscribe streams in subscriptions.ts). */
+export interface DequeueInput {
+  topic: unknown;
+  count?: number;
+  visibilityTimeoutSeconds?: number;
+  consumerGroup?: string;
+}
+
 /** A message as the domain hands it to transports. */
 export interface Message {
   id: string;

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { uuidv7 } from './message-ids.js';
+import { normaliseMessageId, uuidv7 } from './message-ids.js';
 import type { Config } from '../config/schema.js';
 import { findTopicsById } from '../store/messages/browse.js';
 import { giveBackDeliveries } from '../store/deliveries/give-back.js';
@@ -18,9 +18,11 @@ import { ClaimCombiner } from './claim-combiner.js';
 import { GroupCommitter } from './group-commit.js';
 import { keyError } from './message-keys.js';
 import { DequeuedTopics } from './dequeued-topics.js';
-import { toMessage, type Message } from './message.js';
+import { toMessage, type DequeueInput, type Message } from './message.js';
 import type { MessageRow } from '../store/messages/rows.js';
 import type { QueueMetrics } from './metrics-port.js';
+import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DEQUEUE_COUNT, MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_MESSAGE } from './bounds.js';
+import { ackBatchOfHeld, type AckBatchCaller, type HeldAckCaller } from './held-ack-batch.js';
 import { assertNotDeadLetterTopic, assertTopicName, baseTopicOf, isDlqTopic, isValidTopicName } from './topic-names.js';
 import { SubscriptionHub, type Reservation } from './subscriptions.js';
 import type { TopicSignals } from './topic-signals.js';
@@ -30,13 +32,6 @@ export interface EnqueueInput {
   payload: Buffer;
   metadata?: Record<string, string>;
   key?: string | null;
-}
-
-export interface DequeueInput {
-  topic: unknown;
-  count?: number;
-  visibilityTimeoutSeconds?: number;
-  consumerGroup?: string;
 }
 
 export interface MessageServiceDeps {
@@ -50,12 +45,11 @@ export interface MessageServiceDeps {
   maxConcurrentFlushes: number;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const MAX_DEQUEUE_COUNT = 1000;
+/** Re-exported for src/http/validation.ts until it imports bounds.ts, where it is defined. */
+export { MAX_DEQUEUE_COUNT };
 export const MAX_BATCH_ENQUEUE = 1000;
 /** A message's metadata, as the JSON stored with it. */
 export const MAX_METADATA_BYTES = 65_536;
-const MAX_VISIBILITY_SECONDS = 43_200;
 /**
  * A dequeue skips the expired-visibility probe (one query) when one for the same topic (and group) found
  * nothing this recently, so a delivery whose visibility timeout passes comes back at most this much later.
@@ -67,11 +61,6 @@ const EXPIRY_PROBE_INTERVAL_MS = 100;
 const QUEUE_FULL_RETRY_AFTER_SECONDS = 1;
 const queueFull = (topic: string) =>
   new DomainError('queue_full', `topic "${topic}" is full (max_depth reached)`, { retryAfterSeconds: QUEUE_FULL_RETRY_AFTER_SECONDS });
-
-/** Ids are lower-case UUIDs; anything else cannot name a message, so it is "not found" (contract §3). */
-export function normaliseMessageId(id: unknown): string | null {
-  return typeof id === 'string' && UUID.test(id) ? id.toLowerCase() : null;
-}
 
 /**
  * How many of the claimed `rows` (in claim order) one answer carries: those whose size together stays within
@@ -90,7 +79,7 @@ function answerLength(rows: MessageRow[], maxBytes: number): number {
   return rows.length;
 }
 
-/** Enqueue, dequeue, ack, nack and requeue: every messaging rule of contract §2-§3, for every transport. */
+/** Enqueue, dequeue, ack, nack and requeue: every rule of docs/http-api.md, Messaging rules, for every transport. */
 export class MessageService {
   private readonly now: () => number;
   private readonly enqueues: GroupCommitter<NewMessage, InsertOutcome>;
@@ -169,10 +158,10 @@ export class MessageService {
   async dequeue(input: DequeueInput): Promise<Message[]> {
     const topic = assertTopicName(input.topic);
     const count = input.count ?? 1;
-    if (!Number.isInteger(count) || count < 1 || count > MAX_DEQUEUE_COUNT) throw invalid(`count must be an integer from 1 to ${MAX_DEQUEUE_COUNT}`);
+    if (!Number.isInteger(count) || count < 1 || count > MAX_DEQUEUE_COUNT) throw invalid(DEQUEUE_COUNT_MESSAGE);
     const visibility = input.visibilityTimeoutSeconds ?? this.deps.queue.visibility_timeout;
     if (input.visibilityTimeoutSeconds !== undefined && !isValidVisibility(input.visibilityTimeoutSeconds)) {
-      throw invalid(`visibility_timeout_seconds must be an integer from 1 to ${MAX_VISIBILITY_SECONDS}`);
+      throw invalid(VISIBILITY_TIMEOUT_MESSAGE);
     }
     this.assertRegistered(baseTopicOf(topic));
     const route = await this.fanOut.dequeueRoute(topic, input.consumerGroup);
@@ -302,6 +291,31 @@ export class MessageService {
   }
 
   /**
+   * The shortcut of an ack by id, for every transport: a group-less delivery this instance made (found through
+   * `caller.heldTopicOf`, then this instance's group-less dequeues) is checked against the topic it was
+   * delivered on (`caller.mayConsume`) and settled only while it is still there (`ackOnTopic`), without
+   * reading the message's topic first. `caller.release` hears of it before the settle. False when that way
+   * does not apply or settles nothing (a group, a delivery this instance does not know, a topic the caller may
+   * not consume, a message acked already or moved): the caller then takes the ordinary way (the grant on the
+   * topic read from the message, then `ack`), which gives that case its usual answer.
+   */
+  async ackHeld(id: string, consumerGroup: string | undefined, caller: HeldAckCaller): Promise<boolean> {
+    if (consumerGroup !== undefined) return false;
+    const topic = caller.heldTopicOf?.(id) ?? this.dequeuedTopicOf(id);
+    if (topic === undefined || !(await caller.mayConsume(topic))) return false;
+    caller.release?.([id]);
+    return this.ackOnTopic(id, topic);
+  }
+
+  /**
+   * A batch ack with the shortcut of `ackHeld` for the deliveries this instance made, the ordinary way (after
+   * `caller.authorize`) for the other ids (src/queue/held-ack-batch.ts). Answers as `ackBatch` does.
+   */
+  ackBatchHeld(ids: string[], consumerGroup: string | undefined, caller: AckBatchCaller): Promise<{ acked: string[]; notFound: string[] }> {
+    return ackBatchOfHeld(this, ids, consumerGroup, caller);
+  }
+
+  /**
    * A settle that found nothing may have reached another Galera node than the claim it settles, one that had
    * not applied that claim yet (src/store/cluster-catch-up.ts): once the node has caught up, it looks again.
    * Plain servers and SQLite see every commit at once and answer the first result.
@@ -313,7 +327,7 @@ export class MessageService {
   }
 
   async ackBatch(ids: unknown[], consumerGroup?: string): Promise<{ acked: string[]; notFound: string[] }> {
-    if (ids.length > MAX_DEQUEUE_COUNT) throw invalid(`ids must hold at most ${MAX_DEQUEUE_COUNT} ids`);
+    if (ids.length > MAX_DEQUEUE_COUNT) throw invalid(ACK_BATCH_IDS_MESSAGE);
     const valid = [...new Set(ids.map(normaliseMessageId).filter((id): id is string => id !== null))];
     const found = await this.ackSome(valid, consumerGroup);
     const missing = valid.filter((id) => !found.has(id));
@@ -545,7 +559,7 @@ export class MessageService {
   }
 
   private async ackRows(targets: AckTarget[]) {
-    // Replayable topics: archived inside the ack's transaction, so a failed ack archives nothing (contract §3).
+    // Replayable topics: archived inside the ack's transaction, so a failed ack archives nothing.
     // Without any, the store may ack in one statement.
     const archive = async (trx: Knex.Transaction, rows: Array<{ id: string; topic: string }>) => {
       const replayable = rows.filter((r) => this.deps.catalog.config(r.topic)?.replayable === true).map((r) => r.id);

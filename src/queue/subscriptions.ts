@@ -1,5 +1,5 @@
-import type { Message } from './message.js';
-import { MAX_DEQUEUE_COUNT, type DequeueInput } from './messages.js';
+import { MAX_DEQUEUE_COUNT } from './bounds.js';
+import type { DequeueInput, Message } from './message.js';
 import type { TopicSignals } from './topic-signals.js';
 
 /** One push consumer (a gRPC Subscribe stream): the hub hands it claimed messages, never more than it has room for. */
@@ -45,7 +45,7 @@ export interface SubscriptionHubDeps {
   giveBack(spec: SubscriptionSpec, messages: Message[]): Promise<void>;
   signals: TopicSignals;
   /**
-   * A poll finds what no signal announces: other instances' enqueues without Redis (contract §9: at most 1 s),
+   * A poll finds what no signal announces: other instances' enqueues without Redis (found within 1 s),
    * deliveries whose visibility timeout passed, and tokens refilled on a throughput-limited topic.
    */
   pollMs?: number;

@@ -7,7 +7,7 @@ export const isDlqTopic = (topic: string) => topic.endsWith(DLQ_SUFFIX);
 export const baseTopicOf = (topic: string) => (isDlqTopic(topic) ? topic.slice(0, -DLQ_SUFFIX.length) : topic);
 
 /**
- * Contract §2: 1-200 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit. The dead-letter topic
+ * Topic names: 1-200 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit. The dead-letter topic
  * of any such name is valid too, so the `.dlq` of a 200-character topic (204 characters) can be dequeued.
  */
 export const isValidTopicName = (topic: unknown): topic is string =>

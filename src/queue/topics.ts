@@ -19,7 +19,7 @@ import { toMessage, type Message } from './message.js';
 import type { QueueMetrics } from './metrics-port.js';
 import { assertNotDeadLetterTopic, assertTopicName } from './topic-names.js';
 
-/** Every status a message row can have (spec: message status values), in the order a message passes through them. */
+/** Every status a message row can have, in the order a message passes through them. */
 export const MESSAGE_STATUSES: readonly MessageStatus[] = ['pending', 'processing', 'failed', 'expired'];
 export const PURGEABLE_STATUSES = ['pending', 'processing', 'expired', 'failed'] as const;
 export const DEFAULT_PURGE_STATUSES = ['pending', 'processing', 'expired'];

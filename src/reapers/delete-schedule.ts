@@ -8,7 +8,7 @@ export interface ScheduleView {
   active: boolean;
 }
 
-/** The delete reaper's schedule: the stored value wins over queue.delete_reaper_schedule once set, "" too (contract §6). */
+/** The delete reaper's schedule: the stored value wins over queue.delete_reaper_schedule once set, "" too. */
 export class DeleteSchedule {
   constructor(
     private readonly db: Knex,

@@ -3,6 +3,7 @@ import { createLogger, type Logger } from '../log/logger.js';
 import { noopQueueMetrics } from '../queue/metrics-port.js';
 import { startDatabaseClock } from '../store/database-clock.js';
 import { createDb, ping } from '../store/db.js';
+import { driverErrorOf } from '../store/errors.js';
 import { REAPER_KINDS, Reapers, reapReport, type ReapResult, type ReaperKind } from './reapers.js';
 
 /** How long a one-shot run waits for a run on another instance (an API pod, another CronJob) to finish. */
@@ -34,7 +35,7 @@ export async function reapOnce(config: Config, kind: ReaperKind, logger: Logger 
     try {
       await ping(db);
     } catch (err) {
-      throw new ReapCommandError(`reap ${kind}: cannot reach the database: ${(err as Error).message}`);
+      throw new ReapCommandError(`reap ${kind}: cannot reach the database: ${(driverErrorOf(err) as Error).message}`);
     }
     // The leases table came last: a run needs it for its lease (src/store/leases.ts).
     if (!(await db.schema.hasTable('leases'))) {
@@ -48,7 +49,7 @@ export async function reapOnce(config: Config, kind: ReaperKind, logger: Logger 
       const reapers = new Reapers({ db, metrics: noopQueueMetrics, auditRetentionDays: config.audit.retention_days, logger, dlqThreshold: config.queue.dlq_threshold, now: clock.now });
       result = await reapers.run(kind, WAIT_FOR_OTHER_RUN_MS);
     } catch (err) {
-      throw new ReapCommandError(`reap ${kind} failed: ${(err as Error).message}`);
+      throw new ReapCommandError(`reap ${kind} failed: ${(driverErrorOf(err) as Error).message}`);
     }
     return JSON.stringify({ reaper: kind, ...reapReport(kind, result) });
   } finally {

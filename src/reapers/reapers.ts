@@ -52,7 +52,7 @@ export interface ReapersDeps {
 const sum = (counts: TopicCounts) => [...counts.values()].reduce((a, b) => a + b, 0);
 
 /**
- * The three maintenance jobs of the spec. Each run holds a lease row (src/store/leases.ts: `reaper:<kind>`,
+ * The three reapers (docs/consumer-groups-replay.md, Reapers). Each run holds a lease row (src/store/leases.ts: `reaper:<kind>`,
  * renewed while it runs, the same on both engines and on every node of a Galera cluster), so two instances,
  * or an instance and `conveyor reap`, never run one reaper at once; a run whose lease was lost stops before
  * its next batch. The work itself goes in bounded batches of short transactions. Topic settings are read from the database,
@@ -132,7 +132,7 @@ export class Reapers {
    * Deliveries whose visibility timeout passed with no dequeue since on their topic: each is a failed attempt
    * (retried, dead-lettered or failed, as a dequeue would have decided), so a topic whose consumers died shows
    * them pending again and its dead letters reach `<topic>.dlq`. Not counted as expired: they are redelivered.
-   * A failure here is logged and the run goes on to TTL expiry, which the specification asks of it; a lost
+   * A failure here is logged and the run goes on to TTL expiry, which is its own job (docs/consumer-groups-replay.md, Reapers); a lost
    * lease or a shutdown still ends the run.
    */
   private async releaseOverdue(now: number, configs: Array<{ topic: string; max_retries: number | null }>, replayable: (topic: string) => boolean, signal: AbortSignal): Promise<void> {

@@ -2,7 +2,7 @@ import { Cron } from 'croner';
 import { cronOptions } from './cron-expression.js';
 import type { Logger } from '../log/logger.js';
 import { RepeatedFailure } from '../log/repeated.js';
-import { isConnectionError } from '../store/dialect.js';
+import { DatabaseUnavailable } from '../store/errors.js';
 import { DomainError } from '../queue/errors.js';
 import type { DeleteSchedule } from './delete-schedule.js';
 import type { ReaperKind, Reapers } from './reapers.js';
@@ -44,7 +44,7 @@ export class ReaperScheduler {
         level: 'error',
         fields: { reaper: kind },
         // A lost database says enough in its message; anything else is a bug worth its stack.
-        withStack: (err) => !isConnectionError(err),
+        withStack: (err) => !(err instanceof DatabaseUnavailable),
       });
       this.failures.set(kind, failures);
     }

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
-import { engineOf } from './dialect.js';
+import { capabilities } from './capabilities.js';
 
 /**
- * Token bucket of a topic's throughput_limit: capacity one second of tokens, starting full (contract §3).
+ * Token bucket of a topic's throughput_limit: capacity one second of tokens, starting full.
  * Runs `spend(granted)` with the whole tokens available and charges only what it reports back as used.
  */
 export async function takeTokens<T extends unknown[]>(
@@ -13,12 +13,13 @@ export async function takeTokens<T extends unknown[]>(
   wanted: number,
   spend: (granted: number) => Promise<T>,
 ): Promise<T> {
+  const { rowLocks } = capabilities(trx);
   const lock = trx('topic_buckets').where({ topic });
-  let row = await (engineOf(trx) === 'mysql' ? lock.forUpdate() : lock).first('tokens', 'refilled_at');
+  let row = await (rowLocks ? lock.forUpdate() : lock).first('tokens', 'refilled_at');
   if (!row) {
     // First use: insert a full bucket. A concurrent first use on another instance is resolved by the primary key.
     await trx('topic_buckets').insert({ topic, tokens: ratePerSecond, refilled_at: now }).onConflict('topic').ignore();
-    row = await (engineOf(trx) === 'mysql' ? trx('topic_buckets').where({ topic }).forUpdate() : trx('topic_buckets').where({ topic })).first(
+    row = await (rowLocks ? trx('topic_buckets').where({ topic }).forUpdate() : trx('topic_buckets').where({ topic })).first(
       'tokens',
       'refilled_at',
     );

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { isGaleraPool } from './galera-checks.js';
+import { capabilities } from './capabilities.js';
 import { withDbRetry } from './retry.js';
 
 /**
@@ -12,7 +12,7 @@ import { withDbRetry } from './retry.js';
  * Only asked after a miss, so hits never pay the cluster round trip.
  */
 export async function catchUpWithCluster(db: Knex): Promise<boolean> {
-  if (!isGaleraPool(db)) return false;
+  if (!capabilities(db).galera) return false;
   await withDbRetry(db, () => db.raw('SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1 FROM leases LIMIT 1'));
   return true;
 }

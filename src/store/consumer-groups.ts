@@ -31,7 +31,7 @@ export async function isConsumerGroupRegistered(db: Knex, topic: string, group: 
 
 /**
  * Registers a group and, in the same transaction, gives it a pending delivery of every message of the topic
- * that no group has started yet (contract §4), plus any message a plain consumer holds when the topic turns
+ * that no group has started yet, plus any message a plain consumer holds when the topic turns
  * fan-out, so nothing in flight is stranded. False when the group already exists.
  * Retried whole. A re-run after a lost commit answer that runs into the group's row (unique violation) finds
  * its own registration when the row carries this call's manager and time: that is success, not "exists".

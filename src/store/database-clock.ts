@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../log/logger.js';
-import { engineOf } from './dialect.js';
+import { capabilities } from './capabilities.js';
 
 /** The database's clock in epoch milliseconds, as an SQL expression; UTC, whatever the session's time zone. */
 export function dbNow(db: Knex): string {
-  return engineOf(db) === 'mysql'
+  return capabilities(db).dialect === 'mysql'
     ? "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
     : "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
 }
@@ -64,7 +64,7 @@ async function measure(db: Knex): Promise<Reading> {
  * within a minute. SQLite is in this process, so its clock is this one: Date.now() with no offset.
  */
 export async function startDatabaseClock(db: Knex, logger: Logger): Promise<Clock> {
-  if (engineOf(db) !== 'mysql') return { now: Date.now, offsetMs: () => 0, stop: () => undefined };
+  if (capabilities(db).inProcess) return { now: Date.now, offsetMs: () => 0, stop: () => undefined };
   let reading = await measure(db);
   const now = () => Math.floor(reading.dbMs + (performance.now() - reading.mark));
   const offsetMs = () => now() - Date.now();

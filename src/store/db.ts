@@ -6,7 +6,8 @@ import { createLeasesTable } from '../../migrations/20261123020000_leases.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { statementShape } from '../log/redact.js';
 import { RepeatedFailure, type ErrorSummary } from '../log/repeated.js';
-import { engineOf } from './dialect.js';
+import { capabilities } from './capabilities.js';
+import { typedErrors } from './errors.js';
 import { LeaseBusy, withLease } from './leases.js';
 import { withDbRetry } from './retry.js';
 import { DEFAULT_SQLITE_LOCK_WAIT_MS, sqliteClient } from './sqlite-client.js';
@@ -194,7 +195,7 @@ export function createDb({ url, poolSize = 16, logger = createLogger('info'), co
   const { kind } = describeDb(url);
   const connection = connectionFailures ?? new RepeatedFailure(logger, { what: 'database connection', fields: { db: kind } });
   const common = commonConfig(logger, connection);
-  return trackConnections(kind === 'sqlite' ? createSqlite(url, common, lockWaitTimeoutSeconds) : createMysql(url, poolSize, common, lockWaitTimeoutSeconds), connection);
+  return typedErrors(trackConnections(kind === 'sqlite' ? createSqlite(url, common, lockWaitTimeoutSeconds) : createMysql(url, poolSize, common, lockWaitTimeoutSeconds), connection));
 }
 
 const MIGRATION_LOCK_WAIT_MS = 60_000;
@@ -228,15 +229,15 @@ function isConcurrentMigration(err: unknown): boolean {
  */
 async function withMigrationLease<T>(db: Knex, run: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   await withDbRetry(db, () => createLeasesTable(db));
-  const mysql = engineOf(db) === 'mysql';
-  const leaseDb = mysql ? knexFactory({ ...db.client.config, pool: { min: 1, max: 1 } }) : db;
+  const ownConnection = !capabilities(db).singleWriter;
+  const leaseDb = ownConnection ? knexFactory({ ...db.client.config, pool: { min: 1, max: 1 } }) : db;
   try {
     return await withLease(leaseDb, 'migrations', { waitMs: MIGRATION_LOCK_WAIT_MS, signal }, () => run());
   } catch (err) {
     if (err instanceof LeaseBusy) throw new Error('timed out waiting for another process to finish database migrations (the "migrations" row of the leases table)');
     throw err;
   } finally {
-    if (mysql) await leaseDb.destroy();
+    if (ownConnection) await leaseDb.destroy();
   }
 }
 

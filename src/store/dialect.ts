@@ -1,36 +1,3 @@
-import type { Knex } from 'knex';
-
-export type Engine = 'sqlite' | 'mysql';
-
-export function engineOf(db: Knex): Engine {
-  // The dialect, not config.client: SQLite's client is a class of ours (sqlite-client.ts), not a name.
-  return (db.client as { dialect?: string }).dialect === 'mysql' ? 'mysql' : 'sqlite';
-}
-
-const mariaDb = new WeakMap<object, Promise<boolean>>();
-
-/**
- * Whether a MySQL-protocol pool talks to MariaDB, whose SQL goes further than MySQL 8's where the store uses it
- * (`DELETE ... RETURNING`, table value constructors without `ROW`). Asked once per pool (SELECT VERSION()); a
- * failed probe answers no, which only costs the portable form.
- */
-export function isMariaDb(db: Knex): Promise<boolean> {
-  let answer = mariaDb.get(db.client);
-  if (!answer) {
-    answer = db
-      .raw('SELECT VERSION() AS version')
-      .then(([rows]: [Array<{ version: string }>]) => /mariadb/i.test(rows[0]?.version ?? ''))
-      .catch(() => false);
-    mariaDb.set(db.client, answer);
-  }
-  return answer;
-}
-
-/** `DELETE ... RETURNING`: SQLite (3.35+) and MariaDB (10.0.5+) have it, MySQL 8 does not. */
-export function canDeleteReturning(db: Knex): Promise<boolean> {
-  return engineOf(db) === 'sqlite' ? Promise.resolve(true) : isMariaDb(db);
-}
-
 /**
  * Why a statement or transaction failed in a way that running it again can cure:
  * - `deadlock`: InnoDB picked it as a deadlock victim, or Galera aborted it in certification (both 1213);

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../log/logger.js';
-import { engineOf } from './dialect.js';
+import { capabilities, recordGalera } from './capabilities.js';
 import { withDbRetry } from './retry.js';
 
 /**
@@ -19,22 +19,14 @@ export class NodeNotReady extends Error {
   }
 }
 
-// The pools whose server said wsrep_on = ON at start (keyed by the knex client, shared with transactions).
-const galeraPools = new WeakMap<object, true>();
-
 async function variable(db: Knex, sql: string): Promise<Map<string, string>> {
   const [rows] = (await db.raw(sql)) as [Array<{ Variable_name: string; Value: unknown }>];
   return new Map(rows.map((r) => [String(r.Variable_name), String(r.Value ?? '')]));
 }
 
-/** Whether the pool's server was a Galera node at start (checkClusterSchema). */
-export function isGaleraPool(db: Knex): boolean {
-  return galeraPools.has(db.client);
-}
-
 /** A Galera node: the wsrep provider is on (plain MariaDB builds have the variable too, set to OFF). */
 export async function isGalera(db: Knex): Promise<boolean> {
-  if (engineOf(db) !== 'mysql') return false;
+  if (!capabilities(db).clusterable) return false;
   return (await variable(db, "SHOW VARIABLES LIKE 'wsrep_on'")).get('wsrep_on')?.toUpperCase() === 'ON';
 }
 
@@ -73,7 +65,7 @@ export interface ClusterCheckOptions {
  * would be refused after a move to Galera). SQLite: nothing to check.
  */
 export async function checkClusterSchema(db: Knex, logger: Logger, options: ClusterCheckOptions = {}): Promise<void> {
-  if (engineOf(db) !== 'mysql') return;
+  if (!capabilities(db).clusterable) return;
   const galera = options.galera ?? (await withDbRetry(db, () => isGalera(db)));
   // Another pod's migration DDL on the same cluster can abort this read with 1213: retried like any store call.
   const problems = await withDbRetry(db, () => clusterSchemaProblems(db));
@@ -86,7 +78,7 @@ export async function checkClusterSchema(db: Knex, logger: Logger, options: Clus
       `refusing to start on a Galera cluster: ${problems.join('; ')}. Galera replicates only InnoDB tables with a primary key; fix or move these tables out of the service's database`,
     );
   }
-  galeraPools.set(db.client, true);
+  recordGalera(db);
   const status = await withDbRetry(db, () => variable(db, "SHOW STATUS WHERE Variable_name IN ('wsrep_cluster_size', 'wsrep_cluster_status', 'wsrep_local_state_comment', 'wsrep_ready')"));
   logger.info(
     {
@@ -108,11 +100,12 @@ export async function checkClusterSchema(db: Knex, logger: Logger, options: Clus
  * writes would fail with 1290/1836). SQLite: one `select 1`.
  */
 export async function checkDatabaseReady(db: Knex): Promise<void> {
-  if (engineOf(db) !== 'mysql') {
+  const { readOnlyMode, galera } = capabilities(db);
+  if (!readOnlyMode) {
     await db.raw('select 1');
     return;
   }
-  if (galeraPools.has(db.client)) {
+  if (galera) {
     const ready = (await variable(db, "SHOW STATUS LIKE 'wsrep_ready'")).get('wsrep_ready') ?? '';
     if (ready.toUpperCase() !== 'ON') throw new NodeNotReady(`database node not ready: wsrep_ready is ${ready || 'unknown'}`);
   }

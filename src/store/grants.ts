@@ -42,7 +42,7 @@ export async function insertGrant(db: Knex, row: GrantRow): Promise<void> {
 }
 
 /**
- * Scoped to the user, so a grant id of another user deletes nothing (spec: 404). The row is read first in
+ * Scoped to the user, so a grant id of another user deletes nothing (404). The row is read first in
  * the same transaction, so a re-run after a lost commit answer knows the grant existed and answers "deleted".
  */
 export async function deleteGrant(db: Knex, userId: string, grantId: string): Promise<boolean> {

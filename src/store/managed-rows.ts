@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { retryTransaction } from './retry.js';
-import { engineOf } from './dialect.js';
+import { capabilities } from './capabilities.js';
 import { bumpCatalogRevision } from './settings.js';
 
 /** Tables whose rows a Kubernetes resource can own (`managed_by`, "" = nobody). */
@@ -15,7 +15,7 @@ export type ManagerGuard = (current: string | undefined) => void;
 
 export async function lockedManager(trx: Knex.Transaction, table: ManagedTable, where: Record<string, string>): Promise<string | undefined> {
   const query = trx(table).where(where);
-  const row = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first('managed_by');
+  const row = await (capabilities(trx).rowLocks ? query.forUpdate() : query).first('managed_by');
   return row ? String(row.managed_by ?? '') : undefined;
 }
 

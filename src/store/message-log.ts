@@ -75,7 +75,7 @@ export async function deleteLogBefore(db: Knex, topic: string, before: number, b
 }
 
 /**
- * Archive reaper: entries created before the window start can never be replayed again (contract §5).
+ * Archive reaper: entries created before the window start can never be replayed again.
  * `signal`: the reaper's lease was lost; stop before the next batch.
  */
 export async function trimLogCreatedBefore(db: Knex, topic: string, before: number, batchSize = 1000, signal?: AbortSignal): Promise<number> {

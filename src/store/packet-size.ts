@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { engineOf } from './dialect.js';
+import { capabilities } from './capabilities.js';
 
 /** Room in one statement beside its payloads: metadata (64 KiB, escaped), key, topic, ids and SQL. */
 const STATEMENT_ROOM = 256 * 1024;
@@ -13,7 +13,7 @@ const BATCH_CHUNK_BYTES = 4 * 1024 * 1024;
  * than be stored. Said once at start-up, where an operator looks, instead of on the first large message.
  */
 export async function checkPacketSize(db: Knex, maxPayloadBytes: number): Promise<void> {
-  if (engineOf(db) !== 'mysql') return;
+  if (!capabilities(db).maxAllowedPacket) return;
   const [rows] = (await db.raw('SELECT @@max_allowed_packet AS packet')) as [Array<{ packet: unknown }>];
   const packet = Number(rows[0]?.packet);
   const needed = Math.max(2 * maxPayloadBytes, 2 * BATCH_CHUNK_BYTES) + STATEMENT_ROOM;

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { conflictKind, type ConflictKind } from './dialect.js';
+import { DatabaseBusy, driverErrorOf, typedError } from './errors.js';
 
 /**
  * One retry policy for every write of the store. What it cures:
@@ -18,8 +19,8 @@ import { conflictKind, type ConflictKind } from './dialect.js';
  * MAX_DELAY_MS: at most 0.81 s of waiting in all, plus the attempts themselves, whose lock waits are bounded
  * by innodb_lock_wait_timeout, db.lock_wait_timeout); when they run out the caller gets DatabaseBusy, which both
  * transports answer as "database busy, retry" (HTTP 503 with Retry-After, gRPC UNAVAILABLE), never a 500.
- * Errors of connecting at all (ECONNREFUSED, pool timeouts) are not retried here: the database is away, and
- * the transports answer "database unavailable" at once.
+ * Errors of connecting at all (ECONNREFUSED, pool timeouts) are not retried here: the database is away; they
+ * leave as DatabaseUnavailable, which the transports answer "database unavailable" at once.
  */
 export const ATTEMPTS = 8;
 const BASE_DELAY_MS = 10;
@@ -45,18 +46,6 @@ export interface RetryObserver {
   retried(outcome: RetryOutcome): void;
 }
 
-/** Attempts ran out: the database kept refusing (conflicts, lock waits, a node not ready, lost connections). */
-export class DatabaseBusy extends Error {
-  constructor(
-    readonly kind: ConflictKind,
-    readonly attempts: number,
-    options?: { cause?: unknown },
-  ) {
-    super(`database busy: ${kind} on each of ${attempts} attempts`, options);
-    this.name = 'DatabaseBusy';
-  }
-}
-
 // Keyed by the knex client, which a pool's Knex instance and its transactions share.
 const observers = new WeakMap<object, RetryObserver>();
 
@@ -73,7 +62,9 @@ function delayMs(failedAttempt: number): number {
 
 /**
  * Runs `work` (one transaction or one autocommit statement, never something with effects outside the database)
- * and runs it again after a retryable failure. Other errors (unique violations, domain refusals) pass through.
+ * and runs it again after a retryable failure. A database that cannot serve leaves as DatabaseUnavailable, one
+ * that kept refusing as DatabaseBusy (src/store/errors.ts); other errors (unique violations, domain refusals)
+ * pass through.
  */
 export async function withDbRetry<T>(db: Knex, work: (attempt: Attempt) => Promise<T>, attempts = ATTEMPTS): Promise<T> {
   const observer = observers.get(db.client);
@@ -84,13 +75,16 @@ export async function withDbRetry<T>(db: Knex, work: (attempt: Attempt) => Promi
       if (number > 1) observer?.retried('recovered');
       return result;
     } catch (err) {
-      const kind = conflictKind(err);
-      if (!kind) throw err;
+      // A statement outside a transaction failed with a typed error already (src/store/errors.ts): the policy
+      // reads the driver's error it stands for. What leaves here is typed either way.
+      const driverError = driverErrorOf(err);
+      const kind = conflictKind(driverError);
+      if (!kind) throw typedError(err);
       observer?.conflict(kind);
       if (kind === 'connection_lost') uncertain = true;
       if (number >= attempts) {
         observer?.retried('exhausted');
-        throw new DatabaseBusy(kind, number, { cause: err });
+        throw new DatabaseBusy(kind, number, { cause: driverError });
       }
       await new Promise((resolve) => setTimeout(resolve, delayMs(number)));
     }
@@ -101,16 +95,3 @@ export async function withDbRetry<T>(db: Knex, work: (attempt: Attempt) => Promi
 export function retryTransaction<T>(db: Knex, work: (trx: Knex.Transaction, attempt: Attempt) => Promise<T>, attempts = ATTEMPTS): Promise<T> {
   return withDbRetry(db, (attempt) => db.transaction((trx) => work(trx, attempt)), attempts);
 }
-
-/**
- * What the transports answer "database busy, retry" (HTTP 503 with Retry-After, gRPC UNAVAILABLE): retries
- * that ran out, and a conflict, lock wait or not-ready node met by a read outside the retry policy. A lost
- * connection met there stays "database unavailable".
- */
-export function isDatabaseBusy(err: unknown): boolean {
-  if (err instanceof DatabaseBusy) return true;
-  const kind = conflictKind(err);
-  return kind !== undefined && kind !== 'connection_lost';
-}
-
-export const DATABASE_BUSY_MESSAGE = 'database busy, retry';

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { retryTransaction } from './retry.js';
-import { engineOf } from './dialect.js';
+import { capabilities } from './capabilities.js';
 import { lockedManager, type ManagerGuard } from './managed-rows.js';
 import { bumpCatalogRevision } from './settings.js';
 
@@ -47,7 +47,7 @@ export async function putTopicSchema(db: Knex, topic: string, schemaJson: string
   let written: TopicSchemaRow | undefined;
   return retryTransaction(db, async (trx, attempt) => {
     const query = trx('topic_schemas').where({ topic });
-    const current = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first('version', 'managed_by', 'schema_json', 'updated_at');
+    const current = await (capabilities(trx).rowLocks ? query.forUpdate() : query).first('version', 'managed_by', 'schema_json', 'updated_at');
     if (attempt.uncertain && written && current && isRow(current, written)) return written;
     guard(current ? String(current.managed_by ?? '') : undefined);
     const row = { topic, schema_json: schemaJson, version: (current ? Number(current.version) : await deletedVersion(trx, topic)) + 1, managed_by: managedBy, updated_at: now };

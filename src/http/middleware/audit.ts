@@ -34,8 +34,6 @@ export interface AuditSpec<S = unknown> {
   details?: (call: AuditCall<S>) => Record<string, unknown> | undefined;
 }
 
-export type AuditTable = Record<string, AuditSpec<any>>;
-
 /**
  * How long an answer waits for its audit record to be written. A success the caller sees has its record
  * stored (or the failure to store it logged) unless the database is slower than this; the write goes on
@@ -46,7 +44,7 @@ const AUDIT_WAIT_MS = 2000;
 const actorOf = (req: ApiRequest): AuditActor => (req.principal ? { id: req.principal.userId, name: req.principal.username } : ANONYMOUS_ACTOR);
 
 /**
- * Records one request of an audited route. Runs before the route's grant checks and body parsing (route-table.ts),
+ * Records one request of an audited route. Runs before the operation's access check and body parsing (router.ts),
  * so a 403, a 400 for a malformed body and a 409 for a managed row are recorded just like a success. The
  * record is written when the answer is ready and before it is sent (res.end is held until the write is
  * done, at most AUDIT_WAIT_MS): a client that saw 2xx finds its change in the audit log.
@@ -114,11 +112,9 @@ function eventOf(req: ApiRequest, spec: AuditSpec, answer: { params: Record<stri
 }
 
 /**
- * The recorder of one route (`METHOD /template`), or undefined when the route is not audited. route-table.ts
- * puts it in the route's own chain, after authentication (the principal is known) and before everything that
- * may refuse the request.
+ * The recorder of an audited operation (operation.ts, `audit`). The router puts it in the operation's chain
+ * after authentication (the principal is known) and before everything that may refuse the request.
  */
-export function auditRecorder(ctx: HttpContext, table: AuditTable, route: string): Handler | undefined {
-  const spec = table[route];
-  return spec ? recorder(ctx, spec) : undefined;
+export function auditRecorder(ctx: HttpContext, spec: AuditSpec<any>): Handler {
+  return recorder(ctx, spec);
 }

@@ -33,11 +33,6 @@ export function logRequest(log: Logger, method: string, route: string, status: n
   log[level]({ method, route, status, ms: Math.round(seconds * 1e4) / 10 }, status >= 500 ? 'request failed' : status >= 400 ? 'request rejected' : 'request');
 }
 
-/** The route label of a request: the matched template, set once the route table has matched. */
-export interface RouteLabel {
-  route: string;
-}
-
 /**
  * The first step of every request: its id (the client's X-Request-Id when it is sane, else a new UUID), its
  * logger (a child carrying the id, made when something first logs: most requests never do), and, when the
@@ -45,17 +40,17 @@ export interface RouteLabel {
  * the request (also when it refused it before its handler: 401, 400 for the body), never the raw path
  * (bounded cardinality); `unmatched` when no route did.
  */
-export function beginRequest(ctx: HttpContext, req: ApiRequest, res: ServerResponse): RouteLabel {
+export function beginRequest(ctx: HttpContext, req: ApiRequest, res: ServerResponse): void {
   const started = process.hrtime.bigint();
   const id = requestIdOf(req.headers['x-request-id'] as string | undefined);
   req.begin(id, ctx.logger);
   res.setHeader('X-Request-Id', id);
-  const label: RouteLabel = { route: 'unmatched' };
   res.on('finish', () => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const method = req.method ?? 'GET';
-    ctx.metrics.httpRequest(method, label.route, res.statusCode, seconds);
-    if (ctx.logger.isLevelEnabled(requestLogLevel(res.statusCode))) logRequest(req.log, method, label.route, res.statusCode, seconds);
+    // Express's router sets the route it dispatched to; its path is the template.
+    const route = (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
+    ctx.metrics.httpRequest(method, route, res.statusCode, seconds);
+    if (ctx.logger.isLevelEnabled(requestLogLevel(res.statusCode))) logRequest(req.log, method, route, res.statusCode, seconds);
   });
-  return label;
 }

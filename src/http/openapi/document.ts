@@ -1,35 +1,12 @@
 import { z } from 'zod';
 import { VERSION } from '../../version.js';
-import { pipelineErrorStatuses } from '../route-table.js';
-import * as body from '../validation.js';
-import { OPERATIONS, type Operation } from './operations.js';
+import { needsToken, type Operation } from '../operation.js';
 import * as R from './responses.js';
 
 type JsonObject = Record<string, unknown>;
 
 const JSON_SCHEMA = { target: 'draft-2020-12', io: 'input' } as const;
 const SCHEMA_REF = (name: string) => `#/components/schemas/${name}`;
-
-/** Request bodies by component name; every response body is named as exported from responses.ts. */
-const REQUEST_BODIES: Record<string, z.ZodType> = {
-  EnqueueRequest: body.enqueueBody,
-  EnqueueBatchRequest: body.enqueueBatchBody,
-  DequeueRequest: body.dequeueBody,
-  AckRequest: body.ackBody,
-  AckBatchRequest: body.ackBatchBody,
-  NackRequest: body.nackBody,
-  TopicConfigRequest: body.topicConfigBody,
-  TopicSchemaRequest: body.schemaBody,
-  PurgeRequest: body.purgeBody,
-  ConsumerGroupRequest: body.consumerGroupBody,
-  ReplayRequest: body.replayBody,
-  ScheduleRequest: body.scheduleBody,
-  LoginRequest: body.loginBody,
-  CreateUserRequest: body.createUserBody,
-  UpdateUserRequest: body.updateUserBody,
-  GrantRequest: body.grantBody,
-  ConsumerGroupGrantRequest: body.consumerGroupGrantBody,
-};
 
 /** Sorted: loaders disagree on the order of a module namespace's keys (tsx sorts them, vitest does not). */
 const RESPONSE_BODIES: Record<string, z.ZodType> = Object.fromEntries(
@@ -102,10 +79,21 @@ function tidy(value: unknown): unknown {
   return out;
 }
 
-function componentSchemas(): { schemas: JsonObject; nameOf: Map<z.ZodType, string> } {
+/** The request bodies of the operations, by the names they declare. */
+function requestBodies(operations: readonly Operation[]): Record<string, z.ZodType> {
+  const bodies: Record<string, z.ZodType> = {};
+  for (const { body, operationId } of operations) {
+    if (!body) continue;
+    if (bodies[body.name] !== undefined && bodies[body.name] !== body.schema) throw new Error(`${operationId}: request body name ${body.name} is taken by another schema`);
+    bodies[body.name] = body.schema;
+  }
+  return bodies;
+}
+
+function componentSchemas(operations: readonly Operation[]): { schemas: JsonObject; nameOf: Map<z.ZodType, string> } {
   const registry = z.registry<{ id: string }>();
   const nameOf = new Map<z.ZodType, string>();
-  for (const [name, schema] of Object.entries({ ...RESPONSE_BODIES, ...REQUEST_BODIES })) {
+  for (const [name, schema] of Object.entries({ ...RESPONSE_BODIES, ...requestBodies(operations) })) {
     registry.add(schema, { id: name });
     nameOf.set(schema, name);
   }
@@ -125,14 +113,16 @@ function queryParameters(query: z.ZodType): JsonObject[] {
 }
 
 /**
- * The operation's own errors, and those every route's pipeline answers before the route has a say, as
- * route-table.ts says they are (authentication, the body read, the object and unknown-field checks: a route
- * that takes no body reads and refuses one too); then 403 where a grant or the admin flag is needed, and
- * the failures any request may meet.
+ * The operation's own errors, and those the pipeline (router.ts) answers on every operation before the
+ * handler has a say: 401 where a token is needed; 400 for a body that does not parse as JSON, is cut short,
+ * does not match its Content-Length, does not decompress, is not an object or holds an unknown field (an
+ * operation that takes no body reads and refuses one too); 413 for a body over its limit; 415 for a charset or
+ * Content-Encoding it does not read. Then 403 where a grant or the admin flag is needed, and the failures any
+ * request may meet.
  */
 function errorStatuses(op: Operation): number[] {
-  const statuses = new Set([...(op.errors ?? []), ...pipelineErrorStatuses(op.path)]);
-  if (op.access === 'grant' || op.access === 'admin') statuses.add(403);
+  const statuses = new Set([...(op.errors ?? []), 400, ...(needsToken(op) ? [401] : []), 413, 415]);
+  if (op.access.kind === 'grant' || op.access.kind === 'admin') statuses.add(403);
   statuses.add(500);
   statuses.add(503);
   return [...statuses].sort((a, b) => a - b);
@@ -154,18 +144,13 @@ function operationObject(op: Operation, nameOf: Map<z.ZodType, string>): JsonObj
   ];
   const responses: JsonObject = { [op.success.status]: successResponse(op, nameOf) };
   for (const status of errorStatuses(op)) responses[status] = { $ref: `#/components/responses/${ERRORS[status].name}` };
-  let requestBody: JsonObject | undefined;
-  if (op.body) {
-    const name = nameOf.get(op.body);
-    if (!name) throw new Error(`${op.operationId}: its request body has no name in document.ts`);
-    requestBody = { required: op.bodyOptional !== true, content: { 'application/json': { schema: { $ref: SCHEMA_REF(name) } } } };
-  }
+  const requestBody = op.body ? { required: op.body.optional !== true, content: { 'application/json': { schema: { $ref: SCHEMA_REF(op.body.name) } } } } : undefined;
   return {
     operationId: op.operationId,
     summary: op.summary,
     ...(op.description ? { description: op.description } : {}),
     tags: [op.tag],
-    security: op.access === 'open' ? [] : [{ bearerAuth: [] }],
+    security: needsToken(op) ? [{ bearerAuth: [] }] : [],
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(requestBody ? { requestBody } : {}),
     responses,
@@ -182,17 +167,18 @@ function errorResponses(): JsonObject {
   );
 }
 
-export function buildOpenApiDocument(): JsonObject {
-  const { schemas, nameOf } = componentSchemas();
+/** The OpenAPI 3.1 document of `operations`, from their declarations. */
+export function buildOpenApiDocument(operations: readonly Operation[]): JsonObject {
+  const { schemas, nameOf } = componentSchemas(operations);
   const paths: Record<string, JsonObject> = {};
-  for (const op of OPERATIONS) (paths[openApiPath(op.path)] ??= {})[op.method.toLowerCase()] = operationObject(op, nameOf);
+  for (const op of operations) (paths[openApiPath(op.path)] ??= {})[op.method.toLowerCase()] = operationObject(op, nameOf);
   return {
     openapi: '3.1.0',
     info: {
       title: 'Conveyor HTTP API',
       version: VERSION,
       description:
-        'A topic-based message queue. Generated from the zod schemas that validate requests (src/http/validation.ts) and describe answers (src/http/openapi/responses.ts); docs/http-api.md has the rules in prose.',
+        'A topic-based message queue. Generated from the declarations of the operations and the zod schemas that validate requests and describe answers; docs/http-api.md has the rules in prose.',
     },
     jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
     tags: TAGS,
@@ -204,15 +190,4 @@ export function buildOpenApiDocument(): JsonObject {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A token from POST /api/auth/login.' } },
     },
   };
-}
-
-let built: { document: JsonObject; text: string } | undefined;
-
-/** Built on first use (at start-up: src/http/routes/service.ts) and kept: the schemas never change at run time. */
-export function openApiDocument(): { document: JsonObject; text: string } {
-  if (!built) {
-    const document = buildOpenApiDocument();
-    built = { document, text: JSON.stringify(document) };
-  }
-  return built;
 }

@@ -1,11 +1,10 @@
-import { sendJson } from '../respond.js';
-import type { RouteTable } from '../router.js';
+import type { z } from 'zod';
 import type { AuditEntry } from '../../queue/audit.js';
-import type { HttpContext } from '../context.js';
 import { iso } from '../format.js';
-import { requireAdmin } from '../middleware/auth.js';
-import { route } from '../route-table.js';
-import { auditLogQuery, parseQuery } from '../validation.js';
+import { ADMIN, operation, type Operation } from '../operation.js';
+import * as R from '../openapi/responses.js';
+import { sendJson } from '../respond.js';
+import { auditLogQuery } from '../validation.js';
 
 const auditEntryJson = (e: AuditEntry) => ({
   id: e.id,
@@ -19,17 +18,23 @@ const auditEntryJson = (e: AuditEntry) => ({
   details: e.details,
 });
 
-/** The audit trail, newest first (docs/http-api.md); admin only, like users and grants. */
-export function auditLogRoutes(ctx: HttpContext, router: RouteTable): void {
-  route(ctx, router, '/api/audit-log', {
-    GET: [
-      requireAdmin(ctx),
-      async (req, res) => {
-        const { limit, offset, topic, actor } = parseQuery(auditLogQuery, req.query);
-        const filter = { topic, actor };
-        const page = await ctx.maintenance.audit.list(filter, limit, offset);
-        sendJson(res, 200, { items: page.items.map(auditEntryJson), total: page.total, limit, offset });
-      },
-    ],
-  });
-}
+/** The audit trail, newest first (docs/security.md, "Audit log"); admin only, like users and grants. */
+export const auditLogOperations: Operation[] = [
+  operation({
+    method: 'GET',
+    path: '/api/audit-log',
+    operationId: 'listAuditLog',
+    summary: 'The audit trail (extension)',
+    description: 'Newest first.',
+    tag: 'audit',
+    access: ADMIN,
+    query: auditLogQuery,
+    success: { status: 200, schema: R.AuditLogPage, description: 'A page of audit records.' },
+    errors: [400],
+    handler: async (ctx, req, res) => {
+      const { limit, offset, topic, actor } = req.query as unknown as z.output<typeof auditLogQuery>;
+      const page = await ctx.maintenance.audit.list({ topic, actor }, limit, offset);
+      sendJson(res, 200, { items: page.items.map(auditEntryJson), total: page.total, limit, offset });
+    },
+  }),
+];

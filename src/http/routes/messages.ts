@@ -1,37 +1,22 @@
-import type { RouteTable } from '../router.js';
 import type { z } from 'zod';
 import type { HttpContext } from '../context.js';
-import type { ApiRequest, ApiResponse } from '../request.js';
+import type { ApiRequest } from '../request.js';
 import { dequeuedMessageJson, messageJson } from '../format.js';
-import { checkConsumeOfMessage, checkConsumeOfMessages, requireConsumeOfBody, requireConsumeOfMessage, requireRequeueOfMessage, requireWriteOfBatch, requireWriteOfBody } from '../middleware/auth.js';
+import { checkConsumeOfMessage, checkConsumeOfMessages, consumeOfBody, consumeOfMessage, requeueOfMessage, writeOfBatch, writeOfBody } from '../middleware/auth.js';
+import { uuid } from '../audit-details.js';
+import { operation, type Operation } from '../operation.js';
+import * as R from '../openapi/responses.js';
 import { sendEmpty, sendJson, sendJsonList } from '../respond.js';
-import { route } from '../route-table.js';
-import { ackBatchBody, ackBody, dequeueBody, enqueueBody, listMessagesQuery, nackBody, parseBatchBody, parseBody, parseQuery } from '../validation.js';
+import { ackBatchBody, ackBody, dequeueBody, enqueueBatchBody, enqueueBody, listMessagesQuery, nackBody, parseBatchBody, parseBody } from '../validation.js';
 import { ackBatchOfHeld } from '../../queue/held-ack-batch.js';
 import { assertTopicName } from '../../queue/topic-names.js';
 import type { EnqueueInput } from '../../queue/messages.js';
 import type { MessageFilter } from '../../store/messages/browse.js';
 
+const NOT_AUDITED = 'produce and consume are the message traffic itself, not changes to audit';
+
 function toEnqueueInput(parsed: z.output<typeof enqueueBody>): EnqueueInput {
   return { topic: parsed.topic, payload: Buffer.from(parsed.payload, 'utf8'), metadata: parsed.metadata ?? undefined, key: parsed.key ?? null };
-}
-
-async function enqueueOne(ctx: HttpContext, body: unknown): Promise<{ id: string }> {
-  const { id } = await ctx.messages.enqueue(toEnqueueInput(parseBody(enqueueBody, body)));
-  return { id };
-}
-
-/** A client whose connection closed while the claim ran gets no answer: what it took goes back. */
-async function dequeueOf(ctx: HttpContext, rawBody: unknown, res: ApiResponse) {
-  const body = parseBody(dequeueBody, rawBody);
-  const input = { topic: body.topic, count: body.count, visibilityTimeoutSeconds: body.visibility_timeout_seconds, consumerGroup: body.consumer_group };
-  const messages = await ctx.messages.dequeueFor(input, () => res.destroyed);
-  return { messages: messages.map(dequeuedMessageJson) };
-}
-
-async function ackOne(ctx: HttpContext, id: unknown, rawBody: unknown): Promise<void> {
-  const body = parseBody(ackBody, rawBody);
-  await ctx.messages.ack(id, body.consumer_group);
 }
 
 /**
@@ -74,14 +59,22 @@ async function ackBatchOf(ctx: HttpContext, req: ApiRequest) {
   });
 }
 
-export function messageRoutes(ctx: HttpContext, router: RouteTable): void {
-  // Grants (contract §8) run first in each POST chain, before the handler; an unknown method still gets the 405.
-  // In the chain rather than as layers of their own, which every request would walk path by path. The acks
-  // (by id and batch) check their grants in their handlers: on the topic of the dequeue, when this instance made it.
-  route(ctx, router, '/api/messages', {
-    GET: async (req, res) => {
-      const { limit, offset, topic, status } = parseQuery(listMessagesQuery, req.query);
-      // Contract §8: an explicit topic needs a read grant (403); without one, non-admins see their readable topics only.
+/** Enqueue, dequeue, ack, nack and requeue: the hot operations, first in the router. */
+export const messageOperations: Operation[] = [
+  operation({
+    method: 'GET',
+    path: '/api/messages',
+    operationId: 'listMessages',
+    summary: 'List messages',
+    description: 'Oldest first. With a topic, a read grant on it (403 otherwise); without one, a non-admin sees the topics it may read.',
+    tag: 'messages',
+    // The grant depends on the query: a read grant on its topic, or the list narrowed to the readable topics.
+    access: { kind: 'grant', action: 'read' },
+    query: listMessagesQuery,
+    success: { status: 200, schema: R.MessagePage, description: 'A page of messages; `total` counts every message the filters select.' },
+    errors: [400],
+    handler: async (ctx, req, res) => {
+      const { limit, offset, topic, status } = req.query as unknown as z.output<typeof listMessagesQuery>;
       const filter: MessageFilter = { topic, status };
       if (topic !== undefined) {
         // A name no topic can have is the request's fault, whoever asks: 400 before the grant check's 403.
@@ -91,62 +84,130 @@ export function messageRoutes(ctx: HttpContext, router: RouteTable): void {
       const page = await ctx.topics.listMessages(filter, limit, offset);
       await sendJsonList(res, 200, page.items.map(messageJson), { total: page.total, limit, offset });
     },
-    POST: [
-      requireWriteOfBody(ctx),
-      async (req, res) => {
-        sendJson(res, 201, await enqueueOne(ctx, req.body));
-      },
-    ],
-  });
-  route(ctx, router, '/api/messages/batch', {
-    POST: [
-      requireWriteOfBatch(ctx),
-      async (req, res) => {
-        const { messages } = parseBatchBody(req.body);
-        sendJson(res, 201, await ctx.messages.enqueueBatch(messages.map(toEnqueueInput)));
-      },
-    ],
-  });
-  route(ctx, router, '/api/messages/dequeue', {
-    POST: [
-      requireConsumeOfBody(ctx),
-      async (req, res) => {
-        sendJson(res, 200, await dequeueOf(ctx, req.body, res));
-      },
-    ],
-  });
-  route(ctx, router, '/api/messages/ack', {
-    POST: async (req, res) => {
+  }),
+  operation({
+    method: 'POST',
+    path: '/api/messages',
+    operationId: 'enqueueMessage',
+    summary: 'Enqueue a message',
+    description: 'A write grant on the topic. 422 for a payload the topic schema refuses or an unregistered topic; 429 when the topic is full.',
+    tag: 'messages',
+    access: writeOfBody,
+    audit: { notAudited: NOT_AUDITED },
+    body: { name: 'EnqueueRequest', schema: enqueueBody },
+    success: { status: 201, schema: R.Enqueued, description: 'Enqueued (or the pending message with its key overwritten).' },
+    errors: [400, 422, 429],
+    handler: async (ctx, req, res) => {
+      const { id } = await ctx.messages.enqueue(toEnqueueInput(req.body));
+      sendJson(res, 201, { id });
+    },
+  }),
+  operation({
+    method: 'POST',
+    path: '/api/messages/batch',
+    operationId: 'enqueueMessages',
+    summary: 'Enqueue up to 1,000 messages, all or nothing (extension)',
+    tag: 'messages',
+    access: writeOfBatch,
+    audit: { notAudited: NOT_AUDITED },
+    body: { name: 'EnqueueBatchRequest', schema: enqueueBatchBody, parse: parseBatchBody, limit: 'batch' },
+    success: { status: 201, schema: R.EnqueuedBatch, description: 'Every message enqueued.' },
+    errors: [400, 422, 429],
+    handler: async (ctx, req, res) => sendJson(res, 201, await ctx.messages.enqueueBatch(req.body.messages.map(toEnqueueInput))),
+  }),
+  operation({
+    method: 'POST',
+    path: '/api/messages/dequeue',
+    operationId: 'dequeueMessages',
+    summary: 'Claim pending messages',
+    description: 'A write grant on the topic, or a consume grant for the consumer group. Never blocks: an empty list when nothing is pending.',
+    tag: 'messages',
+    access: consumeOfBody,
+    audit: { notAudited: NOT_AUDITED },
+    body: { name: 'DequeueRequest', schema: dequeueBody },
+    success: { status: 200, schema: R.Dequeued, description: 'The claimed messages, oldest first.' },
+    errors: [400, 422],
+    handler: async (ctx, req, res) => {
+      const { topic, count, visibility_timeout_seconds, consumer_group } = req.body;
+      // A client whose connection closed while the claim ran gets no answer: what it took goes back.
+      const messages = await ctx.messages.dequeueFor({ topic, count, visibilityTimeoutSeconds: visibility_timeout_seconds, consumerGroup: consumer_group }, () => res.destroyed);
+      sendJson(res, 200, { messages: messages.map(dequeuedMessageJson) });
+    },
+  }),
+  operation({
+    method: 'POST',
+    path: '/api/messages/ack',
+    operationId: 'ackMessages',
+    summary: 'Acknowledge many messages (extension)',
+    tag: 'messages',
+    // Checked in the handler: on the topic of the dequeue for messages this instance handed out, else on the
+    // topics read from the messages.
+    access: { kind: 'grant', action: 'consume' },
+    audit: { notAudited: NOT_AUDITED },
+    body: { name: 'AckBatchRequest', schema: ackBatchBody, parse: 'handler' },
+    success: { status: 200, schema: R.AckBatchResult, description: 'Which ids were acknowledged.' },
+    errors: [400, 422],
+    handler: async (ctx, req, res) => {
       const { acked, notFound } = await ackBatchOf(ctx, req);
       sendJson(res, 200, { acked, not_found: notFound });
     },
-  });
-  route(ctx, router, '/api/messages/:id/ack', {
-    POST: async (req, res) => {
+  }),
+  operation({
+    method: 'POST',
+    path: '/api/messages/:id/ack',
+    operationId: 'ackMessage',
+    summary: 'Acknowledge a message',
+    tag: 'messages',
+    // Checked in the handler, as for the batch ack.
+    access: { kind: 'grant', action: 'consume' },
+    audit: { notAudited: NOT_AUDITED },
+    body: { name: 'AckRequest', schema: ackBody, optional: true, parse: 'handler' },
+    success: { status: 204, schema: 'empty', description: 'Acknowledged.' },
+    errors: [400, 404, 422],
+    handler: async (ctx, req, res) => {
       if (!(await ackOnDequeuedTopic(ctx, req))) {
         await checkConsumeOfMessage(ctx, req.principal, req.params.id, req.body);
-        await ackOne(ctx, req.params.id, req.body);
+        await ctx.messages.ack(req.params.id, parseBody(ackBody, req.body).consumer_group);
       }
       sendEmpty(res, 204);
     },
-  });
-  route(ctx, router, '/api/messages/:id/nack', {
-    POST: [
-      requireConsumeOfMessage(ctx),
-      async (req, res) => {
-        const body = parseBody(nackBody, req.body);
-        await ctx.messages.nack(req.params.id, body.error ?? '', body.consumer_group);
-        sendEmpty(res, 204);
-      },
-    ],
-  });
-  route(ctx, router, '/api/messages/:id/requeue', {
-    POST: [
-      requireRequeueOfMessage(ctx),
-      async (req, res) => {
-        await ctx.messages.requeue(req.params.id);
-        sendEmpty(res, 204);
-      },
-    ],
-  });
-}
+  }),
+  operation({
+    method: 'POST',
+    path: '/api/messages/:id/nack',
+    operationId: 'nackMessage',
+    summary: 'Report a failed attempt',
+    tag: 'messages',
+    access: consumeOfMessage,
+    audit: { notAudited: NOT_AUDITED },
+    body: { name: 'NackRequest', schema: nackBody, optional: true },
+    success: { status: 204, schema: 'empty', description: 'Pending again, dead-lettered or failed, by the retry rules.' },
+    errors: [400, 404, 422],
+    handler: async (ctx, req, res) => {
+      await ctx.messages.nack(req.params.id, req.body.error ?? '', req.body.consumer_group);
+      sendEmpty(res, 204);
+    },
+  }),
+  operation({
+    method: 'POST',
+    path: '/api/messages/:id/requeue',
+    operationId: 'requeueMessage',
+    summary: 'Requeue a dead letter',
+    description: 'Admin, or an admin grant on the original topic. 404 for anything but a dead letter.',
+    tag: 'messages',
+    access: requeueOfMessage,
+    // The dead letter's topic, read before the requeue moves it.
+    audit: {
+      action: 'message.requeue',
+      before: (params, ctx) => ctx.messages.topicOf(params.id),
+      topic: (c) => c.state,
+      details: (c) => ({ message_id: uuid(c.params.id) ?? undefined }),
+    },
+    success: { status: 204, schema: 'empty', description: 'Pending again on its original topic.' },
+    errors: [404],
+    handler: async (ctx, req, res) => {
+      await ctx.messages.requeue(req.params.id);
+      sendEmpty(res, 204);
+    },
+  }),
+];

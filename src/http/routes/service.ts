@@ -1,20 +1,36 @@
-import { sendJson, sendJsonText } from '../respond.js';
-import type { RouteTable } from '../router.js';
 import { checkDatabaseReady, NodeNotReady } from '../../store/galera-checks.js';
 import { VERSION } from '../../version.js';
-import type { HttpContext } from '../context.js';
 import { sendError } from '../errors.js';
-import { openApiDocument } from '../openapi/document.js';
-import { route } from '../route-table.js';
+import { operation, OPEN, TOKEN, type Operation } from '../operation.js';
+import * as R from '../openapi/responses.js';
+import { sendJson, sendJsonText } from '../respond.js';
 
 const READINESS_TIMEOUT_MS = 2000;
 
-export function serviceRoutes(ctx: HttpContext, router: RouteTable): void {
-  route(ctx, router, '/healthz', { GET: (_req, res) => sendJson(res, 200, { status: 'ok' }) });
-  // Extension: ready only while the database answers, so a pod that lost its database leaves the Service; on a
-  // Galera cluster also only while its node is ready for application use (wsrep_ready, src/store/galera-checks.ts).
-  route(ctx, router, '/readyz', {
-    GET: async (_req, res) => {
+/** Health, readiness, version, metrics, and the OpenAPI document of every operation (`openApiText`). */
+export const serviceOperations = (openApiText: () => string): Operation[] => [
+  operation({
+    method: 'GET',
+    path: '/healthz',
+    operationId: 'getHealth',
+    summary: 'Liveness',
+    tag: 'service',
+    access: OPEN,
+    success: { status: 200, schema: R.Health, description: 'Always, while the process serves.' },
+    handler: (_ctx, _req, res) => sendJson(res, 200, { status: 'ok' }),
+  }),
+  operation({
+    method: 'GET',
+    path: '/readyz',
+    operationId: 'getReadiness',
+    summary: 'Readiness (extension)',
+    description: 'Ready while the database answers (and, on Galera, while its node is ready); 503 otherwise.',
+    tag: 'service',
+    access: OPEN,
+    success: { status: 200, schema: R.Health, description: 'Ready.' },
+    // A pod that lost its database leaves the Service; on a Galera cluster also one whose node is not ready for
+    // application use (wsrep_ready, src/store/galera-checks.ts).
+    handler: async (ctx, _req, res) => {
       const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), READINESS_TIMEOUT_MS).unref());
       try {
         await Promise.race([checkDatabaseReady(ctx.db), timeout]);
@@ -23,11 +39,36 @@ export function serviceRoutes(ctx: HttpContext, router: RouteTable): void {
         sendError(res, 503, err instanceof NodeNotReady ? err.message : 'database unavailable');
       }
     },
-  });
-  route(ctx, router, '/api/version', { GET: (_req, res) => sendJson(res, 200, { version: VERSION }) });
-  // Open like /api/version: it describes the API, not its data. Built here, at start-up, once per process.
-  const openApi = openApiDocument().text;
-  route(ctx, router, '/api/openapi.json', { GET: (_req, res) => sendJsonText(res, 200, openApi) });
-  // With auth on, the authenticate middleware has already demanded a valid token here (spec: access `token`).
-  route(ctx, router, '/metrics', { GET: (req, res) => ctx.metrics.handle(req, res) });
-}
+  }),
+  operation({
+    method: 'GET',
+    path: '/api/version',
+    operationId: 'getVersion',
+    summary: 'Service version',
+    tag: 'service',
+    access: OPEN,
+    success: { status: 200, schema: R.Version, description: 'The version.' },
+    handler: (_ctx, _req, res) => sendJson(res, 200, { version: VERSION }),
+  }),
+  operation({
+    method: 'GET',
+    path: '/api/openapi.json',
+    operationId: 'getOpenApiDocument',
+    summary: 'This OpenAPI document',
+    tag: 'service',
+    // Open like /api/version: it describes the API, not its data.
+    access: OPEN,
+    success: { status: 200, schema: R.OpenApiDocument, description: 'The OpenAPI 3.1 document of the HTTP API.' },
+    handler: (_ctx, _req, res) => sendJsonText(res, 200, openApiText()),
+  }),
+  operation({
+    method: 'GET',
+    path: '/metrics',
+    operationId: 'getMetrics',
+    summary: 'Prometheus metrics',
+    tag: 'service',
+    access: TOKEN,
+    success: { status: 200, schema: 'text', description: 'Prometheus text exposition format.' },
+    handler: (ctx, req, res) => ctx.metrics.handle(req, res),
+  }),
+];

@@ -1,28 +1,61 @@
+import { DEFAULT_PURGE_STATUSES, PURGEABLE_STATUSES } from '../../queue/topics.js';
+import { number, topicParam } from '../audit-details.js';
+import { ADMIN, operation, TOKEN, type Operation } from '../operation.js';
+import * as R from '../openapi/responses.js';
 import { sendJson } from '../respond.js';
-import type { RouteTable } from '../router.js';
-import type { HttpContext } from '../context.js';
-import { requireAdmin } from '../middleware/auth.js';
-import { route } from '../route-table.js';
-import { parseBody, purgeBody } from '../validation.js';
+import { purgeBody } from '../validation.js';
 
-export function topicAdminRoutes(ctx: HttpContext, router: RouteTable): void {
-  // Maintenance is admin-only; stats show non-admins only the topics they may read (contract §8).
-  const admin = requireAdmin(ctx);
-  route(ctx, router, '/api/stats', {
-    GET: async (req, res) => {
+/** Stats show non-admins only the topics they may read; maintenance is admin-only (docs/auth.md). */
+export const topicAdminOperations: Operation[] = [
+  operation({
+    method: 'GET',
+    path: '/api/stats',
+    operationId: 'getStats',
+    summary: 'Message counts by topic and status',
+    description: 'Only topics the caller may read (all for admins).',
+    tag: 'topics',
+    access: TOKEN,
+    success: { status: 200, schema: R.Stats, description: 'The counts.' },
+    handler: async (ctx, req, res) => {
       const { messages, deliveries } = await ctx.topics.stats();
       const visible = new Set(ctx.auth.visibleTopics(req.principal, 'read', [...new Set([...messages, ...deliveries].map((s) => s.topic))]));
-      // `topics` is the spec's list; the groups' deliveries (an extension) are a list of their own.
+      // `topics` counts messages; the groups' deliveries (an extension) are a list of their own.
       sendJson(res, 200, { topics: messages.filter((s) => visible.has(s.topic)), consumer_groups: deliveries.filter((s) => visible.has(s.topic)) });
     },
-  });
-  route(ctx, router, '/api/topics/:topic/purge', {
-    POST: [admin, async (req, res) => {
-      const { statuses } = parseBody(purgeBody, req.body);
-      sendJson(res, 200, { deleted: await ctx.topics.purge(req.params.topic, statuses) });
-    }],
-  });
-  route(ctx, router, '/api/topics/:topic/messages/by-key/:key', {
-    DELETE: [admin, async (req, res) => sendJson(res, 200, { deleted: await ctx.topics.deleteByKey(req.params.topic, String(req.params.key)) })],
-  });
-}
+  }),
+  operation({
+    method: 'POST',
+    path: '/api/topics/:topic/purge',
+    operationId: 'purgeTopic',
+    summary: "Delete a topic's messages by status",
+    tag: 'topics',
+    access: ADMIN,
+    audit: {
+      action: 'topic.purge',
+      topic: topicParam,
+      details: (c) => {
+        if (!c.ok) return {};
+        const asked = Array.isArray(c.body.statuses) ? c.body.statuses.filter((s) => (PURGEABLE_STATUSES as readonly unknown[]).includes(s)) : [];
+        return { statuses: asked.length > 0 ? [...new Set(asked)] : DEFAULT_PURGE_STATUSES, deleted: number(c.response?.deleted) };
+      },
+    },
+    body: { name: 'PurgeRequest', schema: purgeBody, optional: true },
+    success: { status: 200, schema: R.Deleted, description: 'How many were deleted.' },
+    errors: [400],
+    handler: async (ctx, req, res) => sendJson(res, 200, { deleted: await ctx.topics.purge(req.params.topic, req.body.statuses) }),
+  }),
+  operation({
+    method: 'DELETE',
+    path: '/api/topics/:topic/messages/by-key/:key',
+    operationId: 'deleteMessagesByKey',
+    summary: 'Delete the messages holding a key',
+    description: 'Whatever their status.',
+    tag: 'topics',
+    access: ADMIN,
+    // The key is what the caller deletes by, and keys are never recorded: the topic and the count only.
+    audit: { action: 'topic.delete_by_key', topic: topicParam, details: (c) => (c.ok ? { deleted: number(c.response?.deleted) } : {}) },
+    success: { status: 200, schema: R.Deleted, description: 'How many were deleted.' },
+    errors: [400],
+    handler: async (ctx, req, res) => sendJson(res, 200, { deleted: await ctx.topics.deleteByKey(req.params.topic, req.params.key) }),
+  }),
+];

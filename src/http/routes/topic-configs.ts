@@ -1,40 +1,137 @@
-import type { ApiRequest } from '../request.js';
-import { sendEmpty, sendJson } from '../respond.js';
-import type { RouteTable } from '../router.js';
+import { configChanges, configValues } from '../../queue/audit.js';
+import type { TopicConfigValues } from '../../store/topic-configs.js';
+import { CONFIG_FIELDS, currentConfig, fieldsSet, number, topicParam } from '../audit-details.js';
 import type { HttpContext } from '../context.js';
 import { topicConfigJson, topicSchemaJson } from '../format.js';
-import { requireTopic } from '../middleware/auth.js';
-import { route } from '../route-table.js';
-import { parseBody, schemaBody } from '../validation.js';
+import type { AuditCall } from '../middleware/audit.js';
+import { grantOnTopicParam, operation, TOKEN, type Operation } from '../operation.js';
+import * as R from '../openapi/responses.js';
+import type { ApiRequest } from '../request.js';
+import { sendEmpty, sendJson } from '../respond.js';
+import { schemaBody, topicConfigBody } from '../validation.js';
 
-export function topicConfigRoutes(ctx: HttpContext, router: RouteTable): void {
-  // An `admin` grant on a topic covers its configuration and schema (spec Authorization 6); lists are filtered to those topics.
-  const topicAdmin = requireTopic(ctx, 'admin', (req) => req.params.topic);
-  const visible = <T extends { topic: string }>(req: ApiRequest, rows: T[]) => {
-    const topics = new Set(ctx.auth.visibleTopics(req.principal, 'admin', rows.map((r) => r.topic)));
-    return rows.filter((r) => topics.has(r.topic));
-  };
-  route(ctx, router, '/api/topic-configs', { GET: (req, res) => sendJson(res, 200, { items: visible(req, ctx.topics.listConfigs()).map(topicConfigJson) }) });
-  route(ctx, router, '/api/topic-configs/:topic', {
-    GET: (req, res) => sendJson(res, 200, topicConfigJson(ctx.topics.getConfig(req.params.topic))),
-    // The body is checked by the topic service against topicConfigBody, after the topic name (as the controller's writes).
-    PUT: async (req, res) => sendJson(res, 200, topicConfigJson(await ctx.topics.putConfig(req.params.topic, req.body ?? {}))),
-    DELETE: async (req, res) => {
+/** An `admin` grant on a topic covers its configuration and schema (docs/auth.md, Grants); admins always. */
+const topicAdmin = grantOnTopicParam('admin');
+
+/** The rows of a list the caller holds an admin grant on (all of them for admins, or with auth off). */
+function visible<T extends { topic: string }>(ctx: HttpContext, req: ApiRequest, rows: T[]): T[] {
+  const topics = new Set(ctx.auth.visibleTopics(req.principal, 'admin', rows.map((r) => r.topic)));
+  return rows.filter((r) => topics.has(r.topic));
+}
+
+export const topicConfigOperations: Operation[] = [
+  operation({
+    method: 'GET',
+    path: '/api/topic-configs',
+    operationId: 'listTopicConfigs',
+    summary: 'List topic configurations',
+    description: 'Only topics the caller holds an admin grant on (all for admins).',
+    tag: 'topics',
+    access: TOKEN,
+    success: { status: 200, schema: R.TopicConfigList, description: 'The configurations, by topic name.' },
+    handler: (ctx, req, res) => sendJson(res, 200, { items: visible(ctx, req, ctx.topics.listConfigs()).map(topicConfigJson) }),
+  }),
+  operation({
+    method: 'GET',
+    path: '/api/topic-configs/:topic',
+    operationId: 'getTopicConfig',
+    summary: "A topic's configuration",
+    tag: 'topics',
+    access: topicAdmin,
+    success: { status: 200, schema: R.TopicConfig, description: 'The configuration.' },
+    errors: [400, 404],
+    handler: (ctx, req, res) => sendJson(res, 200, topicConfigJson(ctx.topics.getConfig(req.params.topic))),
+  }),
+  operation({
+    method: 'PUT',
+    path: '/api/topic-configs/:topic',
+    operationId: 'putTopicConfig',
+    summary: "Set a topic's configuration",
+    description: 'Replaces every setting: absent or null fields revert to the defaults. 409 while a Kubernetes resource manages it.',
+    tag: 'topics',
+    access: topicAdmin,
+    audit: {
+      action: 'topic_config.set',
+      topic: topicParam,
+      before: (params, ctx) => currentConfig(ctx, params.topic),
+      details: (c: AuditCall<TopicConfigValues | null>) =>
+        c.ok ? { changed: configChanges(c.state, c.response as TopicConfigValues) } : { fields: fieldsSet(c.body, CONFIG_FIELDS) },
+    },
+    // The topic service checks the body, after the topic's name, as it does for the controller's writes.
+    body: { name: 'TopicConfigRequest', schema: topicConfigBody, parse: 'handler' },
+    success: { status: 200, schema: R.TopicConfig, description: 'The stored configuration.' },
+    errors: [400, 409],
+    handler: async (ctx, req, res) => sendJson(res, 200, topicConfigJson(await ctx.topics.putConfig(req.params.topic, req.body ?? {}))),
+  }),
+  operation({
+    method: 'DELETE',
+    path: '/api/topic-configs/:topic',
+    operationId: 'deleteTopicConfig',
+    summary: "Remove a topic's configuration",
+    tag: 'topics',
+    access: topicAdmin,
+    audit: {
+      action: 'topic_config.delete',
+      topic: topicParam,
+      before: (params, ctx) => currentConfig(ctx, params.topic),
+      details: (c: AuditCall<TopicConfigValues | null>) => (c.ok ? { previous: configValues(c.state) } : {}),
+    },
+    success: { status: 204, schema: 'empty', description: 'Removed (or there was none).' },
+    errors: [400, 409],
+    handler: async (ctx, req, res) => {
       await ctx.topics.deleteConfig(req.params.topic);
       sendEmpty(res, 204);
     },
-  }, topicAdmin);
-
-  route(ctx, router, '/api/topic-schemas', { GET: (req, res) => sendJson(res, 200, { items: visible(req, ctx.topics.listSchemas()).map(topicSchemaJson) }) });
-  route(ctx, router, '/api/topic-schemas/:topic', {
-    GET: async (req, res) => sendJson(res, 200, topicSchemaJson(await ctx.topics.getSchema(req.params.topic))),
-    PUT: async (req, res) => {
-      const { schema_json } = parseBody(schemaBody, req.body);
-      sendJson(res, 200, topicSchemaJson(await ctx.topics.putSchema(req.params.topic, schema_json)));
-    },
-    DELETE: async (req, res) => {
+  }),
+  operation({
+    method: 'GET',
+    path: '/api/topic-schemas',
+    operationId: 'listTopicSchemas',
+    summary: 'List topic schemas',
+    description: 'Only topics the caller holds an admin grant on (all for admins).',
+    tag: 'topics',
+    access: TOKEN,
+    success: { status: 200, schema: R.TopicSchemaList, description: 'The schemas, by topic name.' },
+    handler: (ctx, req, res) => sendJson(res, 200, { items: visible(ctx, req, ctx.topics.listSchemas()).map(topicSchemaJson) }),
+  }),
+  operation({
+    method: 'GET',
+    path: '/api/topic-schemas/:topic',
+    operationId: 'getTopicSchema',
+    summary: "A topic's Avro schema",
+    tag: 'topics',
+    access: topicAdmin,
+    success: { status: 200, schema: R.TopicSchema, description: 'The schema.' },
+    errors: [400, 404],
+    handler: async (ctx, req, res) => sendJson(res, 200, topicSchemaJson(await ctx.topics.getSchema(req.params.topic))),
+  }),
+  operation({
+    method: 'PUT',
+    path: '/api/topic-schemas/:topic',
+    operationId: 'putTopicSchema',
+    summary: "Set a topic's Avro schema",
+    description: 'Every later enqueue to the topic must match it (422). 409 while a Kubernetes resource manages it.',
+    tag: 'topics',
+    access: topicAdmin,
+    audit: { action: 'topic_schema.set', topic: topicParam, details: (c) => (c.ok ? { version: number(c.response?.version) } : {}) },
+    body: { name: 'TopicSchemaRequest', schema: schemaBody },
+    success: { status: 200, schema: R.TopicSchema, description: 'The stored schema, with its new version.' },
+    errors: [400, 409],
+    handler: async (ctx, req, res) => sendJson(res, 200, topicSchemaJson(await ctx.topics.putSchema(req.params.topic, req.body.schema_json))),
+  }),
+  operation({
+    method: 'DELETE',
+    path: '/api/topic-schemas/:topic',
+    operationId: 'deleteTopicSchema',
+    summary: "Remove a topic's schema",
+    tag: 'topics',
+    access: topicAdmin,
+    audit: { action: 'topic_schema.delete', topic: topicParam },
+    success: { status: 204, schema: 'empty', description: 'Removed (or there was none).' },
+    errors: [400, 409],
+    handler: async (ctx, req, res) => {
       await ctx.topics.deleteSchema(req.params.topic);
       sendEmpty(res, 204);
     },
-  }, topicAdmin);
-}
+  }),
+];

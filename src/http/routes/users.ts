@@ -1,11 +1,11 @@
-import { sendEmpty, sendJson } from '../respond.js';
-import type { RouteTable } from '../router.js';
 import type { Grant, User } from '../../auth/users.js';
-import type { HttpContext } from '../context.js';
+import { short, userTarget, username, uuid, fieldsSet } from '../audit-details.js';
 import { iso } from '../format.js';
-import { requireAdmin } from '../middleware/auth.js';
-import { route } from '../route-table.js';
-import { consumerGroupGrantBody, createUserBody, grantBody, parseBody, updateUserBody } from '../validation.js';
+import type { AuditCall } from '../middleware/audit.js';
+import { ADMIN, operation, type Operation } from '../operation.js';
+import * as R from '../openapi/responses.js';
+import { sendEmpty, sendJson } from '../respond.js';
+import { consumerGroupGrantBody, createUserBody, grantBody, updateUserBody } from '../validation.js';
 
 const userJson = (u: User) => ({ id: u.id, username: u.username, is_admin: u.is_admin, created_at: iso(u.created_at), updated_at: iso(u.updated_at) });
 
@@ -18,38 +18,153 @@ const grantJson = (g: Grant) => ({
   created_at: iso(g.created_at),
 });
 
-/** Spec Users and Grants: admin only (spec Authorization 9); lists use the key `items` (contract §7). */
-export function userRoutes(ctx: HttpContext, router: RouteTable): void {
-  const admin = requireAdmin(ctx);
-  const users = ctx.users;
-  route(ctx, router, '/api/users', {
-    GET: [admin, async (_req, res) => sendJson(res, 200, { items: (await users.list()).map(userJson) })],
-    POST: [admin, async (req, res) => sendJson(res, 201, userJson(await users.create(parseBody(createUserBody, req.body))))],
-  });
-  route(ctx, router, '/api/users/:id', {
-    PUT: [admin, async (req, res) => sendJson(res, 200, userJson(await users.update(String(req.params.id), parseBody(updateUserBody, req.body))))],
-    DELETE: [
-      admin,
-      async (req, res) => {
-        await users.delete(String(req.params.id), req.principal?.userId ?? null);
-        sendEmpty(res, 204);
-      },
-    ],
-  });
-  route(ctx, router, '/api/users/:id/grants', {
-    GET: [admin, async (req, res) => sendJson(res, 200, { items: (await users.grants(String(req.params.id))).map(grantJson) })],
-    POST: [admin, async (req, res) => sendJson(res, 201, grantJson(await users.addGrant(String(req.params.id), parseBody(grantBody, req.body))))],
-  });
-  route(ctx, router, '/api/users/:id/grants/:grantId', {
-    DELETE: [
-      admin,
-      async (req, res) => {
-        await users.deleteGrant(String(req.params.id), String(req.params.grantId));
-        sendEmpty(res, 204);
-      },
-    ],
-  });
-  route(ctx, router, '/api/users/:id/consumer-group-grants', {
-    POST: [admin, async (req, res) => sendJson(res, 201, grantJson(await users.addConsumeGrant(String(req.params.id), parseBody(consumerGroupGrantBody, req.body))))],
-  });
-}
+/** The user's name, read before the change, for the audit record. */
+const nameBefore = (params: Record<string, string>, ctx: Parameters<typeof username>[0]) => username(ctx, params.id);
+
+/** Users and grants: admin only (docs/auth.md); never a password or its hash in a record. */
+export const userOperations: Operation[] = [
+  operation({
+    method: 'GET',
+    path: '/api/users',
+    operationId: 'listUsers',
+    summary: 'List users',
+    tag: 'users',
+    access: ADMIN,
+    success: { status: 200, schema: R.UserList, description: 'Every user.' },
+    handler: async (ctx, _req, res) => sendJson(res, 200, { items: (await ctx.users.list()).map(userJson) }),
+  }),
+  operation({
+    method: 'POST',
+    path: '/api/users',
+    operationId: 'createUser',
+    summary: 'Create a user',
+    tag: 'users',
+    access: ADMIN,
+    audit: {
+      action: 'user.create',
+      target: (c) => (c.ok ? uuid(c.response?.id) : null),
+      details: (c) => ({ username: short(c.body.username), is_admin: c.body.is_admin === true }),
+    },
+    body: { name: 'CreateUserRequest', schema: createUserBody },
+    success: { status: 201, schema: R.User, description: 'The new user.' },
+    errors: [400, 409],
+    handler: async (ctx, req, res) => sendJson(res, 201, userJson(await ctx.users.create(req.body))),
+  }),
+  operation({
+    method: 'PUT',
+    path: '/api/users/:id',
+    operationId: 'updateUser',
+    summary: 'Change a user',
+    description: 'Only the fields given change. 400 for taking the admin flag from the last admin. A new password ends the tokens the user was issued under the old one.',
+    tag: 'users',
+    access: ADMIN,
+    // `changed` names the fields the request set.
+    audit: {
+      action: 'user.update',
+      target: userTarget,
+      before: nameBefore,
+      details: (c: AuditCall<string | undefined>) => ({
+        username: c.ok ? short(c.response?.username) : c.state,
+        changed: fieldsSet(c.body, ['username', 'password', 'is_admin']),
+        is_admin: typeof c.body.is_admin === 'boolean' ? c.body.is_admin : undefined,
+      }),
+    },
+    body: { name: 'UpdateUserRequest', schema: updateUserBody },
+    success: { status: 200, schema: R.User, description: 'The user as it is now.' },
+    errors: [400, 404, 409],
+    handler: async (ctx, req, res) => sendJson(res, 200, userJson(await ctx.users.update(req.params.id, req.body))),
+  }),
+  operation({
+    method: 'DELETE',
+    path: '/api/users/:id',
+    operationId: 'deleteUser',
+    summary: 'Delete a user',
+    description: '400 for the caller itself or the last admin.',
+    tag: 'users',
+    access: ADMIN,
+    audit: { action: 'user.delete', target: userTarget, before: nameBefore, details: (c: AuditCall<string | undefined>) => ({ username: c.state }) },
+    success: { status: 204, schema: 'empty', description: 'Deleted, with its grants.' },
+    errors: [400, 404],
+    handler: async (ctx, req, res) => {
+      await ctx.users.delete(req.params.id, req.principal?.userId ?? null);
+      sendEmpty(res, 204);
+    },
+  }),
+  operation({
+    method: 'GET',
+    path: '/api/users/:id/grants',
+    operationId: 'listGrants',
+    summary: "A user's grants",
+    tag: 'users',
+    access: ADMIN,
+    success: { status: 200, schema: R.GrantList, description: 'The grants.' },
+    errors: [404],
+    handler: async (ctx, req, res) => sendJson(res, 200, { items: (await ctx.users.grants(req.params.id)).map(grantJson) }),
+  }),
+  operation({
+    method: 'POST',
+    path: '/api/users/:id/grants',
+    operationId: 'createGrant',
+    summary: 'Grant read, write or admin on topics',
+    tag: 'users',
+    access: ADMIN,
+    audit: {
+      action: 'grant.create',
+      target: userTarget,
+      before: nameBefore,
+      details: (c: AuditCall<string | undefined>) => ({
+        username: c.state,
+        grant_id: c.ok ? uuid(c.response?.id) : undefined,
+        action: short(c.body.action),
+        topic_pattern: c.ok ? short(c.response?.topic_pattern) : short(c.body.topic_pattern),
+      }),
+    },
+    body: { name: 'GrantRequest', schema: grantBody },
+    success: { status: 201, schema: R.Grant, description: 'The new grant.' },
+    errors: [400, 404, 409],
+    handler: async (ctx, req, res) => sendJson(res, 201, grantJson(await ctx.users.addGrant(req.params.id, req.body))),
+  }),
+  operation({
+    method: 'POST',
+    path: '/api/users/:id/consumer-group-grants',
+    operationId: 'createConsumerGroupGrant',
+    summary: 'Grant consuming as a consumer group',
+    tag: 'users',
+    access: ADMIN,
+    audit: {
+      action: 'consume_grant.create',
+      target: userTarget,
+      before: nameBefore,
+      details: (c: AuditCall<string | undefined>) => ({
+        username: c.state,
+        grant_id: c.ok ? uuid(c.response?.id) : undefined,
+        consumer_group: short(c.body.consumer_group),
+        topic_pattern: c.ok ? short(c.response?.topic_pattern) : short(c.body.topic_pattern),
+      }),
+    },
+    body: { name: 'ConsumerGroupGrantRequest', schema: consumerGroupGrantBody },
+    success: { status: 201, schema: R.Grant, description: 'The new grant.' },
+    errors: [400, 404, 409],
+    handler: async (ctx, req, res) => sendJson(res, 201, grantJson(await ctx.users.addConsumeGrant(req.params.id, req.body))),
+  }),
+  operation({
+    method: 'DELETE',
+    path: '/api/users/:id/grants/:grantId',
+    operationId: 'deleteGrant',
+    summary: 'Revoke a grant',
+    tag: 'users',
+    access: ADMIN,
+    audit: {
+      action: 'grant.delete',
+      target: userTarget,
+      before: nameBefore,
+      details: (c: AuditCall<string | undefined>) => ({ username: c.state, grant_id: uuid(c.params.grantId) ?? undefined }),
+    },
+    success: { status: 204, schema: 'empty', description: 'Revoked.' },
+    errors: [404],
+    handler: async (ctx, req, res) => {
+      await ctx.users.deleteGrant(req.params.id, req.params.grantId);
+      sendEmpty(res, 204);
+    },
+  }),
+];

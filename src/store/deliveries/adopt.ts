@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
-import { engineOf } from '../dialect.js';
+import { capabilities } from '../capabilities.js';
 
 /** `INSERT IGNORE` / `INSERT OR IGNORE`: a delivery that already exists is left as it is. */
 function insertIgnore(trx: Knex.Transaction): string {
-  return engineOf(trx) === 'mysql' ? 'INSERT IGNORE INTO' : 'INSERT OR IGNORE INTO';
+  return capabilities(trx).dialect === 'mysql' ? 'INSERT IGNORE INTO' : 'INSERT OR IGNORE INTO';
 }
 
 const DELIVERY_COLUMNS = '(message_id, topic, consumer_group, status, retry_count, last_error, visible_at, expires_at)';
@@ -25,7 +25,7 @@ export async function adoptMessages(trx: Knex.Transaction, topic: string, group:
      SELECT m.id, m.topic, ?, 'pending', 0, '', 0, m.expires_at FROM messages m
      WHERE m.topic = ? AND (m.status = 'pending'
        OR (m.status = 'processing' AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)))
-       AND NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.message_id = m.id AND o.consumer_group = ?)${engineOf(trx) === 'mysql' ? ' LOCK IN SHARE MODE' : ''}`,
+       AND NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.message_id = m.id AND o.consumer_group = ?)${capabilities(trx).rowLocks ? ' LOCK IN SHARE MODE' : ''}`,
     [group, topic, group],
   );
   return deliveriesStored(result);

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { takeTokens } from '../buckets.js';
-import { engineOf } from '../dialect.js';
+import { capabilities } from '../capabilities.js';
 import { retryTransaction } from '../retry.js';
 import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from '../messages/rows.js';
 
@@ -57,10 +57,10 @@ async function claimIdsSqlite(trx: Knex.Transaction, req: GroupClaimRequest, lim
 const DELIVERY_OWN: readonly string[] = ['retry_count', 'last_error', 'visible_at'];
 
 async function claimForGroup(trx: Knex.Transaction, req: GroupClaimRequest, limit: number): Promise<MessageRow[]> {
-  const ids = await (engineOf(trx) === 'mysql' ? claimIdsMysql : claimIdsSqlite)(trx, req, limit);
+  const ids = await (capabilities(trx).skipLocked ? claimIdsMysql : claimIdsSqlite)(trx, req, limit);
   if (ids.length === 0) return [];
   // The first group to take a message ends its "fresh" state: a keyed enqueue now creates a new message
-  // instead of overwriting one that some group has already seen (contract §2 on processing messages).
+  // instead of overwriting one that some group has already seen, as for a plain message being processed.
   await trx('messages').whereIn('id', ids).andWhere({ status: 'pending' }).update({ status: 'processing' });
   const rows = await trx('messages as m')
     .join('deliveries as d', (j) => j.on('d.message_id', '=', 'm.id').andOn('d.consumer_group', '=', trx.raw('?', [req.group])))

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { engineOf } from '../dialect.js';
+import { capabilities } from '../capabilities.js';
 import { archiveMessages } from '../message-log.js';
 import { retryTransaction } from '../retry.js';
 
@@ -16,7 +16,7 @@ export interface SettleOutcome {
 export async function lockMessages(trx: Knex.Transaction, ids: string[]): Promise<Array<{ id: string; topic: string }>> {
   if (ids.length === 0) return [];
   const query = trx('messages').select('id', 'topic').whereIn('id', ids).orderBy('id');
-  const rows = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query);
+  const rows = await (capabilities(trx).rowLocks ? query.forUpdate() : query);
   return rows.map((r: { id: string; topic: string }) => ({ id: String(r.id), topic: String(r.topic) }));
 }
 

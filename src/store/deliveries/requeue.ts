@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { engineOf } from '../dialect.js';
+import { capabilities } from '../capabilities.js';
 import { retryTransaction } from '../retry.js';
 import { requeueChanges, returnToPending, withoutDeadLetterGroup, type RequeueTarget, type Returned } from '../messages/settle.js';
 import { insertDeliveries } from './adopt.js';
@@ -32,7 +32,7 @@ export async function requeueToGroups(
   let earlier: { topic: string; outcome: Returned } | undefined;
   return retryTransaction(db, async (trx, attempt) => {
     const query = trx('messages').select('id', 'original_topic', 'metadata', 'consumer_group').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq');
-    const row = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first();
+    const row = await (capabilities(trx).rowLocks ? query.forUpdate() : query).first();
     if (!row) return attempt.uncertain && earlier ? earlier : null;
     const topic = String(row.original_topic);
     const changes = { ...requeueChanges(topic, target), ...withoutDeadLetterGroup(row) };

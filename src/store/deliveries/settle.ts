@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { v7 as uuidv7 } from 'uuid';
-import { engineOf } from '../dialect.js';
+import { capabilities } from '../capabilities.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
 import { normaliseRow, type MessageRow } from '../messages/rows.js';
 import { appliedEarlier, dlqTopicOf, goneIds, type AttemptResult, type DecideAttempt, type Decided } from '../messages/settle.js';
@@ -17,7 +17,7 @@ async function deliveryRow(trx: Knex.Transaction, id: string, group: string, sta
     .join('messages as m', 'm.id', 'd.message_id')
     .select('m.id', 'm.topic', 'm.msg_key', 'm.metadata', 'm.status', 'm.max_retries', 'd.visible_at', 'm.expires_at', 'm.created_at', 'm.original_topic', 'm.dlq_moved_at', 'd.retry_count', 'd.last_error')
     .where({ 'd.message_id': id, 'd.consumer_group': group, 'd.status': status });
-  const raw = await (engineOf(trx) === 'mysql' ? query.forUpdate() : query).first();
+  const raw = await (capabilities(trx).rowLocks ? query.forUpdate() : query).first();
   return raw ? normaliseRow(raw) : null;
 }
 
@@ -94,7 +94,7 @@ export async function nackDelivery(db: Knex, id: string, group: string, error: s
 }
 
 /**
- * Visibility expiry of one group's deliveries on a topic: each counts as a failed attempt (contract §3).
+ * Visibility expiry of one group's deliveries on a topic: each counts as a failed attempt.
  * A re-run after a lost commit answer that finds nothing left reports what the lost attempt released.
  */
 export async function releaseExpiredDeliveries(

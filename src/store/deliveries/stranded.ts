@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { engineOf } from '../dialect.js';
+import { capabilities } from '../capabilities.js';
 import { retryTransaction } from '../retry.js';
 import { getSetting, putSetting } from '../settings.js';
 import { dropDeliveries, ofUnregisteredGroup } from './complete.js';
@@ -41,7 +41,7 @@ export interface StrandedRepair {
  */
 export async function repairStranded(db: Knex, now: number, replayable: (topic: string) => boolean, signal?: AbortSignal): Promise<StrandedRepair> {
   const adopted = new Map<string, number>();
-  if (engineOf(db) === 'mysql') {
+  if (!capabilities(db).singleWriter) {
     // Registered within the window before the last completed adoption pass, too: runs an hour or more apart
     // (a long interval, an hourly CronJob, a database away for a while) must not skip a registration.
     const last = Number((await getSetting(db, LAST_ADOPTION)) ?? now);

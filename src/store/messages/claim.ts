@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { engineOf } from '../dialect.js';
+import { capabilities } from '../capabilities.js';
 import { retryTransaction } from '../retry.js';
 import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from './rows.js';
 import { takeTokens } from '../buckets.js';
@@ -11,7 +11,7 @@ export interface ClaimRequest {
   visibleUntil: number;
   /** throughput_limit in messages per second; the claim takes at most the bucket's whole tokens. */
   ratePerSecond?: number | null;
-  /** Dead-letter topics only: the dead letters of this consumer group (contract §4). */
+  /** Dead-letter topics only: the dead letters of this consumer group. */
   consumerGroup?: string;
 }
 
@@ -25,7 +25,7 @@ export interface ClaimRequest {
  * mariadbd ran out of lock memory (measured). FORCE INDEX because the optimizer otherwise picks PRIMARY
  * for LIMIT 1 on a large topic (walking every other topic's rows) or a filesort for a topic it estimates
  * empty (seen on MariaDB 10.11). test/claim-explain.test.ts pins the plan.
- * Rows whose TTL has passed are skipped even before the expiry reaper marks them (contract §3).
+ * Rows whose TTL has passed are skipped even before the expiry reaper marks them.
  */
 export function claimSelectMysql(db: Knex, req: ClaimRequest, limit: number): Knex.QueryBuilder {
   return db
@@ -80,7 +80,7 @@ async function claimSqlite(trx: Knex.Transaction, req: ClaimRequest, limit: numb
  * another instance's claim. So a lost answer delays messages; it never loses or doubles one.
  */
 export async function claimMessages(db: Knex, req: ClaimRequest): Promise<MessageRow[]> {
-  const claim = engineOf(db) === 'mysql' ? claimMysql : claimSqlite;
+  const claim = capabilities(db).skipLocked ? claimMysql : claimSqlite;
   return retryTransaction(db, async (trx) => {
     if (!req.ratePerSecond) return claim(trx, req, req.limit);
     // The bucket row is locked for the whole claim, so instances sharing the database share the limit;

@@ -11,7 +11,7 @@ export interface HeldClaim {
 
 /**
  * Claimed messages that no consumer was given (a Subscribe feed whose streams left or filled up while its
- * claim ran) go back to pending without an attempt: a visibility timeout would count one (contract §3)
+ * claim ran) go back to pending without an attempt: a visibility timeout would count one
  * against a message nobody saw, and dead-letter it after a few reconnects. Only rows still under that very
  * claim are touched (`processing` until `claimedUntil`): one whose claim lapsed may be another consumer's.
  * Where another pending message took the key meanwhile, the newer of the two keeps it, as for a retry

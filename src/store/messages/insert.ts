@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { engineOf, isMariaDb } from '../dialect.js';
+import { capabilities, capabilitiesOf } from '../capabilities.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
 import { runStatement } from '../statement.js';
 import { chunkRows, type MessageRow } from './rows.js';
@@ -51,13 +51,13 @@ export function newMessageRow(m: NewMessage): MessageRow {
 
 /**
  * Upserts on the pending-key unique index: MySQL through the generated `pending_key` column,
- * SQLite through the partial unique index. Only payload and metadata are overwritten (contract §2).
+ * SQLite through the partial unique index. Only payload and metadata are overwritten.
  */
 async function upsertKeyed(trx: Knex.Transaction, message: NewMessage): Promise<{ id: string; inserted: boolean }> {
   await expireStaleKeyHolder(trx, message.topic, message.key!, message.createdAt);
-  // A keyed message is always stored pending: a newer enqueue of its key may still overwrite it (contract §2).
+  // A keyed message is always stored pending: a newer enqueue of its key may still overwrite it.
   const insert = trx('messages').insert(newMessageRow({ ...message, claimedUntil: undefined })).toSQL();
-  if (engineOf(trx) === 'mysql') {
+  if (capabilities(trx).upsert === 'onDuplicateKey') {
     await trx.raw(`${insert.sql} ON DUPLICATE KEY UPDATE payload = VALUES(payload), metadata = VALUES(metadata)`, insert.bindings);
     // Not affectedRows: mysql2 connects with CLIENT_FOUND_ROWS, under which an update to the values a row
     // already holds (a retried enqueue of the same payload) counts 1, as an insert does. The holder of the
@@ -87,7 +87,7 @@ async function hasPendingKey(trx: Knex.Transaction, topic: string, key: string):
  * deliveries are counted instead (the slowest group's backlog).
  */
 async function roomUnderCap(trx: Knex.Transaction, topic: string, maxDepth: number, fanOut: boolean): Promise<number> {
-  if (engineOf(trx) === 'mysql') await trx('topic_configs').where({ topic }).forUpdate().first('topic');
+  if (capabilities(trx).rowLocks) await trx('topic_configs').where({ topic }).forUpdate().first('topic');
   const row = fanOut
     ? await trx('deliveries').where({ topic, status: 'pending' }).countDistinct({ n: 'message_id' }).first()
     : await trx('messages').where({ topic, status: 'pending' }).count({ n: '*' }).first();
@@ -119,7 +119,7 @@ export class BatchRejected extends Error {}
  * stored again (at-least-once, as a redelivery would be).
  */
 export async function insertMessages(db: Knex, messages: NewMessage[], options: InsertOptions): Promise<InsertOutcome[]> {
-  if (engineOf(db) === 'mysql' && isPlainBatch(messages, options)) {
+  if (!capabilities(db).inProcess && isPlainBatch(messages, options)) {
     let uncertain = false;
     const stored = await withDbRetry(db, (attempt) => {
       uncertain = attempt.uncertain;
@@ -255,16 +255,16 @@ const FIRST_ROW = NEW_ROW_COLUMNS.map((c) => `? AS ${c}`).join(', ');
  * The rows after the first: one table value constructor on MariaDB (one parse for the lot); MySQL 8 has none
  * without `ROW(...)`, and none at all before 8.0.19, so there each row is a SELECT of its own.
  */
-function laterRows(count: number, mariaDb: boolean): string {
+function laterRows(count: number, tableValueConstructor: boolean): string {
   if (count === 0) return '';
-  if (mariaDb) return ` UNION ALL VALUES ${Array.from({ length: count }, () => `(${ROW_PLACEHOLDERS})`).join(', ')}`;
+  if (tableValueConstructor) return ` UNION ALL VALUES ${Array.from({ length: count }, () => `(${ROW_PLACEHOLDERS})`).join(', ')}`;
   return ` UNION ALL SELECT ${ROW_PLACEHOLDERS}`.repeat(count);
 }
 
 /** insertUngrouped's statement for `rows` rows (bound column by column, newMessageRow's order) and `topics` topics. */
-export function ungroupedInsertSql(rows: number, topics: number, mariaDb: boolean): string {
+export function ungroupedInsertSql(rows: number, topics: number, tableValueConstructor: boolean): string {
   return (
-    `INSERT INTO messages (${NEW_ROW_COLUMNS.join(', ')}) SELECT * FROM (SELECT ${FIRST_ROW}${laterRows(rows - 1, mariaDb)}) AS new_rows ` +
+    `INSERT INTO messages (${NEW_ROW_COLUMNS.join(', ')}) SELECT * FROM (SELECT ${FIRST_ROW}${laterRows(rows - 1, tableValueConstructor)}) AS new_rows ` +
     `WHERE NOT EXISTS (SELECT 1 FROM consumer_groups WHERE topic IN (${Array.from({ length: topics }, () => '?').join(', ')}))`
   );
 }
@@ -281,7 +281,7 @@ async function insertUngrouped(db: Knex, messages: NewMessage[]): Promise<boolea
   const topics = [...new Set(messages.map((m) => m.topic))];
   const bindings: Knex.RawBinding[] = [];
   for (const m of messages) bindings.push(...Object.values(newMessageRow(m)));
-  const sql = ungroupedInsertSql(messages.length, topics.length, await isMariaDb(db));
+  const sql = ungroupedInsertSql(messages.length, topics.length, (await capabilitiesOf(db)).tableValueConstructor);
   const result = (await runStatement(db, sql, [...bindings, ...topics])) as { affectedRows: number };
   if (result.affectedRows !== 0 && result.affectedRows !== messages.length) {
     throw new Error(`stored ${result.affectedRows} of ${messages.length} messages in one statement`);

@@ -1,15 +1,15 @@
 import type { Knex } from 'knex';
-import { engineOf } from '../dialect.js';
+import { capabilities } from '../capabilities.js';
 
 /** The pending message holding (topic, key), through the pending-key unique index on both engines. */
 export function pendingKeyHolder(trx: Knex.Transaction, topic: string, key: string): Knex.QueryBuilder {
-  return engineOf(trx) === 'mysql'
-    ? trx('messages').where({ topic, pending_key: key })
-    : trx('messages').where({ topic, msg_key: key, status: 'pending', original_topic: '' });
+  return capabilities(trx).partialIndexes
+    ? trx('messages').where({ topic, msg_key: key, status: 'pending', original_topic: '' })
+    : trx('messages').where({ topic, pending_key: key });
 }
 
 /**
- * A pending message whose TTL has passed is never delivered again (contract §3), so it must not hold its
+ * A pending message whose TTL has passed is never delivered again, so it must not hold its
  * key: an upsert into it would silently drop the new payload, a message returning to pending would be
  * superseded by it. It is marked expired here, as the expiry reaper would, which frees the key.
  */

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import { canDeleteReturning, engineOf, isUniqueViolation } from '../dialect.js';
+import { capabilities, capabilitiesOf } from '../capabilities.js';
+import { isUniqueViolation } from '../dialect.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
 import { runStatement } from '../statement.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
@@ -27,8 +28,8 @@ export type Returned = 'pending' | 'superseded' | 'displaced';
 
 /**
  * Moves a message back to pending. Its key may be held by another pending message meanwhile (the unique index
- * refuses the update): the newer of the two keeps it, so the latest value of a key is what stays (contract
- * §2; ids are UUIDv7, ordered by enqueue time). A holder whose TTL has passed holds nothing: it is marked
+ * refuses the update): the newer of the two keeps it, so the latest value of a key is what stays (ids
+ * are UUIDv7, ordered by enqueue time). A holder whose TTL has passed holds nothing: it is marked
  * expired, as the expiry reaper would. A failed statement does not end the transaction on either engine.
  */
 export async function returnToPending(trx: Knex.Transaction, id: string, changes: Record<string, unknown>, now: number): Promise<Returned> {
@@ -95,7 +96,7 @@ async function applyAttempt(trx: Knex.Transaction, row: MessageRow, outcome: Att
 export const WITHOUT_DELIVERIES = '(SELECT COUNT(*) FROM deliveries WHERE deliveries.message_id = messages.id) = 0';
 
 function lockForSettle(trx: Knex.Transaction, query: Knex.QueryBuilder): Knex.QueryBuilder {
-  return engineOf(trx) === 'mysql' ? query.forUpdate() : query;
+  return capabilities(trx).rowLocks ? query.forUpdate() : query;
 }
 
 /**
@@ -145,7 +146,7 @@ export function overdueMessages(db: Knex, topic: string, now: number): Knex.Quer
 
 /**
  * Visibility expiry: processing messages of a topic whose visibility deadline passed count as a failed
- * attempt (contract §3). Runs before each claim; a cheap index probe first so that the common case
+ * attempt. Runs before each claim; a cheap index probe first so that the common case
  * (nothing expired) costs one indexed read and no transaction. A re-run after a lost commit answer that
  * finds nothing left to release reports what the lost attempt released (for the metrics and wake-ups).
  */
@@ -156,7 +157,7 @@ export async function releaseExpired(db: Knex, topic: string, now: number, decid
   let earlier: AttemptResult[] = [];
   return retryTransaction(db, async (trx, attempt) => {
     let query = expired().transacting(trx).select(SETTLE_COLUMNS).orderBy('visible_at').limit(limit);
-    if (engineOf(trx) === 'mysql') query = query.forUpdate().skipLocked();
+    if (capabilities(trx).skipLocked) query = query.forUpdate().skipLocked();
     const rows = (await query).map(normaliseRow);
     if (rows.length === 0 && attempt.uncertain) return earlier;
     const results: AttemptResult[] = [];
@@ -200,7 +201,7 @@ export async function ackMessages(
   targets: AckTarget[],
   beforeDelete?: (trx: Knex.Transaction, acked: AckedMessage[]) => Promise<void>,
 ): Promise<AckedMessage[]> {
-  const oneStatement = !beforeDelete && (await canDeleteReturning(db));
+  const oneStatement = !beforeDelete && (await capabilitiesOf(db)).deleteReturning;
   const which = targetCondition(targets);
   const seen = new Map<string, string>();
   return withDbRetry(db, async (attempt) => {
@@ -282,7 +283,7 @@ export interface RequeueTarget {
   now: number;
 }
 
-/** The columns a requeue resets (contract §3): back on the original topic, fresh retries and TTL. */
+/** The columns a requeue resets: back on the original topic, fresh retries and TTL. */
 export function requeueChanges(topic: string, target: RequeueTarget) {
   return {
     topic,
@@ -312,7 +313,7 @@ export function withoutDeadLetterGroup(row: { metadata: unknown; consumer_group:
 }
 
 /**
- * Requeue of a dead letter to its original topic (contract §3). Null when the id is not a dead letter.
+ * Requeue of a dead letter to its original topic. Null when the id is not a dead letter.
  * After a lost commit answer, a re-run that no longer finds the dead letter answers what the lost attempt did
  * (it was requeued, or superseded and removed) rather than "not a dead letter".
  */

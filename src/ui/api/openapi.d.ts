@@ -975,6 +975,10 @@ export interface components {
         Version: {
             version: string;
         };
+        LoginRequest: {
+            username: string;
+            password: string;
+        };
         EnqueueRequest: {
             /** @description A topic name: 1-200 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit. Not a `.dlq` topic. */
             topic: string;
@@ -999,12 +1003,12 @@ export interface components {
             /** @description The consumer group (fan-out topics). */
             consumer_group?: string;
         };
-        AckRequest: {
+        AckBatchRequest: {
+            ids: string[];
             /** @description The consumer group (fan-out topics). */
             consumer_group?: string;
         };
-        AckBatchRequest: {
-            ids: string[];
+        AckRequest: {
             /** @description The consumer group (fan-out topics). */
             consumer_group?: string;
         };
@@ -1050,10 +1054,6 @@ export interface components {
         ScheduleRequest: {
             /** @description A 5-field cron expression (6 with leading seconds, or a nickname such as @daily); "" disables the reaper. */
             schedule: string;
-        };
-        LoginRequest: {
-            username: string;
-            password: string;
         };
         CreateUserRequest: {
             username: string;

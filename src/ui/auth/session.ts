@@ -1,8 +1,8 @@
 import { useSyncExternalStore } from 'react';
 
 /**
- * The signed-in state of this tab. The token lives in sessionStorage (the spec: session storage, sent with
- * every request), so it dies with the tab and is never shared with another one.
+ * The signed-in state of this tab. The token lives in sessionStorage and goes with every request
+ * (docs/admin-ui.md, Signing in), so it dies with the tab and is never shared with another one.
  */
 const TOKEN_KEY = 'conveyor.token';
 

@@ -1,5 +1,5 @@
 /**
- * The enqueue form's metadata editor holds JSON text; the API takes an object of string values (contract §2),
+ * The enqueue form's metadata editor holds JSON text; the API takes an object of string values,
  * so the text is checked here with a message that says what to fix, before anything is sent.
  */
 export type MetadataParse = { ok: true; value: Record<string, string> | undefined } | { ok: false; error: string };
