@@ -1,6 +1,6 @@
 import type { RequestListener, ServerResponse } from 'node:http';
 
-/** Every method a route of the API answers (route-table.ts, plus HEAD for GET routes). */
+/** Every method an operation of the API answers (operations.ts), plus HEAD for GET routes. */
 const ALLOW_METHODS = 'GET, HEAD, POST, PUT, DELETE';
 /** What a browser client needs to send: a bearer token, a JSON or compressed body, its own request id. */
 const ALLOW_HEADERS = 'Authorization, Content-Type, Content-Encoding, X-Request-Id';

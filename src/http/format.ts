@@ -4,7 +4,7 @@ import type { Message } from '../queue/message.js';
 import type { TopicConfigRow } from '../store/topic-configs.js';
 import type { TopicSchemaRow } from '../store/topic-schemas.js';
 
-/** Contract §2: RFC 3339 in UTC with milliseconds. */
+/** Times are RFC 3339 in UTC with milliseconds (docs/http-api.md). */
 export const iso = (ms: number) => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 

@@ -40,69 +40,55 @@ export const expressSteps = (steps: Handler[]): RequestHandler[] => steps as unk
 const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 const NO_QUERY: Record<string, string | string[]> = Object.freeze(Object.create(null));
 
-interface RequestFields {
-  id: string;
-  params: Record<string, string>;
-  body: unknown;
-  principal: Principal | null;
-  logger: Logger | undefined;
-  baseLogger: Logger | undefined;
-}
-
-/**
- * The fields every request carries, given their place on the app's request prototype (express's documented
- * way to extend `app.request`), so that requests keep one shape from their first byte to their answer.
- */
-function extendRequestPrototype(proto: object): void {
-  Object.defineProperties(proto, {
-    log: {
-      get(this: RequestFields & { id: string }) {
-        if (this.logger === undefined) {
-          if (this.baseLogger === undefined) throw new Error('request logger used before the pipeline set it');
-          this.logger = this.baseLogger.child({ reqId: this.id });
-        }
-        return this.logger;
-      },
-    },
-    begin: {
-      value(this: RequestFields, id: string, logger: Logger) {
-        this.id = id;
-        this.baseLogger = logger;
-      },
-    },
-  });
-}
-
-type RequestClass = new (socket: Socket) => IncomingMessage;
-type ResponseClass = new (req: IncomingMessage, options?: object) => ServerResponse;
-
 /**
  * The classes node:http creates each request and response of the port with (its `IncomingMessage` and
- * `ServerResponse` options). Their prototypes are the express app's own `app.request` and `app.response`, so the
- * prototype swap express makes on every request (`Object.setPrototypeOf(req, app.request)`) sets what is
- * already set: V8 keeps the object's shape and inline caches, where a real swap cost about 30 µs of CPU per
- * request (docs/benchmark.md, sixth round). `query` is an own property holding the strictly parsed query
+ * `ServerResponse` options). They become the express app's `app.request` and `app.response`: their
+ * prototypes sit between node's and express's, so the prototype swap express makes on every request
+ * (`Object.setPrototypeOf(req, app.request)`) sets what is already set, and V8 keeps the object's shape and
+ * inline caches, where a real swap cost about 30 µs of CPU per request (docs/benchmark.md, sixth round).
+ * They are plain subclasses: an object made through `Reflect.construct` with another prototype measured
+ * 80 µs more per request. Every field the pipeline fills in is set in the constructor, so requests keep one
+ * shape from their first byte to their answer. `query` is an own property holding the strictly parsed query
  * (app.ts), in place of express's getter, which would parse it again on every read.
  */
 export function requestClasses(app: { request: object; response: object }): { IncomingMessage: typeof IncomingMessage; ServerResponse: typeof ServerResponse } {
-  extendRequestPrototype(app.request);
-  const ApiIncomingMessage = function (this: unknown, socket: Socket) {
-    const req = Reflect.construct(IncomingMessage, [socket], ApiIncomingMessage) as IncomingMessage & RequestFields;
-    req.id = '';
-    req.params = NO_PARAMS;
-    req.body = undefined;
-    req.principal = null;
-    req.logger = undefined;
-    req.baseLogger = undefined;
-    Object.defineProperty(req, 'query', { value: NO_QUERY, writable: true, enumerable: true, configurable: true });
-    return req;
-  } as unknown as RequestClass;
-  ApiIncomingMessage.prototype = app.request as IncomingMessage;
-  const ApiServerResponse = function (this: unknown, req: IncomingMessage, options?: object) {
-    const res = Reflect.construct(ServerResponse, [req, options], ApiServerResponse) as ServerResponse & { locals: object };
-    res.locals = Object.create(null);
-    return res;
-  } as unknown as ResponseClass;
-  ApiServerResponse.prototype = app.response as ServerResponse;
-  return { IncomingMessage: ApiIncomingMessage as unknown as typeof IncomingMessage, ServerResponse: ApiServerResponse as unknown as typeof ServerResponse };
+  const expressRequest = Object.getPrototypeOf(app.request) as object;
+  const expressResponse = Object.getPrototypeOf(app.response) as object;
+  class ApiIncomingMessage extends IncomingMessage {
+    id = '';
+    params: Record<string, string> = NO_PARAMS;
+    body: unknown = undefined;
+    principal: Principal | null = null;
+    private logger: Logger | undefined = undefined;
+    private baseLogger: Logger | undefined = undefined;
+
+    constructor(socket: Socket) {
+      super(socket);
+      Object.defineProperty(this, 'query', { value: NO_QUERY, writable: true, enumerable: true, configurable: true });
+    }
+
+    get log(): Logger {
+      if (this.logger === undefined) {
+        if (this.baseLogger === undefined) throw new Error('request logger used before the pipeline set it');
+        this.logger = this.baseLogger.child({ reqId: this.id });
+      }
+      return this.logger;
+    }
+
+    begin(id: string, logger: Logger): void {
+      this.id = id;
+      this.baseLogger = logger;
+    }
+  }
+  class ApiServerResponse extends ServerResponse {
+    locals: object = Object.create(null);
+  }
+  Object.setPrototypeOf(ApiIncomingMessage.prototype, expressRequest);
+  Object.setPrototypeOf(ApiServerResponse.prototype, expressResponse);
+  // Express finds its app through req.app and res.app, which it puts on app.request and app.response.
+  Object.defineProperty(ApiIncomingMessage.prototype, 'app', { value: (app.request as { app: unknown }).app, writable: true, configurable: true, enumerable: true });
+  Object.defineProperty(ApiServerResponse.prototype, 'app', { value: (app.response as { app: unknown }).app, writable: true, configurable: true, enumerable: true });
+  app.request = ApiIncomingMessage.prototype;
+  app.response = ApiServerResponse.prototype;
+  return { IncomingMessage: ApiIncomingMessage, ServerResponse: ApiServerResponse as unknown as typeof ServerResponse };
 }
