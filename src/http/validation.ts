@@ -3,7 +3,8 @@ import { isValidPattern } from '../auth/grants-policy.js';
 import { MIN_PASSWORD_LENGTH } from '../auth/passwords.js';
 import { assertConsumerGroupName } from '../queue/consumer-group-names.js';
 import { DomainError, invalid } from '../queue/errors.js';
-import { MAX_BATCH_ENQUEUE, MAX_DEQUEUE_COUNT } from '../queue/messages.js';
+import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DEQUEUE_COUNT, MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_MESSAGE } from '../queue/bounds.js';
+import { MAX_BATCH_ENQUEUE } from '../queue/messages.js';
 import { MESSAGE_STATUSES, PURGEABLE_STATUSES, topicConfigBody } from '../queue/topics.js';
 import type { MessageStatus } from '../store/messages/rows.js';
 
@@ -74,8 +75,9 @@ export const enqueueBatchBody = z.object({
     .max(MAX_BATCH_ENQUEUE, { error: `messages must hold at most ${MAX_BATCH_ENQUEUE} messages` }),
 });
 
-const countMessage = `count must be an integer from 1 to ${MAX_DEQUEUE_COUNT}`;
-const visibilityMessage = 'visibility_timeout_seconds must be an integer from 1 to 43200';
+/** The domain checks these too (for gRPC); the texts are the domain's, so both transports say the same. */
+const countMessage = DEQUEUE_COUNT_MESSAGE;
+const visibilityMessage = VISIBILITY_TIMEOUT_MESSAGE;
 
 export const dequeueBody = z.object({
   topic: wellFormed(z.string({ error: 'topic is required and must be a string' }), 'topic').meta({ description: `${TOPIC} \`.dlq\` topics included.` }),
@@ -83,7 +85,7 @@ export const dequeueBody = z.object({
   visibility_timeout_seconds: z
     .int({ error: visibilityMessage })
     .min(1, { error: visibilityMessage })
-    .max(43_200, { error: visibilityMessage })
+    .max(MAX_VISIBILITY_SECONDS, { error: visibilityMessage })
     .optional()
     .meta({ description: 'Default queue.visibility_timeout.' }),
   consumer_group: optionalGroup(),
@@ -105,7 +107,7 @@ export const ackBody = z.object({ consumer_group: optionalGroup() });
 export const ackBatchBody = z.object({
   ids: z
     .array(wellFormed(z.string({ error: 'ids must be strings' }), 'ids'), { error: 'ids is required and must be an array of message ids' })
-    .max(MAX_DEQUEUE_COUNT, { error: `ids must hold at most ${MAX_DEQUEUE_COUNT} ids` }),
+    .max(MAX_DEQUEUE_COUNT, { error: ACK_BATCH_IDS_MESSAGE }),
   consumer_group: optionalGroup(),
 });
 

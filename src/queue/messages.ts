@@ -46,7 +46,6 @@ export interface MessageServiceDeps {
 }
 
 /** Re-exported for src/http/validation.ts until it imports bounds.ts, where it is defined. */
-export { MAX_DEQUEUE_COUNT };
 export const MAX_BATCH_ENQUEUE = 1000;
 /** A message's metadata, as the JSON stored with it. */
 export const MAX_METADATA_BYTES = 65_536;

@@ -8,7 +8,6 @@ import { operation, type Operation } from '../operation.js';
 import * as R from '../openapi/responses.js';
 import { sendEmpty, sendJson, sendJsonList } from '../respond.js';
 import { ackBatchBody, ackBody, dequeueBody, enqueueBatchBody, enqueueBody, listMessagesQuery, nackBody, parseBatchBody, parseBody } from '../validation.js';
-import { ackBatchOfHeld } from '../../queue/held-ack-batch.js';
 import { assertTopicName } from '../../queue/topic-names.js';
 import type { EnqueueInput } from '../../queue/messages.js';
 import type { MessageFilter } from '../../store/messages/browse.js';
@@ -20,28 +19,28 @@ function toEnqueueInput(parsed: z.output<typeof enqueueBody>): EnqueueInput {
 }
 
 /**
- * A group-less ack of a message this instance dequeued: the grant is checked on the topic it was dequeued
- * from, and the message is settled only while it is still on that topic (MessageService.ackOnTopic), so no
- * read of its topic is needed. False leaves the ack to the ordinary way (the grant on the topic read from the
- * message, then the ack), which gives everything else its usual answer in the usual order: a body that does
- * not parse, a message that moved (to its dead-letter topic), was acked already or was dequeued elsewhere.
+ * A group-less ack of a message this instance dequeued is settled on the topic it was dequeued from, with the
+ * grant checked on that topic and no read of the message's (MessageService.ackHeld). Anything else goes the
+ * ordinary way, the grant on the topic read from the message, then the ack, which gives everything else its
+ * usual answer in the usual order: a body that does not parse, a message that moved (to its dead-letter
+ * topic), was acked already or was dequeued elsewhere.
  */
-async function ackOnDequeuedTopic(ctx: HttpContext, req: ApiRequest): Promise<boolean> {
-  const topic = ctx.messages.dequeuedTopicOf(req.params.id);
-  if (topic === undefined || !ctx.auth.allowsConsume(req.principal, topic)) return false;
+async function ackOne(ctx: HttpContext, req: ApiRequest): Promise<void> {
+  let groupless: boolean;
   try {
-    if (parseBody(ackBody, req.body).consumer_group) return false;
+    groupless = !parseBody(ackBody, req.body).consumer_group;
   } catch {
-    return false;
+    groupless = false;
   }
-  return ctx.messages.ackOnTopic(req.params.id, topic);
+  if (groupless && (await ctx.messages.ackHeld(req.params.id, undefined, { mayConsume: (topic) => ctx.auth.allowsConsume(req.principal, topic) }))) return;
+  await checkConsumeOfMessage(ctx, req.principal, req.params.id, req.body);
+  await ctx.messages.ack(req.params.id, parseBody(ackBody, req.body).consumer_group);
 }
 
 /**
- * A batch ack: the messages this instance dequeued without a group are checked against the topic of their
- * dequeue and settled only while still on it, without reading their topics, as a single ack by id is; the
- * other ids get the grant on the topics read from the messages first (src/queue/held-ack-batch.ts). A body
- * that does not parse gets that grant check on all its ids, then its 400.
+ * A batch ack: the ids this instance dequeued without a group are settled as a single ack by id is; the
+ * other ids get the grant on the topics read from the messages first. A body that does not parse gets that
+ * grant check on all its ids, then its 400.
  */
 async function ackBatchOf(ctx: HttpContext, req: ApiRequest) {
   let body: z.output<typeof ackBatchBody>;
@@ -52,8 +51,7 @@ async function ackBatchOf(ctx: HttpContext, req: ApiRequest) {
     throw err;
   }
   const group = body.consumer_group;
-  return ackBatchOfHeld(ctx.messages, body.ids, group, {
-    heldTopicOf: (id) => ctx.messages.dequeuedTopicOf(id),
+  return ctx.messages.ackBatchHeld(body.ids, group, {
     mayConsume: (topic) => ctx.auth.allowsConsume(req.principal, topic),
     authorize: (ids) => checkConsumeOfMessages(ctx, req.principal, { ids, consumer_group: group }),
   });
@@ -165,10 +163,7 @@ export const messageOperations: Operation[] = [
     success: { status: 204, schema: 'empty', description: 'Acknowledged.' },
     errors: [400, 404, 422],
     handler: async (ctx, req, res) => {
-      if (!(await ackOnDequeuedTopic(ctx, req))) {
-        await checkConsumeOfMessage(ctx, req.principal, req.params.id, req.body);
-        await ctx.messages.ack(req.params.id, parseBody(ackBody, req.body).consumer_group);
-      }
+      await ackOne(ctx, req);
       sendEmpty(res, 204);
     },
   }),

@@ -1,6 +1,6 @@
 import { reapReport } from '../../reapers/reapers.js';
 import { reaperRun, short } from '../audit-details.js';
-import { ADMIN, operation, type Operation } from '../operation.js';
+import { ADMIN, operation, type Operation, type OperationDocs } from '../operation.js';
 import * as R from '../openapi/responses.js';
 import { sendJson } from '../respond.js';
 import { scheduleBody } from '../validation.js';
@@ -8,40 +8,26 @@ import { scheduleBody } from '../validation.js';
 /** Manual runs wait this long for a run on another instance to finish, then do what is left. */
 const MANUAL_RUN_WAIT_MS = 30_000;
 
+/** A manual run of a reaper: it waits for a run on another instance, then does what is left. */
+const runOperation = (reaper: 'expiry' | 'delete' | 'archive', docs: Pick<OperationDocs, 'operationId' | 'summary' | 'success'>): Operation =>
+  operation({
+    method: 'POST',
+    path: `/api/admin/${reaper}-reaper/run`,
+    ...docs,
+    tag: 'reapers',
+    access: ADMIN,
+    audit: reaperRun(reaper),
+    handler: async (ctx, _req, res) => sendJson(res, 200, reapReport(reaper, await ctx.maintenance.reapers.run(reaper, MANUAL_RUN_WAIT_MS))),
+  });
+
 export const reaperOperations: Operation[] = [
-  operation({
-    method: 'POST',
-    path: '/api/admin/expiry-reaper/run',
-    operationId: 'runExpiryReaper',
-    summary: 'Mark expired messages now',
-    tag: 'reapers',
-    access: ADMIN,
-    audit: reaperRun('expiry'),
-    success: { status: 200, schema: R.ExpiryReaperRun, description: 'How many expired.' },
-    handler: async (ctx, _req, res) => sendJson(res, 200, reapReport('expiry', await ctx.maintenance.reapers.run('expiry', MANUAL_RUN_WAIT_MS))),
-  }),
-  operation({
-    method: 'POST',
-    path: '/api/admin/delete-reaper/run',
-    operationId: 'runDeleteReaper',
-    summary: 'Delete expired messages now',
-    tag: 'reapers',
-    access: ADMIN,
-    audit: reaperRun('delete'),
-    success: { status: 200, schema: R.Deleted, description: 'How many were deleted.' },
-    handler: async (ctx, _req, res) => sendJson(res, 200, reapReport('delete', await ctx.maintenance.reapers.run('delete', MANUAL_RUN_WAIT_MS))),
-  }),
-  operation({
-    method: 'POST',
-    path: '/api/admin/archive-reaper/run',
+  runOperation('expiry', { operationId: 'runExpiryReaper', summary: 'Mark expired messages now', success: { status: 200, schema: R.ExpiryReaperRun, description: 'How many expired.' } }),
+  runOperation('delete', { operationId: 'runDeleteReaper', summary: 'Delete expired messages now', success: { status: 200, schema: R.Deleted, description: 'How many were deleted.' } }),
+  // Also trims the audit log to audit.retention_days: {deleted, audit_deleted}.
+  runOperation('archive', {
     operationId: 'runArchiveReaper',
     summary: 'Trim archive logs and the audit log now',
-    tag: 'reapers',
-    access: ADMIN,
-    audit: reaperRun('archive'),
     success: { status: 200, schema: R.ArchiveReaperRun, description: 'How many archived messages and audit records were deleted.' },
-    // Also trims the audit log to audit.retention_days: {deleted, audit_deleted}.
-    handler: async (ctx, _req, res) => sendJson(res, 200, reapReport('archive', await ctx.maintenance.reapers.run('archive', MANUAL_RUN_WAIT_MS))),
   }),
   operation({
     method: 'GET',

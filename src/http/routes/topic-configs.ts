@@ -4,33 +4,37 @@ import { CONFIG_FIELDS, currentConfig, fieldsSet, number, topicParam } from '../
 import type { HttpContext } from '../context.js';
 import { topicConfigJson, topicSchemaJson } from '../format.js';
 import type { AuditCall } from '../middleware/audit.js';
-import { grantOnTopicParam, operation, TOKEN, type Operation } from '../operation.js';
+import { grantOnTopicParam, operation, TOKEN, type Operation, type OperationDocs } from '../operation.js';
 import * as R from '../openapi/responses.js';
-import type { ApiRequest } from '../request.js';
 import { sendEmpty, sendJson } from '../respond.js';
 import { schemaBody, topicConfigBody } from '../validation.js';
 
 /** An `admin` grant on a topic covers its configuration and schema (docs/auth.md, Grants); admins always. */
 const topicAdmin = grantOnTopicParam('admin');
 
-/** The rows of a list the caller holds an admin grant on (all of them for admins, or with auth off). */
-function visible<T extends { topic: string }>(ctx: HttpContext, req: ApiRequest, rows: T[]): T[] {
-  const topics = new Set(ctx.auth.visibleTopics(req.principal, 'admin', rows.map((r) => r.topic)));
-  return rows.filter((r) => topics.has(r.topic));
-}
-
-export const topicConfigOperations: Operation[] = [
-  operation({
+/** A list of the topics' rows, narrowed to those the caller holds an admin grant on (all for admins, or with auth off). */
+function listOperation(path: string, operationId: string, summary: string, success: OperationDocs['success'], rows: (ctx: HttpContext) => Array<{ topic: string; json: unknown }>): Operation {
+  return operation({
     method: 'GET',
-    path: '/api/topic-configs',
-    operationId: 'listTopicConfigs',
-    summary: 'List topic configurations',
+    path,
+    operationId,
+    summary,
     description: 'Only topics the caller holds an admin grant on (all for admins).',
     tag: 'topics',
     access: TOKEN,
-    success: { status: 200, schema: R.TopicConfigList, description: 'The configurations, by topic name.' },
-    handler: (ctx, req, res) => sendJson(res, 200, { items: visible(ctx, req, ctx.topics.listConfigs()).map(topicConfigJson) }),
-  }),
+    success,
+    handler: (ctx, req, res) => {
+      const all = rows(ctx);
+      const topics = new Set(ctx.auth.visibleTopics(req.principal, 'admin', all.map((r) => r.topic)));
+      sendJson(res, 200, { items: all.filter((r) => topics.has(r.topic)).map((r) => r.json) });
+    },
+  });
+}
+
+export const topicConfigOperations: Operation[] = [
+  listOperation('/api/topic-configs', 'listTopicConfigs', 'List topic configurations', { status: 200, schema: R.TopicConfigList, description: 'The configurations, by topic name.' }, (ctx) =>
+    ctx.topics.listConfigs().map((row) => ({ topic: row.topic, json: topicConfigJson(row) })),
+  ),
   operation({
     method: 'GET',
     path: '/api/topic-configs/:topic',
@@ -83,17 +87,9 @@ export const topicConfigOperations: Operation[] = [
       sendEmpty(res, 204);
     },
   }),
-  operation({
-    method: 'GET',
-    path: '/api/topic-schemas',
-    operationId: 'listTopicSchemas',
-    summary: 'List topic schemas',
-    description: 'Only topics the caller holds an admin grant on (all for admins).',
-    tag: 'topics',
-    access: TOKEN,
-    success: { status: 200, schema: R.TopicSchemaList, description: 'The schemas, by topic name.' },
-    handler: (ctx, req, res) => sendJson(res, 200, { items: visible(ctx, req, ctx.topics.listSchemas()).map(topicSchemaJson) }),
-  }),
+  listOperation('/api/topic-schemas', 'listTopicSchemas', 'List topic schemas', { status: 200, schema: R.TopicSchemaList, description: 'The schemas, by topic name.' }, (ctx) =>
+    ctx.topics.listSchemas().map((row) => ({ topic: row.topic, json: topicSchemaJson(row) })),
+  ),
   operation({
     method: 'GET',
     path: '/api/topic-schemas/:topic',

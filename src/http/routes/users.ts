@@ -1,7 +1,7 @@
 import type { Grant, User } from '../../auth/users.js';
 import { short, userTarget, username, uuid, fieldsSet } from '../audit-details.js';
 import { iso } from '../format.js';
-import type { AuditCall } from '../middleware/audit.js';
+import type { AuditCall, AuditSpec } from '../middleware/audit.js';
 import { ADMIN, operation, type Operation } from '../operation.js';
 import * as R from '../openapi/responses.js';
 import { sendEmpty, sendJson } from '../respond.js';
@@ -20,6 +20,19 @@ const grantJson = (g: Grant) => ({
 
 /** The user's name, read before the change, for the audit record. */
 const nameBefore = (params: Record<string, string>, ctx: Parameters<typeof username>[0]) => username(ctx, params.id);
+
+/** A new grant's record: the user, the grant, what it allows (`field` of the body) and its topic pattern. */
+const grantCreation = (action: 'grant.create' | 'consume_grant.create', field: 'action' | 'consumer_group'): AuditSpec<string | undefined> => ({
+  action,
+  target: userTarget,
+  before: nameBefore,
+  details: (c) => ({
+    username: c.state,
+    grant_id: c.ok ? uuid(c.response?.id) : undefined,
+    [field]: short(c.body[field]),
+    topic_pattern: c.ok ? short(c.response?.topic_pattern) : short(c.body.topic_pattern),
+  }),
+});
 
 /** Users and grants: admin only (docs/auth.md); never a password or its hash in a record. */
 export const userOperations: Operation[] = [
@@ -108,17 +121,7 @@ export const userOperations: Operation[] = [
     summary: 'Grant read, write or admin on topics',
     tag: 'users',
     access: ADMIN,
-    audit: {
-      action: 'grant.create',
-      target: userTarget,
-      before: nameBefore,
-      details: (c: AuditCall<string | undefined>) => ({
-        username: c.state,
-        grant_id: c.ok ? uuid(c.response?.id) : undefined,
-        action: short(c.body.action),
-        topic_pattern: c.ok ? short(c.response?.topic_pattern) : short(c.body.topic_pattern),
-      }),
-    },
+    audit: grantCreation('grant.create', 'action'),
     body: { name: 'GrantRequest', schema: grantBody },
     success: { status: 201, schema: R.Grant, description: 'The new grant.' },
     errors: [400, 404, 409],
@@ -131,17 +134,7 @@ export const userOperations: Operation[] = [
     summary: 'Grant consuming as a consumer group',
     tag: 'users',
     access: ADMIN,
-    audit: {
-      action: 'consume_grant.create',
-      target: userTarget,
-      before: nameBefore,
-      details: (c: AuditCall<string | undefined>) => ({
-        username: c.state,
-        grant_id: c.ok ? uuid(c.response?.id) : undefined,
-        consumer_group: short(c.body.consumer_group),
-        topic_pattern: c.ok ? short(c.response?.topic_pattern) : short(c.body.topic_pattern),
-      }),
-    },
+    audit: grantCreation('consume_grant.create', 'consumer_group'),
     body: { name: 'ConsumerGroupGrantRequest', schema: consumerGroupGrantBody },
     success: { status: 201, schema: R.Grant, description: 'The new grant.' },
     errors: [400, 404, 409],
