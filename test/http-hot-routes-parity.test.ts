@@ -6,7 +6,7 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 
 /**
  * Enqueue, dequeue and ack by id, the hot routes, go through the one request pipeline of every route
- * (src/http/app.ts, route-table.ts). A path spelled another way that the route table accepts (a trailing slash
+ * (src/http/app.ts, router.ts). A path spelled another way that the router accepts (a trailing slash
  * and a query string) reaches the same route and must answer exactly alike, with auth off and on: there is no
  * second way in.
  */

@@ -42,8 +42,8 @@ const NO_QUERY: Record<string, string | string[]> = Object.freeze(Object.create(
 
 /**
  * The classes node:http creates each request and response of the port with (its `IncomingMessage` and
- * `ServerResponse` options). They become the express app's `app.request` and `app.response`: their
- * prototypes sit between node's and express's, so the prototype swap express makes on every request
+ * `ServerResponse` options). They become the express app's `app.request` and `app.response` (each inherits
+ * express's request or response, which inherits node's), so the prototype swap express makes on every request
  * (`Object.setPrototypeOf(req, app.request)`) sets what is already set, and V8 keeps the object's shape and
  * inline caches, where a real swap cost about 30 µs of CPU per request (docs/benchmark.md, sixth round).
  * They are plain subclasses: an object made through `Reflect.construct` with another prototype measured
