@@ -368,6 +368,7 @@ const ROUTES = [
   '/api/messages/ack',
   '/api/messages/:id/ack',
   '/api/messages/:id/nack',
+  '/api/messages/:id/visibility',
   '/api/messages/:id/requeue',
   '/api/topic-configs',
   '/api/topic-configs/:topic',

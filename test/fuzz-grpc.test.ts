@@ -35,7 +35,7 @@ const CHECK_EVERY = 250;
 
 const root = protobuf.loadSync(queueProtoPath());
 const SERVICE = 'queue.QueueService';
-const METHODS = ['Enqueue', 'EnqueueBatch', 'Dequeue', 'BatchDequeue', 'Ack', 'Nack', 'AckBatch', 'Subscribe'] as const;
+const METHODS = ['Enqueue', 'EnqueueBatch', 'Dequeue', 'BatchDequeue', 'Ack', 'Nack', 'AckBatch', 'ChangeVisibility', 'Subscribe'] as const;
 type Method = (typeof METHODS)[number];
 const requestType = (m: Method) => root.lookupType(`queue.${m}Request`);
 const RESPONSE_TYPES: Record<Method, string> = {
@@ -46,6 +46,7 @@ const RESPONSE_TYPES: Record<Method, string> = {
   Ack: 'AckResponse',
   Nack: 'NackResponse',
   AckBatch: 'AckBatchResponse',
+  ChangeVisibility: 'ChangeVisibilityResponse',
   Subscribe: 'SubscribeResponse',
 };
 
@@ -126,6 +127,7 @@ const requestArbs: Record<Method, fc.Arbitrary<Record<string, unknown>>> = {
   Ack: fc.record({ id: idArb, consumer_group: groupArb }),
   Nack: fc.record({ id: idArb, error: fc.oneof(fc.string({ maxLength: 20 }), fc.constant('e'.repeat(70_000))), consumer_group: groupArb }),
   AckBatch: fc.record({ ids: fc.oneof(fc.array(idArb, { maxLength: 5 }), fc.constant(Array.from({ length: 1001 }, (_, i) => ({ pool: i })))), consumer_group: groupArb }),
+  ChangeVisibility: fc.record({ id: idArb, visibility_timeout_seconds: fc.integer({ min: -5, max: 50_000 }), consumer_group: groupArb }),
   Subscribe: fc.record({ topic: subscribeTopicArb, visibility_timeout_seconds: uint32Arb, consumer_group: groupArb }, { requiredKeys: ['topic'] }),
 };
 

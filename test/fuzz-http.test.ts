@@ -43,6 +43,7 @@ const ROUTES: Array<[string, string[]]> = [
   ['/api/messages/ack', ['POST']],
   ['/api/messages/:id/ack', ['POST']],
   ['/api/messages/:id/nack', ['POST']],
+  ['/api/messages/:id/visibility', ['POST']],
   ['/api/messages/:id/requeue', ['POST']],
   ['/api/topic-configs', ['GET']],
   ['/api/topic-configs/:topic', ['GET', 'PUT', 'DELETE']],
@@ -71,7 +72,7 @@ const ROUTES: Array<[string, string[]]> = [
 ];
 
 /** Routes that hold or move messages come up three times as often. */
-const BUSY = new Set(['/api/messages', '/api/messages/batch', '/api/messages/dequeue', '/api/messages/ack', '/api/messages/:id/ack', '/api/messages/:id/nack', '/api/messages/:id/requeue', '/api/topics/:topic/purge', '/api/topics/:topic/replay']);
+const BUSY = new Set(['/api/messages', '/api/messages/batch', '/api/messages/dequeue', '/api/messages/ack', '/api/messages/:id/ack', '/api/messages/:id/nack', '/api/messages/:id/visibility', '/api/messages/:id/requeue', '/api/topics/:topic/purge', '/api/topics/:topic/replay']);
 
 const ODD_METHODS = ['PATCH', 'OPTIONS', 'HEAD', 'TRACE', 'PROPFIND', 'M-SEARCH', 'PURGE', 'LOCK', 'SEARCH', 'QUERY'];
 

@@ -20,6 +20,7 @@ const BODY_ROUTES: Array<[string, string, Record<string, unknown>]> = [
   ['POST', '/api/messages/ack', { ids: [MISSING_ID] }],
   ['POST', `/api/messages/${MISSING_ID}/ack`, {}],
   ['POST', `/api/messages/${MISSING_ID}/nack`, { error: 'e' }],
+  ['POST', `/api/messages/${MISSING_ID}/visibility`, { visibility_timeout_seconds: 30 }],
   ['PUT', '/api/topic-configs/cons', { max_retries: 2 }],
   ['PUT', '/api/topic-schemas/cons', { schema_json: '"string"' }],
   ['POST', '/api/topics/cons/purge', { statuses: ['pending'] }],

@@ -243,6 +243,7 @@ describeEachEngine('OpenAPI document', (engine) => {
     const claimed = (await admin.post('/api/messages/dequeue', { topic: 'orders', count: 3, visibility_timeout_seconds: 60 })).body.messages;
     expect(claimed).toHaveLength(3);
     expect((await admin.post('/api/messages/dequeue', { topic: 'orders', count: 0 })).status).toBe(400);
+    expect((await admin.post(`/api/messages/${claimed[0].id}/visibility`, { visibility_timeout_seconds: 120 })).status).toBe(200);
     expect((await admin.post(`/api/messages/${claimed[0].id}/ack`)).status).toBe(204);
     expect((await admin.post(`/api/messages/${claimed[0].id}/ack`)).status).toBe(404);
     expect((await admin.post(`/api/messages/${claimed[1].id}/nack`, { error: 'try again' })).status).toBe(204);

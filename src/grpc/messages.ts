@@ -28,6 +28,10 @@ export interface NackRequest extends AckRequest {
   error: string;
 }
 
+export interface ChangeVisibilityRequest extends AckRequest {
+  visibility_timeout_seconds: number;
+}
+
 export interface EnqueueBatchRequest {
   requests: EnqueueRequest[];
 }
@@ -55,7 +59,7 @@ export function groupOf(request: { consumer_group: string }): string | undefined
   return request.consumer_group === '' ? undefined : request.consumer_group;
 }
 
-function timestamp(ms: number): Timestamp {
+export function timestamp(ms: number): Timestamp {
   return { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1_000_000 };
 }
 

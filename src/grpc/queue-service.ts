@@ -15,6 +15,7 @@ import { isMalformed, malformedReason, type MalformedRequest } from './malformed
 import {
   dequeueResponse,
   groupOf,
+  timestamp,
   toEnqueueInput,
   type AckBatchRequest,
   type AckRequest,
@@ -23,6 +24,7 @@ import {
   type EnqueueBatchRequest,
   type EnqueueRequest,
   type NackRequest,
+  type ChangeVisibilityRequest,
   type SubscribeRequest,
 } from './messages.js';
 import { StreamQuota } from './stream-quota.js';
@@ -93,6 +95,12 @@ export class QueueServiceHandlers {
         return {};
       }),
       AckBatch: this.unary<AckBatchRequest>('AckBatch', BY_HANDLER, (r, metadata) => this.ackBatch(r, metadata)),
+      ChangeVisibility: this.unary<ChangeVisibilityRequest>('ChangeVisibility', (r) => settle([r.id], r), async (r) => {
+        const { availableAt } = await messages.changeVisibility(r.id, r.visibility_timeout_seconds, groupOf(r));
+        // Given back (0), the delivery no longer counts against its Subscribe stream's window.
+        if (r.visibility_timeout_seconds === 0) this.deliveries.release(groupOf(r), [r.id]);
+        return { available_at: timestamp(availableAt) };
+      }),
       Subscribe: (call: ServerWritableStream<SubscribeRequest, unknown>) => void this.subscribe(call),
     };
   }

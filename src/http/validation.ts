@@ -3,7 +3,7 @@ import { isValidPattern } from '../auth/grants-policy.js';
 import { MIN_PASSWORD_LENGTH } from '../auth/passwords.js';
 import { assertConsumerGroupName } from '../queue/consumer-group-names.js';
 import { DomainError, invalid } from '../queue/errors.js';
-import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DEQUEUE_COUNT, MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_MESSAGE } from '../queue/bounds.js';
+import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DEQUEUE_COUNT, MAX_VISIBILITY_SECONDS, VISIBILITY_CHANGE_MESSAGE, VISIBILITY_TIMEOUT_MESSAGE } from '../queue/bounds.js';
 import { MAX_BATCH_ENQUEUE } from '../queue/messages.js';
 import { MESSAGE_STATUSES, PURGEABLE_STATUSES, topicConfigBody } from '../queue/topics.js';
 import type { MessageStatus } from '../store/messages/rows.js';
@@ -88,6 +88,15 @@ export const dequeueBody = z.object({
     .max(MAX_VISIBILITY_SECONDS, { error: visibilityMessage })
     .optional()
     .meta({ description: 'Default queue.visibility_timeout.' }),
+  consumer_group: optionalGroup(),
+});
+
+export const visibilityBody = z.object({
+  visibility_timeout_seconds: z
+    .int({ error: VISIBILITY_CHANGE_MESSAGE })
+    .min(0, { error: VISIBILITY_CHANGE_MESSAGE })
+    .max(MAX_VISIBILITY_SECONDS, { error: VISIBILITY_CHANGE_MESSAGE })
+    .meta({ description: 'The claim now ends this many seconds from now; 0 gives the message back at once without counting an attempt.' }),
   consumer_group: optionalGroup(),
 });
 

@@ -33,3 +33,5 @@ export const DEQUEUE_COUNT_MESSAGE = `count must be an integer from 1 to ${MAX_D
 export const VISIBILITY_TIMEOUT_MESSAGE = `visibility_timeout_seconds must be an integer from 1 to ${MAX_VISIBILITY_SECONDS}`;
 /** The refusal of a batch ack of more than MAX_DEQUEUE_COUNT ids. */
 export const ACK_BATCH_IDS_MESSAGE = `ids must hold at most ${MAX_DEQUEUE_COUNT} ids`;
+/** The refusal of a visibility change outside 0 to MAX_VISIBILITY_SECONDS (0 gives the message back at once). */
+export const VISIBILITY_CHANGE_MESSAGE = `visibility_timeout_seconds must be an integer from 0 to ${MAX_VISIBILITY_SECONDS}`;

@@ -26,6 +26,12 @@ export class DequeuedTopics {
     return undefined;
   }
 
+  /** A claim whose deadline moved (a visibility change): remembered until the new one. */
+  extend(id: string, until: number): void {
+    const entry = this.entries.get(id);
+    if (entry) entry.until = until;
+  }
+
   forget(id: string): void {
     this.entries.delete(id);
   }

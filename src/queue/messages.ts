@@ -8,6 +8,8 @@ import { claimMessages } from '../store/messages/claim.js';
 import { BatchRejected, insertMessages, newMessageRow, type InsertOutcome, type NewMessage } from '../store/messages/insert.js';
 import { ackMessages, nackMessage, releaseExpired, requeueDeadLetter, type AckTarget, type AttemptResult } from '../store/messages/settle.js';
 import { archiveMessages } from '../store/message-log.js';
+import { moveClaimDeadline, releaseClaim } from '../store/messages/visibility.js';
+import { moveDeliveryDeadline, releaseDeliveryClaim } from '../store/deliveries/visibility.js';
 import { catchUpWithCluster } from '../store/cluster-catch-up.js';
 import { FanOut } from './fan-out.js';
 import { announceAttempt, announceRedelivery, boundedLastError, decideAttempt, VISIBILITY_EXPIRED } from './attempts.js';
@@ -21,7 +23,7 @@ import { DequeuedTopics } from './dequeued-topics.js';
 import { toMessage, type DequeueInput, type Message } from './message.js';
 import type { MessageRow } from '../store/messages/rows.js';
 import type { QueueMetrics } from './metrics-port.js';
-import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DEQUEUE_COUNT, MAX_VISIBILITY_SECONDS, VISIBILITY_TIMEOUT_MESSAGE } from './bounds.js';
+import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DEQUEUE_COUNT, MAX_VISIBILITY_SECONDS, VISIBILITY_CHANGE_MESSAGE, VISIBILITY_TIMEOUT_MESSAGE } from './bounds.js';
 import { ackBatchOfHeld, type AckBatchCaller, type HeldAckCaller } from './held-ack-batch.js';
 import { assertNotDeadLetterTopic, assertTopicName, baseTopicOf, isDlqTopic, isValidTopicName } from './topic-names.js';
 import { SubscriptionHub, type Reservation } from './subscriptions.js';
@@ -364,6 +366,34 @@ export class MessageService {
     if (!result) throw messageNotFound();
     this.deps.metrics.nacked(result.topic, result.outcome === 'superseded' ? 'retry' : result.outcome);
     announceAttempt(result, this.deps.metrics, this.deps.signals);
+  }
+
+  /**
+   * Changes the visibility of a processing message (its group's delivery, with a consumer group): its claim
+   * now ends `seconds` from now, longer or shorter than the dequeue set, so a long job keeps its message by
+   * calling this before the deadline (a heartbeat). 0 gives the message back at once, pending again with no
+   * attempt counted, and wakes the topic's consumers. Resolves to when the message becomes available again
+   * unless it is settled first; 404 when it is unknown or not processing (for that group).
+   */
+  async changeVisibility(id: unknown, seconds: unknown, consumerGroup?: string): Promise<{ availableAt: number }> {
+    if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 0 || seconds > MAX_VISIBILITY_SECONDS) throw invalid(VISIBILITY_CHANGE_MESSAGE);
+    const messageId = normaliseMessageId(id);
+    if (!messageId) throw messageNotFound();
+    const now = this.now();
+    const until = now + seconds * 1000;
+    const attempt = async (): Promise<string | null> => {
+      const routes = await this.fanOut.settleRoutes([messageId], consumerGroup);
+      if (routes.group.length > 0) return seconds === 0 ? releaseDeliveryClaim(this.deps.db, messageId, consumerGroup!) : moveDeliveryDeadline(this.deps.db, messageId, consumerGroup!, until);
+      if (routes.plain.length === 0) return null;
+      return seconds === 0 ? releaseClaim(this.deps.db, messageId, now) : moveClaimDeadline(this.deps.db, messageId, until);
+    };
+    const topic = await this.orAfterCatchUp(attempt, (t) => t === null);
+    if (topic === null) throw messageNotFound();
+    if (seconds === 0) {
+      this.dequeuedTopics.forget(messageId);
+      this.deps.signals.signal(topic);
+    } else this.dequeuedTopics.extend(messageId, until);
+    return { availableAt: until };
   }
 
   /** The topic a message lives in (null for an unknown or malformed id): per-topic grants of ack, nack and requeue. */

@@ -71,6 +71,11 @@ export const DequeuedMessage = z.strictObject({
 
 export const Dequeued = z.strictObject({ messages: z.array(DequeuedMessage) });
 
+export const VisibilityChanged = z.strictObject({
+  id: uuid(),
+  available_at: timestamp().meta({ description: 'When the message becomes available to consumers again unless it is settled first.' }),
+});
+
 export const AckBatchResult = z.strictObject({
   acked: z.array(z.string()),
   not_found: z.array(z.string()).meta({ description: 'Ids that were unknown, not UUIDs, or not being processed.' }),

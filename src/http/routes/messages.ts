@@ -1,13 +1,13 @@
 import type { z } from 'zod';
 import type { HttpContext } from '../context.js';
 import type { ApiRequest } from '../request.js';
-import { dequeuedMessageJson, messageJson } from '../format.js';
+import { dequeuedMessageJson, iso, messageJson } from '../format.js';
 import { checkConsumeOfMessage, checkConsumeOfMessages, consumeOfBody, consumeOfMessage, requeueOfMessage, writeOfBatch, writeOfBody } from '../middleware/auth.js';
 import { uuid } from '../audit-details.js';
 import { operation, type Operation } from '../operation.js';
 import * as R from '../openapi/responses.js';
 import { sendEmpty, sendJson, sendJsonList } from '../respond.js';
-import { ackBatchBody, ackBody, dequeueBody, enqueueBatchBody, enqueueBody, listMessagesQuery, nackBody, parseBatchBody, parseBody } from '../validation.js';
+import { ackBatchBody, ackBody, dequeueBody, enqueueBatchBody, enqueueBody, listMessagesQuery, nackBody, parseBatchBody, parseBody, visibilityBody } from '../validation.js';
 import { assertTopicName } from '../../queue/topic-names.js';
 import type { EnqueueInput } from '../../queue/messages.js';
 import type { MessageFilter } from '../../store/messages/browse.js';
@@ -181,6 +181,24 @@ export const messageOperations: Operation[] = [
     handler: async (ctx, req, res) => {
       await ctx.messages.nack(req.params.id, req.body.error ?? '', req.body.consumer_group);
       sendEmpty(res, 204);
+    },
+  }),
+  operation({
+    method: 'POST',
+    path: '/api/messages/:id/visibility',
+    operationId: 'changeMessageVisibility',
+    summary: 'Extend or shorten the claim of a message being processed (extension)',
+    description:
+      'The same grant as an ack. The claim now ends visibility_timeout_seconds from now, longer or shorter than the dequeue set: a long job keeps its message by calling it before the claim ends (a heartbeat). 0 gives the message back at once, pending again with its retry_count unchanged. 404 when the message is unknown or not processing (for that group).',
+    tag: 'messages',
+    access: consumeOfMessage,
+    audit: { notAudited: NOT_AUDITED },
+    body: { name: 'VisibilityRequest', schema: visibilityBody },
+    success: { status: 200, schema: R.VisibilityChanged, description: 'The new end of the claim.' },
+    errors: [400, 404, 422],
+    handler: async (ctx, req, res) => {
+      const { availableAt } = await ctx.messages.changeVisibility(req.params.id, req.body.visibility_timeout_seconds, req.body.consumer_group);
+      sendJson(res, 200, { id: req.params.id.toLowerCase(), available_at: iso(availableAt) });
     },
   }),
   operation({

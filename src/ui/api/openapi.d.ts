@@ -258,6 +258,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/messages/{id}/visibility": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Extend or shorten the claim of a message being processed (extension)
+         * @description The same grant as an ack. The claim now ends visibility_timeout_seconds from now, longer or shorter than the dequeue set: a long job keeps its message by calling it before the claim ends (a heartbeat). 0 gives the message back at once, pending again with its retry_count unchanged. 404 when the message is unknown or not processing (for that group).
+         */
+        post: operations["changeMessageVisibility"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/messages/{id}/requeue": {
         parameters: {
             query?: never;
@@ -975,6 +995,15 @@ export interface components {
         Version: {
             version: string;
         };
+        VisibilityChanged: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When the message becomes available to consumers again unless it is settled first.
+             */
+            available_at: string;
+        };
         LoginRequest: {
             username: string;
             password: string;
@@ -1015,6 +1044,12 @@ export interface components {
         NackRequest: {
             /** @description Recorded as last_error (at most 64 KiB kept); a lone UTF-16 surrogate is recorded as U+FFFD. */
             error?: string;
+            /** @description The consumer group (fan-out topics). */
+            consumer_group?: string;
+        };
+        VisibilityRequest: {
+            /** @description The claim now ends this many seconds from now; 0 gives the message back at once without counting an attempt. */
+            visibility_timeout_seconds: number;
             /** @description The consumer group (fan-out topics). */
             consumer_group?: string;
         };
@@ -1622,6 +1657,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    changeMessageVisibility: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A message id or user id (a UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VisibilityRequest"];
+            };
+        };
+        responses: {
+            /** @description The new end of the claim. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VisibilityChanged"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
