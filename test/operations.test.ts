@@ -1,6 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkOperations, type Operation } from '../src/http/operation.js';
 import { OPERATIONS } from '../src/http/operations.js';
+import { expectErrorBody } from './helpers/assert-error.js';
+import { createUser, startAuthServer, type AuthServer } from './helpers/auth.js';
+import { describeEachEngine } from './helpers/engines.js';
 
 /**
  * Each HTTP operation is declared once (src/http/operation.ts); the router refuses to start with a declaration
@@ -28,5 +31,31 @@ describe('operation declarations', () => {
     expect(() => checkOperations([put, { ...put, method: 'DELETE' } as Operation])).toThrow(/operationId is used twice/);
     expect(() => checkOperations([{ ...put, body: { name: '', schema: put.body!.schema } } as Operation])).toThrow(/name/);
     expect(() => checkOperations([{ ...put, audit: { notAudited: '' } } as Operation])).toThrow(/say why/);
+  });
+});
+
+describeEachEngine('a method a path does not serve (auth on)', (engine) => {
+  let server: AuthServer;
+  beforeAll(async () => {
+    server = await startAuthServer(engine);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('is 401 without a token, then 403 where every method of the path needs the same grant, else 405', async () => {
+    const user = await createUser(server, ['write:ops-405']);
+    expectErrorBody(await server.api.request('PATCH', '/api/users'), 401);
+    // Users and grants are the admin's whatever the method; a topic's configuration needs its admin grant.
+    expectErrorBody(await user.api.request('PATCH', '/api/users'), 403);
+    expectErrorBody(await user.api.request('PATCH', '/api/topic-configs/ops-405'), 403);
+    expectErrorBody(await user.api.request('POST', '/api/admin/delete-reaper/schedule'), 403);
+    // The message paths' methods need different grants: the 405 comes right after the token.
+    const res = await user.api.request('PATCH', '/api/messages');
+    expectErrorBody(res, 405);
+    expect(res.headers.get('allow')).toBe('GET, POST, HEAD');
+    const admin = await server.admin.request('PATCH', '/api/users');
+    expectErrorBody(admin, 405);
+    expect(admin.headers.get('allow')).toBe('GET, POST, HEAD');
   });
 });
