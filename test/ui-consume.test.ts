@@ -91,6 +91,30 @@ describe('admin UI consume screen (SQLite, auth off)', () => {
     expect(errors.filter((e) => !e.includes('404'))).toEqual([]);
   });
 
+  it('extends a lease past its timeout and gives a message back without counting an attempt', async () => {
+    expect((await server.api.enqueue('leases', 'long job')).status).toBe(201);
+    expect((await server.api.enqueue('leases', 'not now')).status).toBe(201);
+    const { page, errors } = await openUi(browser, server, { path: '#/consume' });
+    await dequeueInUi(page, { topic: 'leases', count: '2', visibility: '5' });
+    await expect.poll(() => page.getByRole('article').count()).toBe(2);
+    const [long, later] = (await server.api.get('/api/messages?topic=leases')).body.items.map((m: any) => m.id);
+
+    await card(page, long).getByLabel('Keep the lease for (seconds)').fill('300');
+    await card(page, long).getByRole('button', { name: 'Extend lease' }).click();
+    await expect.poll(() => card(page, long).getByRole('status').textContent()).toMatch(/^Lease extended: the message stays yours until /);
+    await card(page, later).getByRole('button', { name: 'Give back' }).click();
+    await expect.poll(() => card(page, later).locator('.status').textContent()).toBe('given back');
+    expect((await server.api.get('/api/messages?topic=leases&status=pending')).body.items).toMatchObject([{ id: later, retry_count: 0 }]);
+
+    // Past the dequeue's 5 s the extended message is still held: a dequeue gets only the one given back.
+    await new Promise((resolve) => setTimeout(resolve, 5_500));
+    expect((await server.api.dequeue('leases', { count: 10 })).body.messages.map((m: any) => m.id)).toEqual([later]);
+    await card(page, long).getByRole('button', { name: 'Ack', exact: true }).click();
+    await expect.poll(() => card(page, long).locator('.status').textContent()).toBe('acked');
+    await expectAccessible(page);
+    expect(errors).toEqual([]);
+  });
+
   it('uses the consumer group for dequeue and ack, and shows a 400 inline', async () => {
     expect((await server.api.post('/api/topics/fan/consumer-groups', { consumer_group: 'billing' })).status).toBe(201);
     expect((await server.api.enqueue('fan', 'for every group')).status).toBe(201);

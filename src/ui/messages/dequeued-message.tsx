@@ -7,9 +7,9 @@ import { Timestamp } from '../components/timestamp';
 import { payloadView } from '../format';
 import type { DequeuedMessage } from './types';
 
-type Outcome = { kind: 'acked' } | { kind: 'nacked'; error: string };
+type Outcome = { kind: 'acked' } | { kind: 'nacked'; error: string } | { kind: 'given back' };
 
-/** A 404 from ack or nack means the lease is no longer this consumer's: say so in words. */
+/** A 404 from ack, nack or a lease change means the lease is no longer this consumer's: say so in words. */
 function outcomeError(error: unknown): unknown {
   if (error instanceof ApiError && error.status === 404) {
     return new Error(`${error.message}: it was already acked or nacked, or its visibility timeout passed and the lease is gone.`);
@@ -17,7 +17,7 @@ function outcomeError(error: unknown): unknown {
   return error;
 }
 
-/** One leased message with its Ack and Nack; the state after the action is shown in place. */
+/** One leased message with its Ack and Nack, and its lease extended or given back; the state after the action is shown in place. */
 export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerGroup: string }) {
   const { message, consumerGroup } = props;
   const titleId = useId();
@@ -36,9 +36,25 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
     },
     onSettled: () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] })]),
   });
-  const outcome = settle.data;
+  const [keepSeconds, setKeepSeconds] = useState('60');
+  // Extends (or shortens) the lease: the message stays this consumer's until the answer's available_at.
+  const extend = useMutation({
+    mutationFn: async () => {
+      const body = { ...group, visibility_timeout_seconds: Number(keepSeconds) };
+      return unwrap(api.POST('/api/messages/{id}/visibility', { params: { path: { id: message.id } }, body }));
+    },
+  });
+  const giveBack = useMutation({
+    mutationFn: async (): Promise<Outcome> => {
+      await unwrap(api.POST('/api/messages/{id}/visibility', { params: { path: { id: message.id } }, body: { ...group, visibility_timeout_seconds: 0 } }));
+      return { kind: 'given back' };
+    },
+    onSettled: () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] })]),
+  });
+  const outcome = settle.data ?? giveBack.data;
   const pretty = payloadView(message);
-  const leaseGone = settle.error instanceof ApiError && settle.error.status === 404;
+  const failure = settle.error ?? giveBack.error ?? extend.error;
+  const leaseGone = failure instanceof ApiError && failure.status === 404;
   const state = outcome?.kind ?? (leaseGone ? 'lease gone' : 'processing');
   return (
     <article className="dequeued-message" aria-labelledby={titleId}>
@@ -85,11 +101,33 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
               Nack
             </button>
           </div>
+          <Field label="Keep the lease for (seconds)">
+            <input type="number" min={0} max={43200} value={keepSeconds} onChange={(e) => setKeepSeconds(e.target.value)} />
+          </Field>
+          <div className="settle-buttons">
+            <button type="button" disabled={extend.isPending} onClick={() => extend.mutate()}>
+              Extend lease
+            </button>
+            <button type="button" disabled={giveBack.isPending} onClick={() => giveBack.mutate()}>
+              Give back
+            </button>
+          </div>
+          {extend.data && (
+            <p role="status">
+              Lease extended: the message stays yours until <Timestamp iso={extend.data.available_at} />.
+            </p>
+          )}
         </div>
       ) : (
-        <p role="status">{outcome.kind === 'acked' ? 'Acked: the message is done and removed from the topic.' : `Nacked${outcome.error ? ` with error "${outcome.error}"` : ''}: it is retried, dead-lettered or failed by the topic's retry rules.`}</p>
+        <p role="status">
+          {outcome.kind === 'acked'
+            ? 'Acked: the message is done and removed from the topic.'
+            : outcome.kind === 'given back'
+              ? 'Given back: the message is pending again, with no attempt counted.'
+              : `Nacked${outcome.error ? ` with error "${outcome.error}"` : ''}: it is retried, dead-lettered or failed by the topic's retry rules.`}
+        </p>
       )}
-      <ErrorMessage error={settle.error ? outcomeError(settle.error) : null} />
+      <ErrorMessage error={failure ? outcomeError(failure) : null} />
     </article>
   );
 }
