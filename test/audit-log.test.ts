@@ -63,6 +63,7 @@ const NOT_AUDITED = [
   'POST /api/messages/ack',
   'POST /api/messages/:id/ack',
   'POST /api/messages/:id/nack',
+  'POST /api/messages/:id/visibility',
   'POST /api/auth/login',
   'POST /api/auth/refresh',
 ];
