@@ -26,6 +26,7 @@ export interface AckRequest {
 
 export interface NackRequest extends AckRequest {
   error: string;
+  delay_seconds?: number;
 }
 
 export interface ChangeVisibilityRequest extends AckRequest {

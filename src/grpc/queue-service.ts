@@ -91,7 +91,7 @@ export class QueueServiceHandlers {
       Ack: this.unary<AckRequest>('Ack', BY_HANDLER, (r, metadata) => this.ack(r, metadata)),
       Nack: this.unary<NackRequest>('Nack', (r) => settle([r.id], r), async (r) => {
         this.deliveries.release(groupOf(r), [r.id]);
-        await messages.nack(r.id, r.error, groupOf(r));
+        await messages.nack(r.id, r.error, groupOf(r), r.delay_seconds);
         return {};
       }),
       AckBatch: this.unary<AckBatchRequest>('AckBatch', BY_HANDLER, (r, metadata) => this.ackBatch(r, metadata)),

@@ -3,7 +3,7 @@ import { isValidPattern } from '../auth/grants-policy.js';
 import { MIN_PASSWORD_LENGTH } from '../auth/passwords.js';
 import { assertConsumerGroupName } from '../queue/consumer-group-names.js';
 import { DomainError, invalid } from '../queue/errors.js';
-import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DEQUEUE_COUNT, MAX_VISIBILITY_SECONDS, VISIBILITY_CHANGE_MESSAGE, VISIBILITY_TIMEOUT_MESSAGE } from '../queue/bounds.js';
+import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DELAY_SECONDS, MAX_DEQUEUE_COUNT, NACK_DELAY_MESSAGE, MAX_VISIBILITY_SECONDS, VISIBILITY_CHANGE_MESSAGE, VISIBILITY_TIMEOUT_MESSAGE } from '../queue/bounds.js';
 import { MAX_BATCH_ENQUEUE } from '../queue/messages.js';
 import { MESSAGE_STATUSES, PURGEABLE_STATUSES, topicConfigBody } from '../queue/topics.js';
 import type { MessageStatus } from '../store/messages/rows.js';
@@ -109,6 +109,12 @@ export const nackBody = z.object({
     .optional()
     .meta({ description: 'Recorded as last_error (at most 64 KiB kept); a lone UTF-16 surrogate is recorded as U+FFFD.' }),
   consumer_group: optionalGroup(),
+  delay_seconds: z
+    .int({ error: NACK_DELAY_MESSAGE })
+    .min(0, { error: NACK_DELAY_MESSAGE })
+    .max(MAX_DELAY_SECONDS, { error: NACK_DELAY_MESSAGE })
+    .optional()
+    .meta({ description: 'A retry is claimable again only this many seconds after the nack (default 0: at once).' }),
 });
 
 export const ackBody = z.object({ consumer_group: optionalGroup() });

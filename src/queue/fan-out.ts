@@ -93,8 +93,8 @@ export class FanOut {
   }
 
   /** Null when the group has no such delivery in processing: the caller may look again after a catch-up. */
-  nack(id: string, group: string, error: string, decide: DecideAttempt, now: number): Promise<AttemptResult | null> {
-    return nackDelivery(this.db, id, group, error, decide, this.settleContext(now));
+  nack(id: string, group: string, error: string, decide: DecideAttempt, now: number, retryAt?: number): Promise<AttemptResult | null> {
+    return nackDelivery(this.db, id, group, error, decide, { ...this.settleContext(now), retryAt });
   }
 
   /**

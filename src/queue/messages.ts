@@ -23,7 +23,7 @@ import { DequeuedTopics } from './dequeued-topics.js';
 import { toMessage, type DequeueInput, type Message } from './message.js';
 import type { MessageRow } from '../store/messages/rows.js';
 import type { QueueMetrics } from './metrics-port.js';
-import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DEQUEUE_COUNT, MAX_VISIBILITY_SECONDS, VISIBILITY_CHANGE_MESSAGE, VISIBILITY_TIMEOUT_MESSAGE } from './bounds.js';
+import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DEQUEUE_COUNT, MAX_DELAY_SECONDS, MAX_VISIBILITY_SECONDS, NACK_DELAY_MESSAGE, VISIBILITY_CHANGE_MESSAGE, VISIBILITY_TIMEOUT_MESSAGE } from './bounds.js';
 import { ackBatchOfHeld, type AckBatchCaller, type HeldAckCaller } from './held-ack-batch.js';
 import { assertNotDeadLetterTopic, assertTopicName, baseTopicOf, isDlqTopic, isValidTopicName } from './topic-names.js';
 import { SubscriptionHub, type Reservation } from './subscriptions.js';
@@ -351,7 +351,13 @@ export class MessageService {
     return found;
   }
 
-  async nack(id: unknown, reason = '', consumerGroup?: string): Promise<void> {
+  /**
+   * A failed attempt. With `delaySeconds` a retry is claimable again only that long after the nack (a
+   * downstream outage is waited out instead of burning the retries at once); a dead-lettered or failed message
+   * is not delayed.
+   */
+  async nack(id: unknown, reason = '', consumerGroup?: string, delaySeconds?: unknown): Promise<void> {
+    if (delaySeconds !== undefined && (typeof delaySeconds !== 'number' || !Number.isInteger(delaySeconds) || delaySeconds < 0 || delaySeconds > MAX_DELAY_SECONDS)) throw invalid(NACK_DELAY_MESSAGE);
     const messageId = normaliseMessageId(id);
     if (!messageId) throw messageNotFound();
     this.dequeuedTopics.forget(messageId);
@@ -359,8 +365,10 @@ export class MessageService {
     const decide = (row: Parameters<typeof decideAttempt>[1]) => decideAttempt(this.policy(), row);
     const attempt = async (): Promise<AttemptResult | null> => {
       const routes = await this.fanOut.settleRoutes([messageId], consumerGroup);
-      if (routes.group.length > 0) return this.fanOut.nack(messageId, consumerGroup!, error, decide, this.now());
-      return routes.plain.length > 0 ? nackMessage(this.deps.db, messageId, error, decide, this.now()) : null;
+      const now = this.now();
+      const retryAt = delaySeconds ? now + (delaySeconds as number) * 1000 : undefined;
+      if (routes.group.length > 0) return this.fanOut.nack(messageId, consumerGroup!, error, decide, now, retryAt);
+      return routes.plain.length > 0 ? nackMessage(this.deps.db, messageId, error, decide, now, retryAt) : null;
     };
     const result = await this.orAfterCatchUp(attempt, (r) => !r);
     if (!result) throw messageNotFound();

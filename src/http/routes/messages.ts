@@ -179,7 +179,7 @@ export const messageOperations: Operation[] = [
     success: { status: 204, schema: 'empty', description: 'Pending again, dead-lettered or failed, by the retry rules.' },
     errors: [400, 404, 422],
     handler: async (ctx, req, res) => {
-      await ctx.messages.nack(req.params.id, req.body.error ?? '', req.body.consumer_group);
+      await ctx.messages.nack(req.params.id, req.body.error ?? '', req.body.consumer_group, req.body.delay_seconds);
       sendEmpty(res, 204);
     },
   }),

@@ -24,6 +24,7 @@ export function claimDeliveriesSelectMysql(db: Knex, req: GroupClaimRequest, lim
     .from(db.raw('?? FORCE INDEX (??)', ['deliveries', 'deliveries_claim']))
     .select('message_id')
     .where({ topic: req.topic, consumer_group: req.group, status: 'pending' })
+    .andWhere('visible_at', '<=', req.now)
     .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', req.now))
     .orderBy('message_id')
     .limit(limit)
@@ -45,10 +46,10 @@ async function claimIdsSqlite(trx: Knex.Transaction, req: GroupClaimRequest, lim
     `UPDATE deliveries SET status = 'processing', visible_at = ?
      WHERE consumer_group = ? AND message_id IN (
        SELECT message_id FROM deliveries INDEXED BY deliveries_claim
-       WHERE topic = ? AND consumer_group = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)
+       WHERE topic = ? AND consumer_group = ? AND status = 'pending' AND visible_at <= ? AND (expires_at IS NULL OR expires_at > ?)
        ORDER BY message_id LIMIT ?)
      RETURNING message_id`,
-    [req.visibleUntil, req.group, req.topic, req.group, req.now, limit],
+    [req.visibleUntil, req.group, req.topic, req.group, req.now, req.now, limit],
   )) as Array<{ message_id: string }>;
   return rows.map((r) => String(r.message_id));
 }

@@ -9,6 +9,8 @@ import { lockMessages, settleMessages, type SettleOutcome } from './complete.js'
 export interface GroupSettleContext {
   replayable: (topic: string) => boolean;
   now: number;
+  /** When a retry becomes claimable again (a nack's delay); `now` when absent. */
+  retryAt?: number;
 }
 
 /** The message row with the group's own attempt counters in place of the message's. */
@@ -69,7 +71,7 @@ async function applyGroupAttempt(trx: Knex.Transaction, row: MessageRow, group: 
   const attempts = row.retry_count + 1;
   const outcome = decide(row);
   const delivery = trx('deliveries').where({ message_id: row.id, consumer_group: group });
-  if (outcome === 'retry') await delivery.update({ status: 'pending', retry_count: attempts, last_error: error, visible_at: ctx.now });
+  if (outcome === 'retry') await delivery.update({ status: 'pending', retry_count: attempts, last_error: error, visible_at: ctx.retryAt ?? ctx.now });
   else if (outcome === 'failed') await delivery.update({ status: 'failed', retry_count: attempts, last_error: error });
   else await deadLetter(trx, row, group, attempts, error, ctx.now);
   if (outcome !== 'retry') await settleMessages(trx, [{ id: row.id, topic: row.topic }], ctx.replayable, ctx.now);

@@ -32,6 +32,7 @@ export function claimSelectMysql(db: Knex, req: ClaimRequest, limit: number): Kn
     .from(db.raw('?? FORCE INDEX (??)', ['messages', 'messages_queue']))
     .select(MESSAGE_COLUMNS)
     .where({ topic: req.topic, status: 'pending' })
+    .andWhere('visible_at', '<=', req.now)
     .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', req.now))
     .modify((q) => void (req.consumerGroup !== undefined && q.andWhere({ consumer_group: req.consumerGroup })))
     .orderBy(['visible_at', 'id'])
@@ -64,10 +65,10 @@ async function claimSqlite(trx: Knex.Transaction, req: ClaimRequest, limit: numb
     `UPDATE messages SET status = 'processing', visible_at = ?
      WHERE id IN (
        SELECT id FROM messages INDEXED BY messages_queue
-       WHERE topic = ? AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)${req.consumerGroup !== undefined ? ' AND consumer_group = ?' : ''}
+       WHERE topic = ? AND status = 'pending' AND visible_at <= ? AND (expires_at IS NULL OR expires_at > ?)${req.consumerGroup !== undefined ? ' AND consumer_group = ?' : ''}
        ORDER BY visible_at, id LIMIT ?)
      RETURNING ${MESSAGE_COLUMNS.join(', ')}`,
-    [req.visibleUntil, req.topic, req.now, ...(req.consumerGroup !== undefined ? [req.consumerGroup] : []), limit],
+    [req.visibleUntil, req.topic, req.now, req.now, ...(req.consumerGroup !== undefined ? [req.consumerGroup] : []), limit],
   )) as Array<Record<string, unknown>>;
   return rows.map(normaliseRow).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

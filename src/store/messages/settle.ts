@@ -33,7 +33,8 @@ export type Returned = 'pending' | 'superseded' | 'displaced';
  * expired, as the expiry reaper would. A failed statement does not end the transaction on either engine.
  */
 export async function returnToPending(trx: Knex.Transaction, id: string, changes: Record<string, unknown>, now: number): Promise<Returned> {
-  const back = () => trx('messages').where({ id }).update({ ...changes, status: 'pending', visible_at: 0 });
+  // `changes` may set visible_at: a retry delayed by its nack stays out of the claim until then.
+  const back = () => trx('messages').where({ id }).update({ status: 'pending', visible_at: 0, ...changes });
   try {
     await back();
     return 'pending';
@@ -59,7 +60,7 @@ export async function returnToPending(trx: Knex.Transaction, id: string, changes
   return 'superseded';
 }
 
-async function applyAttempt(trx: Knex.Transaction, row: MessageRow, outcome: AttemptOutcome, error: string, now: number): Promise<AttemptResult> {
+async function applyAttempt(trx: Knex.Transaction, row: MessageRow, outcome: AttemptOutcome, error: string, now: number, retryAt = 0): Promise<AttemptResult> {
   const attempts = row.retry_count + 1;
   const result = (o: AttemptResult['outcome']): AttemptResult => ({ id: row.id, topic: row.topic, outcome: o });
   if (outcome === 'failed') {
@@ -80,7 +81,7 @@ async function applyAttempt(trx: Knex.Transaction, row: MessageRow, outcome: Att
     });
     return result('dlq');
   }
-  const returned = await returnToPending(trx, row.id, { retry_count: attempts, last_error: error }, now);
+  const returned = await returnToPending(trx, row.id, { retry_count: attempts, last_error: error, visible_at: retryAt }, now);
   if (returned === 'superseded') return result('superseded');
   return returned === 'displaced' ? { ...result('retry'), displaced: true } : result('retry');
 }
@@ -117,15 +118,18 @@ export function appliedEarlier<T>(uncertain: boolean, decided: Decided<T> | unde
   return uncertain && decided !== undefined && (row === null || row.retry_count > decided.retryCount);
 }
 
-/** Nack: one transaction that locks the processing row, lets the domain decide and applies the decision. */
-export async function nackMessage(db: Knex, id: string, error: string, decide: DecideAttempt, now: number): Promise<AttemptResult | null> {
+/**
+ * Nack: one transaction that locks the processing row, lets the domain decide and applies the decision. A
+ * retry becomes claimable at `retryAt` (epoch ms; 0 at once).
+ */
+export async function nackMessage(db: Knex, id: string, error: string, decide: DecideAttempt, now: number, retryAt = 0): Promise<AttemptResult | null> {
   let decided: Decided<AttemptResult> | undefined;
   return retryTransaction(db, async (trx, attempt) => {
     const raw = await lockForSettle(trx, trx('messages').select(SETTLE_COLUMNS).where({ id, status: 'processing' }).whereRaw(WITHOUT_DELIVERIES)).first();
     const row = raw ? normaliseRow(raw) : null;
     if (appliedEarlier(attempt.uncertain, decided, row)) return decided.result;
     if (!row) return null;
-    const result = await applyAttempt(trx, row, decide(row), error, now);
+    const result = await applyAttempt(trx, row, decide(row), error, now, retryAt);
     decided = { retryCount: row.retry_count, result };
     return result;
   });

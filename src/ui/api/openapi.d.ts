@@ -1046,6 +1046,8 @@ export interface components {
             error?: string;
             /** @description The consumer group (fan-out topics). */
             consumer_group?: string;
+            /** @description A retry is claimable again only this many seconds after the nack (default 0: at once). */
+            delay_seconds?: number;
         };
         VisibilityRequest: {
             /** @description The claim now ends this many seconds from now; 0 gives the message back at once without counting an attempt. */
