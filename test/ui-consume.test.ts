@@ -76,10 +76,14 @@ describe('admin UI consume screen (SQLite, auth off)', () => {
     expect((await server.api.get('/api/messages?topic=work')).body.items.map((m: any) => m.id)).not.toContain(first);
 
     await card(page, second).getByLabel('Nack error text (optional)').fill('downstream said no');
+    await card(page, second).getByLabel('Retry after (seconds, optional)').fill('600');
     await card(page, second).getByRole('button', { name: 'Nack' }).click();
     await expect.poll(() => card(page, second).locator('.status').textContent()).toBe('nacked');
+    expect(await card(page, second).getByRole('status').textContent()).toContain('not before 600 s from now');
     const retried = (await server.api.get('/api/messages?topic=work&status=pending')).body.items;
     expect(retried).toMatchObject([{ id: second, retry_count: 1, last_error: 'downstream said no' }]);
+    // The delay keeps the retry from consumers.
+    expect((await server.api.dequeue('work')).body.messages).toEqual([]);
 
     expect((await server.api.post(`/api/messages/${third}/ack`)).status).toBe(204);
     await card(page, third).getByRole('button', { name: 'Ack', exact: true }).click();

@@ -7,7 +7,7 @@ import { Timestamp } from '../components/timestamp';
 import { payloadView } from '../format';
 import type { DequeuedMessage } from './types';
 
-type Outcome = { kind: 'acked' } | { kind: 'nacked'; error: string } | { kind: 'given back' };
+type Outcome = { kind: 'acked' } | { kind: 'nacked'; error: string; delay: number } | { kind: 'given back' };
 
 /** A 404 from ack, nack or a lease change means the lease is no longer this consumer's: say so in words. */
 function outcomeError(error: unknown): unknown {
@@ -22,6 +22,7 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
   const { message, consumerGroup } = props;
   const titleId = useId();
   const [errorText, setErrorText] = useState('');
+  const [retryDelay, setRetryDelay] = useState('');
   const queryClient = useQueryClient();
   const group = consumerGroup === '' ? {} : { consumer_group: consumerGroup };
   const settle = useMutation({
@@ -31,8 +32,10 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
         await unwrap(api.POST('/api/messages/{id}/ack', { ...path, body: group }));
         return { kind: 'acked' };
       }
-      await unwrap(api.POST('/api/messages/{id}/nack', { ...path, body: { ...group, ...(errorText === '' ? {} : { error: errorText }) } }));
-      return { kind: 'nacked', error: errorText };
+      const delay = retryDelay === '' ? 0 : Number(retryDelay);
+      const body = { ...group, ...(errorText === '' ? {} : { error: errorText }), ...(delay > 0 ? { delay_seconds: delay } : {}) };
+      await unwrap(api.POST('/api/messages/{id}/nack', { ...path, body }));
+      return { kind: 'nacked', error: errorText, delay };
     },
     onSettled: () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] })]),
   });
@@ -93,6 +96,9 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
           <Field label="Nack error text (optional)">
             <input value={errorText} onChange={(e) => setErrorText(e.target.value)} autoComplete="off" />
           </Field>
+          <Field label="Retry after (seconds, optional)">
+            <input type="number" min={0} max={604800} value={retryDelay} onChange={(e) => setRetryDelay(e.target.value)} />
+          </Field>
           <div className="settle-buttons">
             <button type="button" className="primary" disabled={settle.isPending} onClick={() => settle.mutate('ack')}>
               Ack
@@ -124,7 +130,7 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
             ? 'Acked: the message is done and removed from the topic.'
             : outcome.kind === 'given back'
               ? 'Given back: the message is pending again, with no attempt counted.'
-              : `Nacked${outcome.error ? ` with error "${outcome.error}"` : ''}: it is retried, dead-lettered or failed by the topic's retry rules.`}
+              : `Nacked${outcome.error ? ` with error "${outcome.error}"` : ''}: it is retried${outcome.delay > 0 ? ` (not before ${outcome.delay} s from now)` : ''}, dead-lettered or failed by the topic's retry rules.`}
         </p>
       )}
       <ErrorMessage error={failure ? outcomeError(failure) : null} />
