@@ -1,7 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { queueProtoPath } from '../../src/grpc/proto.js';
+import type { Engine } from './engines.js';
+import { manualClock, startTestServer, type TestClock, type TestServer } from './server.js';
 
 type AnyClient = grpc.Client & Record<string, any>;
 
@@ -99,3 +101,23 @@ export class StreamRecorder {
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A suite's server on a manual clock, with a gRPC client: started before the suite's tests, closed after them. */
+export interface ClockedSuite {
+  clock: TestClock;
+  server: TestServer;
+  client: QueueClient;
+}
+
+export function clockedSuite(engine: Engine): ClockedSuite {
+  const suite = { clock: manualClock() } as ClockedSuite;
+  beforeAll(async () => {
+    suite.server = await startTestServer(engine, { now: suite.clock.now });
+    suite.client = new QueueClient(suite.server.server.grpcPort);
+  });
+  afterAll(async () => {
+    suite.client?.close();
+    await suite.server?.close();
+  });
+  return suite;
+}

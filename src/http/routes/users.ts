@@ -2,7 +2,8 @@ import type { Grant, User } from '../../auth/users.js';
 import { short, userTarget, username, uuid, fieldsSet } from '../audit-details.js';
 import { iso } from '../format.js';
 import type { AuditCall, AuditSpec } from '../middleware/audit.js';
-import { ADMIN, operation, type Operation } from '../operation.js';
+import type { HttpContext } from '../context.js';
+import { ADMIN, operation, type BodyDeclaration, type Operation } from '../operation.js';
 import * as R from '../openapi/responses.js';
 import { sendEmpty, sendJson } from '../respond.js';
 import { consumerGroupGrantBody, createUserBody, grantBody, updateUserBody } from '../validation.js';
@@ -21,18 +22,41 @@ const grantJson = (g: Grant) => ({
 /** The user's name, read before the change, for the audit record. */
 const nameBefore = (params: Record<string, string>, ctx: Parameters<typeof username>[0]) => username(ctx, params.id);
 
-/** A new grant's record: the user, the grant, what it allows (`field` of the body) and its topic pattern. */
-const grantCreation = (action: 'grant.create' | 'consume_grant.create', field: 'action' | 'consumer_group'): AuditSpec<string | undefined> => ({
-  action,
-  target: userTarget,
-  before: nameBefore,
-  details: (c) => ({
-    username: c.state,
-    grant_id: c.ok ? uuid(c.response?.id) : undefined,
-    [field]: short(c.body[field]),
-    topic_pattern: c.ok ? short(c.response?.topic_pattern) : short(c.body.topic_pattern),
-  }),
-});
+/**
+ * Creating a grant (read/write/admin, or consume as a group): its record names the user, the grant, what it
+ * allows (`field` of the body) and its topic pattern.
+ */
+function grantOperation(
+  path: string,
+  action: 'grant.create' | 'consume_grant.create',
+  field: 'action' | 'consumer_group',
+  own: { operationId: string; summary: string; body: BodyDeclaration; add: (ctx: HttpContext, userId: string, body: unknown) => Promise<Grant> },
+): Operation {
+  const audit: AuditSpec<string | undefined> = {
+    action,
+    target: userTarget,
+    before: nameBefore,
+    details: (c) => ({
+      username: c.state,
+      grant_id: c.ok ? uuid(c.response?.id) : undefined,
+      [field]: short(c.body[field]),
+      topic_pattern: c.ok ? short(c.response?.topic_pattern) : short(c.body.topic_pattern),
+    }),
+  };
+  return operation({
+    method: 'POST',
+    path,
+    operationId: own.operationId,
+    summary: own.summary,
+    tag: 'users',
+    access: ADMIN,
+    audit,
+    body: own.body,
+    success: { status: 201, schema: R.Grant, description: 'The new grant.' },
+    errors: [400, 404, 409],
+    handler: async (ctx, req, res) => sendJson(res, 201, grantJson(await own.add(ctx, req.params.id, req.body))),
+  });
+}
 
 /** Users and grants: admin only (docs/auth.md); never a password or its hash in a record. */
 export const userOperations: Operation[] = [
@@ -114,31 +138,17 @@ export const userOperations: Operation[] = [
     errors: [404],
     handler: async (ctx, req, res) => sendJson(res, 200, { items: (await ctx.users.grants(req.params.id)).map(grantJson) }),
   }),
-  operation({
-    method: 'POST',
-    path: '/api/users/:id/grants',
+  grantOperation('/api/users/:id/grants', 'grant.create', 'action', {
     operationId: 'createGrant',
     summary: 'Grant read, write or admin on topics',
-    tag: 'users',
-    access: ADMIN,
-    audit: grantCreation('grant.create', 'action'),
     body: { name: 'GrantRequest', schema: grantBody },
-    success: { status: 201, schema: R.Grant, description: 'The new grant.' },
-    errors: [400, 404, 409],
-    handler: async (ctx, req, res) => sendJson(res, 201, grantJson(await ctx.users.addGrant(req.params.id, req.body))),
+    add: (ctx, id, body) => ctx.users.addGrant(id, body as Parameters<typeof ctx.users.addGrant>[1]),
   }),
-  operation({
-    method: 'POST',
-    path: '/api/users/:id/consumer-group-grants',
+  grantOperation('/api/users/:id/consumer-group-grants', 'consume_grant.create', 'consumer_group', {
     operationId: 'createConsumerGroupGrant',
     summary: 'Grant consuming as a consumer group',
-    tag: 'users',
-    access: ADMIN,
-    audit: grantCreation('consume_grant.create', 'consumer_group'),
     body: { name: 'ConsumerGroupGrantRequest', schema: consumerGroupGrantBody },
-    success: { status: 201, schema: R.Grant, description: 'The new grant.' },
-    errors: [400, 404, 409],
-    handler: async (ctx, req, res) => sendJson(res, 201, grantJson(await ctx.users.addConsumeGrant(req.params.id, req.body))),
+    add: (ctx, id, body) => ctx.users.addConsumeGrant(id, body as Parameters<typeof ctx.users.addConsumeGrant>[1]),
   }),
   operation({
     method: 'DELETE',
