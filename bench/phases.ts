@@ -122,15 +122,24 @@ export function enqueuePhase(client: BenchClient, procs: Processes, o: EnqueueOp
   });
 }
 
-/** Fills a topic through the batch API (unmeasured set-up for the batch-ack variant). */
-export async function preload(client: BenchClient, o: Omit<EnqueueOptions, 'deadlineMs'>): Promise<void> {
+/**
+ * Fills a topic through the batch API (unmeasured set-up for the batch-ack variant). With `delayedShare`, that
+ * share of the messages, spread through the batches, carries a delay of 1-5 s (the delayed-messages variant).
+ */
+export async function preload(client: BenchClient, o: Omit<EnqueueOptions, 'deadlineMs'> & { delayedShare?: number }): Promise<void> {
   const payload = makePayload(o.payloadBytes, 7);
+  const every = o.delayedShare ? Math.round(1 / o.delayedShare) : 0;
   let left = o.count;
+  let sent = 0;
+  const message = () => {
+    const n = sent++;
+    return every > 0 && n % every === every - 1 ? { topic: o.topic, payload, delay_seconds: 1 + (n % 5) } : { topic: o.topic, payload };
+  };
   const worker = async () => {
     while (left > 0) {
       const n = Math.min(1000, left);
       left -= n;
-      const messages = Array.from({ length: n }, () => ({ topic: o.topic, payload }));
+      const messages = Array.from({ length: n }, message);
       expectStatus(await client.post('/api/messages/batch', { messages }), 201, 'batch enqueue');
     }
   };
@@ -147,11 +156,13 @@ export interface DrainOptions {
   ackMode: 'single' | 'batch';
   /** In-flight per-message acks per consumer (single mode). */
   ackConcurrency: number;
+  /** The phase's name when it is not the plain one of its ack mode. */
+  name?: string;
 }
 
 /** Phase 2: consumers dequeue `dequeueCount` at a time and ack every message, one request each or one batch. */
 export function dequeueAckPhase(client: BenchClient, procs: Processes, o: DrainOptions): Promise<PhaseResult> {
-  const name = o.ackMode === 'single' ? 'dequeue+ack' : 'dequeue+batch-ack';
+  const name = o.name ?? (o.ackMode === 'single' ? 'dequeue+ack' : 'dequeue+batch-ack');
   return measured(name, procs, async (recorder) => {
     const dequeueLatency = recorder('dequeue');
     const ackLatency = recorder(o.ackMode === 'single' ? 'ack' : 'ack-batch');

@@ -185,6 +185,15 @@ async function httpPhases(client: BenchClient, procs: Processes, deadlineMs: num
     await renewToken();
     report(await dequeueAckPhase(client, procs, { topic, expected, deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackMode, ackConcurrency: options.ackConcurrency }));
   }
+  if (ackModes.includes('batch')) {
+    // Delayed messages beside ready ones: the ready ones' claims should not slow down (compare with
+    // dequeue+batch-ack). 10 % of the run is delayed 1-5 s; the consumers drain the ready 90 %.
+    const delayed = Math.round(options.count / 10);
+    await preload(client, { topic: 'bench.delayed', count: options.count, concurrency: options.concurrency, payloadBytes: options.payloadBytes, delayedShare: 0.1 });
+    await renewToken();
+    const drain = { topic: 'bench.delayed', expected: options.count - delayed, deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackConcurrency: options.ackConcurrency };
+    report(await dequeueAckPhase(client, procs, { ...drain, ackMode: 'batch', name: 'batch-ack 10% delayed' }));
+  }
   if (ackModes.length > 0) {
     await renewToken();
     const { count, concurrency, payloadBytes, consumers, dequeueCount, ackConcurrency } = options;
@@ -230,7 +239,7 @@ async function main(): Promise<void> {
   // Bounded by construction (count and per-phase deadline); this is the backstop for a hung server.
   // gRPC: three throughput phases plus three Subscribe phases (each 2 s warm-up, 10 s of sending, up to 10 s
   // draining, 0.5 s setup twice).
-  const phasesPerEngine = (runHttp ? 1 + ackModes.length + (ackModes.length > 0 ? 1 : 0) : 0) + (runGrpc ? 3 : 0);
+  const phasesPerEngine = (runHttp ? 1 + ackModes.length + (ackModes.includes('batch') ? 1 : 0) + (ackModes.length > 0 ? 1 : 0) : 0) + (runGrpc ? 3 : 0);
   const extraSeconds = runGrpc ? 100 : 0;
   // Plus two reference measurements of about 10 s each.
   const limitMs = (engines.length * authModes.length * (phasesPerEngine * options.durationSeconds * 2 + extraSeconds + 120) + 60) * 1000;

@@ -9,6 +9,7 @@ import * as leases from './20261123020000_leases.js';
 import * as schemaVersions from './20261126010000_schema_versions.js';
 import * as passwordVersion from './20261127010000_password_version.js';
 import * as auditActorId from './20261127020000_audit_actor_id.js';
+import * as deliveryTiming from './20261128010000_delivery_timing.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -27,6 +28,7 @@ const migrations: Record<string, Migration> = {
   '20261126010000_schema_versions': schemaVersions,
   '20261127010000_password_version': passwordVersion,
   '20261127020000_audit_actor_id': auditActorId,
+  '20261128010000_delivery_timing': deliveryTiming,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

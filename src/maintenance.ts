@@ -45,7 +45,7 @@ export async function startMaintenance(deps: MaintenanceDeps): Promise<Maintenan
     now,
     auditRetentionDays: config.audit.retention_days,
     logger,
-    dlqThreshold: config.queue.dlq_threshold,
+    attempts: config.queue,
     signals: deps.signals,
   });
   let scheduler: ReaperScheduler | undefined;

@@ -73,11 +73,14 @@ describeEachEngine('controller: GitOps with the example manifests', (engine) => 
       throughput_limit: null,
       replayable: true,
       replay_window_seconds: 604800,
+      delivery_delay_seconds: null,
+      retry_backoff_seconds: null,
+      retry_backoff_max_seconds: null,
       managed_by: { kind: 'TopicConfig', namespace: 'team-orders', name: 'orders' },
     });
     await expect.poll(async () => (await server.api.get('/api/topic-schemas')).body.items.length).toBe(1);
     const payments = await server.api.get('/api/topic-configs/payments.v1');
-    expect(payments.body).toMatchObject({ max_retries: 3, throughput_limit: 500, managed_by: { kind: 'TopicConfig', namespace: 'team-payments', name: 'payments' } });
+    expect(payments.body).toMatchObject({ max_retries: 3, throughput_limit: 500, retry_backoff_seconds: 5, retry_backoff_max_seconds: 300, managed_by: { kind: 'TopicConfig', namespace: 'team-payments', name: 'payments' } });
     const schema = await server.api.get('/api/topic-schemas/orders');
     expect(JSON.parse(schema.body.schema_json)).toMatchObject({ type: 'record', name: 'Order' });
     expect(schema.body.managed_by).toEqual({ kind: 'TopicSchema', namespace: 'team-orders', name: 'orders' });
@@ -114,7 +117,7 @@ describeEachEngine('controller: GitOps with the example manifests', (engine) => 
       `apiVersion: conveyor.dev/v1alpha1
 kind: TopicConfig
 metadata: {name: orders, namespace: team-orders}
-spec: {maxRetries: 7, messageTtlSeconds: 86400, maxDepth: 100000, replayable: true, replayWindowSeconds: 604800}
+spec: {maxRetries: 7, messageTtlSeconds: 86400, maxDepth: 100000, replayable: true, replayWindowSeconds: 604800, deliveryDelaySeconds: 5, retryBackoffSeconds: 2, retryBackoffMaxSeconds: 120}
 `,
     );
     await kubectlOk(kube, ['apply', '-f', path]);
@@ -122,6 +125,7 @@ spec: {maxRetries: 7, messageTtlSeconds: 86400, maxDepth: 100000, replayable: tr
     expect(obj.metadata.generation).toBe(2);
     expect(obj.status.observedGeneration).toBe(2);
     await expect.poll(async () => (await server.api.get('/api/topic-configs/orders')).body.max_retries).toBe(7);
+    expect((await server.api.get('/api/topic-configs/orders')).body).toMatchObject({ delivery_delay_seconds: 5, retry_backoff_seconds: 2, retry_backoff_max_seconds: 120 });
   });
 
   it('repairs drift written straight into the database within a resync period', async () => {

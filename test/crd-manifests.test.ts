@@ -48,6 +48,8 @@ describe('CRDs and example manifests', () => {
     // Above 2^53 - 1 the controller could not hold the number exactly (and would refuse it for good).
     ['a maxDepth past the largest exact integer', { ...orders, spec: { ...orders.spec, maxDepth: 2 ** 53 } }, 'spec.maxDepth'],
     ['a throughputLimit past the largest exact integer', { ...orders, spec: { ...orders.spec, throughputLimit: 2 ** 53 } }, 'spec.throughputLimit'],
+    ['a delivery delay past 7 days', { ...orders, spec: { ...orders.spec, deliveryDelaySeconds: 604_801 } }, 'spec.deliveryDelaySeconds'],
+    ['a negative retry backoff', { ...orders, spec: { ...orders.spec, retryBackoffSeconds: -1 } }, 'spec.retryBackoffSeconds'],
     ['a string where a number goes', { ...orders, spec: { ...orders.spec, messageTtlSeconds: '1h' } }, 'spec.messageTtlSeconds'],
     ['an unknown deletionPolicy', { ...orders, spec: { ...orders.spec, deletionPolicy: 'Keep' } }, 'spec.deletionPolicy'],
     ['a dead-letter topic', { ...orders, spec: { ...orders.spec, topic: 'orders.dlq' } }, 'reserved for dead-letter topics'],

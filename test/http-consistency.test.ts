@@ -185,10 +185,10 @@ describeEachEngine('consistent answers across routes', (engine) => {
 
     it('several unknown fields are named, and a batch item is checked too', async () => {
       const res = await api.post('/api/messages', { topic: 'cons', payload: 'x', priority: 1, ttl: 2 });
-      expect(res.body.error).toBe('unknown fields "priority", "ttl"; allowed: topic, payload, metadata, key');
+      expect(res.body.error).toBe('unknown fields "priority", "ttl"; allowed: topic, payload, metadata, key, delay_seconds, deliver_at');
       const batch = await api.post('/api/messages/batch', { messages: [{ topic: 'cons', payload: 'x' }, { topic: 'cons', payload: 'y', priority: 1 }] });
       expectErrorBody(batch, 400);
-      expect(batch.body.error).toBe('messages[1]: unknown field "priority"; allowed: topic, payload, metadata, key');
+      expect(batch.body.error).toBe('messages[1]: unknown field "priority"; allowed: topic, payload, metadata, key, delay_seconds, deliver_at');
       const typo = await api.put('/api/topic-configs/cons', { max_retires: 5 });
       expectErrorBody(typo, 400);
       expect(typo.body.error).toMatch(/^unknown field "max_retires"; allowed: max_retries, /);

@@ -5,7 +5,7 @@ import { parseMetrics, valueOf } from './helpers/metrics.js';
 import { manualClock, startTestServer, type TestServer } from './helpers/server.js';
 
 const SCHEMA = JSON.stringify({ type: 'record', name: 'Order', fields: [{ name: 'id', type: 'string' }] });
-const TOPICS = ['m-main', 'm-retry', 'm-dlq', 'm-fail', 'm-redeliver', 'm-super', 'm-cap', 'm-schema', 'm-invalid', 'm-old'];
+const TOPICS = ['m-main', 'm-retry', 'm-dlq', 'm-fail', 'm-redeliver', 'm-super', 'm-cap', 'm-schema', 'm-invalid', 'm-old', 'm-delayed'];
 
 describeEachEngine('metrics', (engine) => {
   let server: TestServer;
@@ -59,6 +59,9 @@ describeEachEngine('metrics', (engine) => {
     // A pending message that has waited two minutes.
     const { body } = await api.enqueue('m-old', 'x');
     await server.db('messages').where({ id: body.id }).update({ created_at: Date.now() - 120_000 });
+
+    // Two delayed messages and one due: only the two count as delayed, and the due one has no age yet.
+    for (const delay of [60, 120, 0]) expect((await api.enqueue('m-delayed', 'x', { delay_seconds: delay })).status).toBe(201);
 
     expect((await api.get('/no-such-route')).status).toBe(404);
 
@@ -129,6 +132,13 @@ describeEachEngine('metrics', (engine) => {
     expect(fresh).toBeLessThan(60);
     // Only topics with pending messages have an age.
     expect(counter('conveyor_oldest_pending_age_seconds', { topic: 'm-fail' })).toBeUndefined();
+  });
+
+  it('reports the delayed messages per topic, which are left out of the oldest pending age', () => {
+    expect(counter('conveyor_delayed_messages', { topic: 'm-delayed' })).toBe(2);
+    expect(counter('conveyor_queue_depth', { topic: 'm-delayed', status: 'pending' })).toBe(3);
+    expect(counter('conveyor_oldest_pending_age_seconds', { topic: 'm-delayed' })).toBeLessThan(60);
+    expect(counter('conveyor_delayed_messages', { topic: 'm-main' })).toBeUndefined();
   });
 
   it('labels HTTP durations with route templates, never raw ids', () => {

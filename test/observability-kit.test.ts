@@ -28,6 +28,7 @@ const KNOWN_METRICS = new Set([
   'conveyor_enqueue_rejected_total',
   'conveyor_queue_depth',
   'conveyor_oldest_pending_age_seconds',
+  'conveyor_delayed_messages',
   'conveyor_group_depth',
   'conveyor_group_oldest_pending_age_seconds',
   'conveyor_http_request_duration_seconds',

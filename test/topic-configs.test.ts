@@ -4,7 +4,7 @@ import { describeEachEngine } from './helpers/engines.js';
 import { enqueueId, findMessage, putTopicConfig } from './helpers/messages.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
-const INTEGER_FIELDS = ['max_retries', 'message_ttl_seconds', 'max_depth', 'throughput_limit', 'replay_window_seconds'] as const;
+const INTEGER_FIELDS = ['max_retries', 'message_ttl_seconds', 'max_depth', 'throughput_limit', 'replay_window_seconds', 'delivery_delay_seconds', 'retry_backoff_seconds', 'retry_backoff_max_seconds'] as const;
 
 const unset = (topic: string) => ({
   topic,
@@ -14,6 +14,9 @@ const unset = (topic: string) => ({
   throughput_limit: null,
   replayable: false,
   replay_window_seconds: null,
+  delivery_delay_seconds: null,
+  retry_backoff_seconds: null,
+  retry_backoff_max_seconds: null,
   managed_by: null,
 });
 
@@ -36,6 +39,9 @@ describeEachEngine('topic configurations', (engine) => {
       throughput_limit: 50,
       replayable: true,
       replay_window_seconds: 86_400,
+      delivery_delay_seconds: 10,
+      retry_backoff_seconds: 2,
+      retry_backoff_max_seconds: 60,
     };
     const res = await server.api.put('/api/topic-configs/tc-full', full);
     expect(res.status).toBe(200);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parseDurationSeconds } from './duration.js';
 import { parseAllowedOrigins } from './origins.js';
-import { MAX_DATA_SECONDS, MAX_INT32, MAX_PAYLOAD_COLUMN, MAX_VISIBILITY_SECONDS } from '../queue/bounds.js';
+import { MAX_DATA_SECONDS, MAX_DELAY_SECONDS, MAX_INT32, MAX_PAYLOAD_COLUMN, MAX_VISIBILITY_SECONDS } from '../queue/bounds.js';
 import { validateCron } from '../reapers/cron-expression.js';
 
 /**
@@ -116,6 +116,15 @@ export const configSchema = z.strictObject({
       max_retries: nonBlank(z.coerce.number().int().min(0).max(MAX_INT32)).default(3).describe('default max_retries of a message'),
       dlq_threshold: nonBlank(z.coerce.number().int().min(0).max(MAX_INT32)).default(3).describe('attempts before dead-lettering to <topic>.dlq; 0 disables'),
       message_ttl: duration('24h', MAX_DATA_SECONDS).describe('default TTL of a message; 0 = never expires'),
+      max_delay_seconds: nonBlank(z.coerce.number().int().min(0).max(MAX_DELAY_SECONDS))
+        .default(MAX_DELAY_SECONDS)
+        .describe(`the longest delay an enqueue (delay_seconds, deliver_at), a nack or a topic setting may ask, in seconds (at most ${MAX_DELAY_SECONDS}, 7 days)`),
+      retry_backoff_seconds: nonBlank(z.coerce.number().int().min(0).max(MAX_DELAY_SECONDS))
+        .default(0)
+        .describe("default base of a topic's retry backoff: the n-th failed attempt waits min(max, base x 2^(n-1)) seconds (+-10 % jitter) before the retry; 0 = retry at once"),
+      retry_backoff_max_seconds: nonBlank(z.coerce.number().int().min(0).max(MAX_DELAY_SECONDS))
+        .default(3600)
+        .describe("default cap of a topic's retry backoff, in seconds"),
       max_payload_bytes: nonBlank(z.coerce.number().int().min(1).max(MAX_PAYLOAD_COLUMN)).default(1_048_576).describe('larger payloads get 413'),
       max_dequeue_bytes: nonBlank(z.coerce.number().int().min(1))
         .default(4_194_304)

@@ -7,6 +7,8 @@ export interface EnqueueRequest {
   payload: Buffer;
   metadata: Record<string, string>;
   key?: string;
+  delay_seconds?: number;
+  deliver_at?: Timestamp | null;
 }
 
 export interface DequeueRequest {
@@ -52,7 +54,8 @@ interface Timestamp {
 }
 
 export function toEnqueueInput(request: EnqueueRequest): EnqueueInput {
-  return { topic: request.topic, payload: request.payload, metadata: request.metadata, key: request.key ?? null };
+  const deliverAt = request.deliver_at ? request.deliver_at.seconds * 1000 + Math.floor(request.deliver_at.nanos / 1_000_000) : null;
+  return { topic: request.topic, payload: request.payload, metadata: request.metadata, key: request.key ?? null, delaySeconds: request.delay_seconds, deliverAt };
 }
 
 /** proto3 cannot send an absent string, so the empty group means "no consumer group". */
@@ -74,6 +77,7 @@ export function dequeueResponse(m: Message) {
     retry_count: m.retryCount,
     max_retries: m.maxRetries,
     ...(m.key === null ? {} : { key: m.key }),
+    ...(m.availableAt === null ? {} : { available_at: timestamp(m.availableAt) }),
   };
 }
 

@@ -10,7 +10,6 @@ import type { AuditCall } from './middleware/audit.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const GROUP = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
-export const CONFIG_FIELDS = ['max_retries', 'message_ttl_seconds', 'max_depth', 'throughput_limit', 'replayable', 'replay_window_seconds'];
 
 export const uuid = (value: unknown) => (typeof value === 'string' && UUID.test(value) ? value.toLowerCase() : null);
 export const group = (value: unknown) => (typeof value === 'string' && GROUP.test(value) ? value : undefined);
@@ -18,7 +17,7 @@ export const group = (value: unknown) => (typeof value === 'string' && GROUP.tes
 export const short = (value: unknown) => (typeof value === 'string' && value.length <= 255 ? value : undefined);
 export const number = (value: unknown) => (typeof value === 'number' ? value : undefined);
 /** The names among `known` that the body sets (never their values: a refused body may hold anything). */
-export const fieldsSet = (body: Record<string, unknown>, known: string[]) => known.filter((field) => body[field] !== undefined);
+export const fieldsSet = (body: Record<string, unknown>, known: readonly string[]) => known.filter((field) => body[field] !== undefined);
 export const topicParam = (c: AuditCall) => c.params.topic;
 
 /** The configuration as this instance sees it (its cache is current after its own writes). */

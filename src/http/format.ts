@@ -30,6 +30,7 @@ export function messageJson(m: Message) {
     last_error: m.lastError,
     expires_at: isoOrNull(m.expiresAt),
     created_at: iso(m.createdAt),
+    available_at: isoOrNull(m.availableAt),
     original_topic: m.originalTopic,
     dlq_moved_at: isoOrNull(m.dlqMovedAt),
   };
@@ -46,6 +47,7 @@ export function dequeuedMessageJson(m: Message) {
     retry_count: m.retryCount,
     max_retries: m.maxRetries,
     created_at: iso(m.createdAt),
+    available_at: isoOrNull(m.availableAt),
   };
 }
 
@@ -58,6 +60,9 @@ export function topicConfigJson(row: TopicConfigRow) {
     throughput_limit: row.throughput_limit,
     replayable: row.replayable,
     replay_window_seconds: row.replay_window_seconds,
+    delivery_delay_seconds: row.delivery_delay_seconds,
+    retry_backoff_seconds: row.retry_backoff_seconds,
+    retry_backoff_max_seconds: row.retry_backoff_max_seconds,
     managed_by: decodeManager(row.managed_by),
   };
 }

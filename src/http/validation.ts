@@ -3,7 +3,7 @@ import { isValidPattern } from '../auth/grants-policy.js';
 import { MIN_PASSWORD_LENGTH } from '../auth/passwords.js';
 import { assertConsumerGroupName } from '../queue/consumer-group-names.js';
 import { DomainError, invalid } from '../queue/errors.js';
-import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DELAY_SECONDS, MAX_DEQUEUE_COUNT, NACK_DELAY_MESSAGE, MAX_VISIBILITY_SECONDS, VISIBILITY_CHANGE_MESSAGE, VISIBILITY_TIMEOUT_MESSAGE } from '../queue/bounds.js';
+import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DELAY_SECONDS, MAX_DEQUEUE_COUNT, DELAY_SECONDS_MESSAGE, MAX_VISIBILITY_SECONDS, VISIBILITY_CHANGE_MESSAGE, VISIBILITY_TIMEOUT_MESSAGE } from '../queue/bounds.js';
 import { MAX_BATCH_ENQUEUE } from '../queue/messages.js';
 import { MESSAGE_STATUSES, PURGEABLE_STATUSES, topicConfigBody } from '../queue/topics.js';
 import type { MessageStatus } from '../store/messages/rows.js';
@@ -65,7 +65,19 @@ export const enqueueBody = z.strictObject({
   topic: wellFormed(z.string({ error: 'topic is required and must be a string' }), 'topic').meta({ description: `${TOPIC} Not a \`.dlq\` topic.` }),
   payload: wellFormed(z.string({ error: 'payload is required and must be a string' }), 'payload').meta({ description: 'Non-empty; at most queue.max_payload_bytes bytes of UTF-8 (413 beyond).' }),
   metadata: stringMap.nullish(),
-  key: wellFormed(z.string({ error: 'key must be a string' }), 'key').nullish().meta({ description: '1-255 characters; a pending message with this key on the topic is overwritten.' }),
+  key: wellFormed(z.string({ error: 'key must be a string' }), 'key').nullish().meta({ description: '1-255 characters; a pending message with this key on the topic is overwritten (its delay too).' }),
+  delay_seconds: z
+    .int({ error: DELAY_SECONDS_MESSAGE })
+    .min(0, { error: DELAY_SECONDS_MESSAGE })
+    .max(MAX_DELAY_SECONDS, { error: DELAY_SECONDS_MESSAGE })
+    .nullish()
+    .meta({
+      description:
+        "Stored at once (pending, counted by max_depth), but no consumer gets it for this many seconds, at most queue.max_delay_seconds. Absent: the topic's delivery_delay_seconds; 0: at once whatever the topic says. Not with deliver_at; it must end before the message's TTL does.",
+    }),
+  deliver_at: wellFormed(z.string({ error: 'deliver_at must be an RFC 3339 time with a time zone' }), 'deliver_at')
+    .nullish()
+    .meta({ description: 'RFC 3339 with a zone: no consumer gets it before then (a past time: at once); at most queue.max_delay_seconds ahead. Not with delay_seconds.' }),
 });
 
 export const enqueueBatchBody = z.object({
@@ -110,9 +122,9 @@ export const nackBody = z.object({
     .meta({ description: 'Recorded as last_error (at most 64 KiB kept); a lone UTF-16 surrogate is recorded as U+FFFD.' }),
   consumer_group: optionalGroup(),
   delay_seconds: z
-    .int({ error: NACK_DELAY_MESSAGE })
-    .min(0, { error: NACK_DELAY_MESSAGE })
-    .max(MAX_DELAY_SECONDS, { error: NACK_DELAY_MESSAGE })
+    .int({ error: DELAY_SECONDS_MESSAGE })
+    .min(0, { error: DELAY_SECONDS_MESSAGE })
+    .max(MAX_DELAY_SECONDS, { error: DELAY_SECONDS_MESSAGE })
     .optional()
     .meta({ description: 'A retry is claimable again only this many seconds after the nack (default 0: at once).' }),
 });

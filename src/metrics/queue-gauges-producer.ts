@@ -7,6 +7,8 @@ export interface QueueGaugeSource {
   snapshot(): Promise<{
     depth: Array<{ topic: string; status: string; count: number }>;
     oldestPendingAgeSeconds: Map<string, number>;
+    /** Pending messages per topic whose delay or retry backoff has not passed yet. */
+    delayed: Map<string, number>;
     /** Deliveries of registered consumer groups by status (acked ones are bookkeeping, not counted). */
     groupDepth: Array<{ topic: string; consumer_group: string; status: string; count: number }>;
     groupOldestPendingAgeSeconds: Array<{ topic: string; consumer_group: string; ageSeconds: number }>;
@@ -16,6 +18,7 @@ export interface QueueGaugeSource {
 const gauge = (name: string, description: string, unit: string): sdkMetrics.MetricDescriptor => ({ name, description, unit, valueType: ValueType.DOUBLE });
 const DEPTH = gauge('conveyor_queue_depth', 'Messages by topic and status', '');
 const OLDEST = gauge('conveyor_oldest_pending_age_seconds', 'Age of the oldest pending message per topic', 's');
+const DELAYED = gauge('conveyor_delayed_messages', 'Pending messages per topic not yet available: delayed, or a retry backing off', '');
 const GROUP_DEPTH = gauge('conveyor_group_depth', 'Deliveries of each registered consumer group by topic and status', '');
 const GROUP_OLDEST = gauge('conveyor_group_oldest_pending_age_seconds', 'Age of the oldest message pending for each registered consumer group', 's');
 /** Well inside any scrape timeout a user would set (Prometheus's default is 10 s). */
@@ -54,9 +57,10 @@ export class QueueGaugesProducer implements sdkMetrics.MetricProducer {
       const point = (attributes: Attributes, value: number) => ({ attributes, startTime: endTime, endTime, value });
       const depth = snapshot.depth.map((row) => point({ topic: row.topic, status: row.status }, row.count));
       const oldest = [...snapshot.oldestPendingAgeSeconds].map(([topic, age]) => point({ topic }, age));
+      const delayed = [...snapshot.delayed].map(([topic, count]) => point({ topic }, count));
       const groupDepth = snapshot.groupDepth.map((row) => point({ topic: row.topic, consumer_group: row.consumer_group, status: row.status }, row.count));
       const groupOldest = snapshot.groupOldestPendingAgeSeconds.map((row) => point({ topic: row.topic, consumer_group: row.consumer_group }, row.ageSeconds));
-      const all = [[DEPTH, depth], [OLDEST, oldest], [GROUP_DEPTH, groupDepth], [GROUP_OLDEST, groupOldest]] as const;
+      const all = [[DEPTH, depth], [OLDEST, oldest], [DELAYED, delayed], [GROUP_DEPTH, groupDepth], [GROUP_OLDEST, groupOldest]] as const;
       for (const [descriptor, dataPoints] of all) {
         if (dataPoints.length > 0) metrics.push({ descriptor, aggregationTemporality: sdkMetrics.AggregationTemporality.CUMULATIVE, dataPointType: sdkMetrics.DataPointType.GAUGE, dataPoints });
       }

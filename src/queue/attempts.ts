@@ -1,4 +1,5 @@
-import type { AttemptOutcome, AttemptResult } from '../store/messages/settle.js';
+import type { AttemptOutcome, AttemptResult, AttemptRules } from '../store/messages/settle.js';
+import { retryAt, type Backoff } from './backoff.js';
 import type { MessageRow } from '../store/messages/rows.js';
 import type { QueueMetrics } from './metrics-port.js';
 import type { TopicSignals } from './topic-signals.js';
@@ -12,6 +13,8 @@ export interface AttemptPolicy {
   dlqThreshold: number;
   /** The topic's max_retries when configured. */
   topicMaxRetries: (topic: string) => number | null | undefined;
+  /** The topic's retry backoff: its settings, else queue.retry_backoff_seconds and _max_seconds. */
+  backoffOf: (topic: string) => Backoff;
 }
 
 /**
@@ -26,6 +29,17 @@ export function decideAttempt(policy: AttemptPolicy, row: MessageRow): AttemptOu
     if (threshold > 0 && attempts >= threshold) return 'dlq';
   }
   return attempts < row.max_retries ? 'retry' : 'failed';
+}
+
+/**
+ * The rules of failed attempts at `now`: decideAttempt, and a retry claimable again after the topic's backoff
+ * for its attempt count, or at `delayMs` after now when the caller chose the wait (a nack's delay_seconds).
+ */
+export function attemptRules(policy: AttemptPolicy, now: number, delayMs?: number): AttemptRules {
+  return {
+    decide: (row) => decideAttempt(policy, row),
+    retryAt: (row) => (delayMs === undefined ? retryAt(policy.backoffOf(row.topic), row.retry_count + 1, now) : delayMs > 0 ? now + delayMs : 0),
+  };
 }
 
 /**

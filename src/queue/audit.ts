@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../log/logger.js';
 import { insertAuditRow, listAuditRows, type AuditRow } from '../store/audit-log.js';
-import type { TopicConfigValues } from '../store/topic-configs.js';
+import { TOPIC_CONFIG_FIELDS, type TopicConfigValues } from '../store/topic-configs.js';
 import { invalid } from './errors.js';
 import { describeManager, encodeManager, type ManagedBy } from './managed-by.js';
 import { assertTopicName, isValidTopicName } from './topic-names.js';
@@ -154,12 +154,10 @@ export class AuditLog {
   }
 }
 
-const CONFIG_FIELDS = ['max_retries', 'message_ttl_seconds', 'max_depth', 'throughput_limit', 'replayable', 'replay_window_seconds'] as const;
-
 /** A topic configuration's settings (without topic, manager and time), or null for none. */
 export function configValues(row: TopicConfigValues | null | undefined): Record<string, unknown> | null {
   if (!row) return null;
-  return Object.fromEntries(CONFIG_FIELDS.map((field) => [field, row[field]]));
+  return Object.fromEntries(TOPIC_CONFIG_FIELDS.map((field) => [field, row[field]]));
 }
 
 /**
@@ -168,7 +166,7 @@ export function configValues(row: TopicConfigValues | null | undefined): Record<
  */
 export function configChanges(before: TopicConfigValues | null | undefined, after: TopicConfigValues): Record<string, { from: unknown; to: unknown }> {
   const changes: Record<string, { from: unknown; to: unknown }> = {};
-  for (const field of CONFIG_FIELDS) {
+  for (const field of TOPIC_CONFIG_FIELDS) {
     const from = before ? before[field] : field === 'replayable' ? false : null;
     if (from !== after[field]) changes[field] = { from, to: after[field] };
   }

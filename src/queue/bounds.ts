@@ -33,10 +33,16 @@ export const DEQUEUE_COUNT_MESSAGE = `count must be an integer from 1 to ${MAX_D
 export const VISIBILITY_TIMEOUT_MESSAGE = `visibility_timeout_seconds must be an integer from 1 to ${MAX_VISIBILITY_SECONDS}`;
 /** The refusal of a batch ack of more than MAX_DEQUEUE_COUNT ids. */
 export const ACK_BATCH_IDS_MESSAGE = `ids must hold at most ${MAX_DEQUEUE_COUNT} ids`;
-/** The longest a message can be kept from consumers by a delay (7 days): a nack's `delay_seconds`. */
+/**
+ * The longest a message can be kept from consumers by a delay (7 days): an enqueue's `delay_seconds` and
+ * `deliver_at`, a nack's `delay_seconds`, a topic's delivery delay and retry backoff. queue.max_delay_seconds
+ * may set a lower cap.
+ */
 export const MAX_DELAY_SECONDS = 604_800;
-/** The refusal of a nack's delay outside 0 to MAX_DELAY_SECONDS. */
-export const NACK_DELAY_MESSAGE = `delay_seconds must be an integer from 0 to ${MAX_DELAY_SECONDS}`;
+/** The refusal of a delay outside 0 to the cap (queue.max_delay_seconds, at most MAX_DELAY_SECONDS). */
+export const delayMessage = (cap: number) => `delay_seconds must be an integer from 0 to ${cap}`;
+/** The refusal of a delay outside 0 to MAX_DELAY_SECONDS, whatever the configured cap: what the HTTP schemas say. */
+export const DELAY_SECONDS_MESSAGE = delayMessage(MAX_DELAY_SECONDS);
 
 /** The refusal of a visibility change outside 0 to MAX_VISIBILITY_SECONDS (0 gives the message back at once). */
 export const VISIBILITY_CHANGE_MESSAGE = `visibility_timeout_seconds must be an integer from 0 to ${MAX_VISIBILITY_SECONDS}`;

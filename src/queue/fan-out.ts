@@ -3,7 +3,7 @@ import { isConsumerGroupRegistered } from '../store/consumer-groups.js';
 import { claimDeliveries } from '../store/deliveries/claim.js';
 import { findDeadLetter, requeueToGroups } from '../store/deliveries/requeue.js';
 import { ackDeliveries, nackDelivery, releaseExpiredDeliveries } from '../store/deliveries/settle.js';
-import type { AttemptResult, DecideAttempt, RequeueTarget, Returned } from '../store/messages/settle.js';
+import type { AttemptResult, AttemptRules, RequeueTarget, Returned } from '../store/messages/settle.js';
 import type { MessageRow } from '../store/messages/rows.js';
 import type { Catalog } from './catalog.js';
 import { DomainError, invalid } from './errors.js';
@@ -84,8 +84,8 @@ export class FanOut {
     return claimDeliveries(this.db, req);
   }
 
-  releaseExpired(topic: string, group: string, decide: DecideAttempt, error: string, now: number): Promise<AttemptResult[]> {
-    return releaseExpiredDeliveries(this.db, topic, group, decide, error, this.settleContext(now));
+  releaseExpired(topic: string, group: string, rules: AttemptRules, error: string, now: number): Promise<AttemptResult[]> {
+    return releaseExpiredDeliveries(this.db, topic, group, rules, error, this.settleContext(now));
   }
 
   ack(ids: string[], group: string, now: number) {
@@ -93,8 +93,8 @@ export class FanOut {
   }
 
   /** Null when the group has no such delivery in processing: the caller may look again after a catch-up. */
-  nack(id: string, group: string, error: string, decide: DecideAttempt, now: number, retryAt?: number): Promise<AttemptResult | null> {
-    return nackDelivery(this.db, id, group, error, decide, { ...this.settleContext(now), retryAt });
+  nack(id: string, group: string, error: string, rules: AttemptRules, now: number): Promise<AttemptResult | null> {
+    return nackDelivery(this.db, id, group, error, rules, this.settleContext(now));
   }
 
   /**

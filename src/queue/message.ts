@@ -25,6 +25,16 @@ export interface Message {
   dlqMovedAt: number | null;
   /** A processing message: when the claim that took it ends (ms); what a consumer that did not get it gives back. */
   claimedUntil?: number;
+  /**
+   * When a consumer may get it (ms): a pending message's time (its creation, or later when delayed or backed
+   * off), a processing one's claim end; null for a failed or expired one, which no consumer gets again.
+   */
+  availableAt: number | null;
+}
+
+function availableAtOf(row: MessageRow): number | null {
+  if (row.status === 'pending') return Math.max(row.visible_at, row.created_at);
+  return row.status === 'processing' ? row.visible_at : null;
 }
 
 function parseMetadata(text: string): Record<string, string> {
@@ -52,5 +62,6 @@ export function toMessage(row: MessageRow): Message {
     originalTopic: row.original_topic,
     dlqMovedAt: row.dlq_moved_at,
     claimedUntil: row.status === 'processing' ? row.visible_at : undefined,
+    availableAt: availableAtOf(row),
   };
 }

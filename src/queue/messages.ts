@@ -12,7 +12,9 @@ import { moveClaimDeadline, releaseClaim } from '../store/messages/visibility.js
 import { moveDeliveryDeadline, releaseDeliveryClaim } from '../store/deliveries/visibility.js';
 import { catchUpWithCluster } from '../store/cluster-catch-up.js';
 import { FanOut } from './fan-out.js';
-import { announceAttempt, announceRedelivery, boundedLastError, decideAttempt, VISIBILITY_EXPIRED } from './attempts.js';
+import { announceAttempt, announceRedelivery, attemptRules, boundedLastError, VISIBILITY_EXPIRED } from './attempts.js';
+import { backoffOf } from './backoff.js';
+import { availableAtOf } from './delays.js';
 import { validatePayload } from './avro.js';
 import type { Catalog } from './catalog.js';
 import { DomainError, invalid, messageNotFound } from './errors.js';
@@ -23,7 +25,7 @@ import { DequeuedTopics } from './dequeued-topics.js';
 import { toMessage, type DequeueInput, type Message } from './message.js';
 import type { MessageRow } from '../store/messages/rows.js';
 import type { QueueMetrics } from './metrics-port.js';
-import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DEQUEUE_COUNT, MAX_DELAY_SECONDS, MAX_VISIBILITY_SECONDS, NACK_DELAY_MESSAGE, VISIBILITY_CHANGE_MESSAGE, VISIBILITY_TIMEOUT_MESSAGE } from './bounds.js';
+import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, delayMessage, MAX_DEQUEUE_COUNT, MAX_VISIBILITY_SECONDS, VISIBILITY_CHANGE_MESSAGE, VISIBILITY_TIMEOUT_MESSAGE } from './bounds.js';
 import { ackBatchOfHeld, type AckBatchCaller, type HeldAckCaller } from './held-ack-batch.js';
 import { assertNotDeadLetterTopic, assertTopicName, baseTopicOf, isDlqTopic, isValidTopicName } from './topic-names.js';
 import { SubscriptionHub, type Reservation } from './subscriptions.js';
@@ -34,6 +36,10 @@ export interface EnqueueInput {
   payload: Buffer;
   metadata?: Record<string, string>;
   key?: string | null;
+  /** Seconds before any consumer may get it (0 to queue.max_delay_seconds); absent: the topic's delivery delay. */
+  delaySeconds?: unknown;
+  /** Or not before this time (RFC 3339 text, or epoch ms); not together with delaySeconds. */
+  deliverAt?: string | number | null;
 }
 
 export interface MessageServiceDeps {
@@ -177,12 +183,12 @@ export class MessageService {
     let rows;
     if (route.kind === 'group') {
       await this.releaseExpiredUnlessQuiet(`${topic}\u0000${route.group}`, now, () =>
-        this.fanOut.releaseExpired(topic, route.group, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED, now),
+        this.fanOut.releaseExpired(topic, route.group, attemptRules(this.policy(), now), VISIBILITY_EXPIRED, now),
       );
       const lane = JSON.stringify(['group', topic, route.group, visibleMs]);
       rows = await this.claims.claim(lane, count, (limit) => this.counted(topic, this.fanOut.dequeue({ ...claim(limit), group: route.group })));
     } else {
-      await this.releaseExpiredUnlessQuiet(topic, now, () => releaseExpired(this.deps.db, topic, now, (row) => decideAttempt(this.policy(), row), VISIBILITY_EXPIRED));
+      await this.releaseExpiredUnlessQuiet(topic, now, () => releaseExpired(this.deps.db, topic, now, attemptRules(this.policy(), now), VISIBILITY_EXPIRED));
       const lane = JSON.stringify(['topic', topic, route.deadLetterGroup ?? null, visibleMs]);
       rows = await this.claims.claim(lane, count, (limit) => this.counted(topic, claimMessages(this.deps.db, { ...claim(limit), consumerGroup: route.deadLetterGroup })));
       if (route.deadLetterGroup === undefined) for (const row of rows) this.dequeuedTopics.remember(row.id, row.topic, row.visible_at);
@@ -352,23 +358,23 @@ export class MessageService {
   }
 
   /**
-   * A failed attempt. With `delaySeconds` a retry is claimable again only that long after the nack (a
-   * downstream outage is waited out instead of burning the retries at once); a dead-lettered or failed message
-   * is not delayed.
+   * A failed attempt. A retry is claimable again after the topic's retry backoff for its attempt count, or
+   * with `delaySeconds` that long after the nack instead (0: at once): a downstream outage is waited out
+   * instead of burning the retries at once. A dead-lettered or failed message is not delayed.
    */
   async nack(id: unknown, reason = '', consumerGroup?: string, delaySeconds?: unknown): Promise<void> {
-    if (delaySeconds !== undefined && (typeof delaySeconds !== 'number' || !Number.isInteger(delaySeconds) || delaySeconds < 0 || delaySeconds > MAX_DELAY_SECONDS)) throw invalid(NACK_DELAY_MESSAGE);
+    const cap = this.deps.queue.max_delay_seconds;
+    if (delaySeconds !== undefined && (typeof delaySeconds !== 'number' || !Number.isInteger(delaySeconds) || delaySeconds < 0 || delaySeconds > cap)) throw invalid(delayMessage(cap));
     const messageId = normaliseMessageId(id);
     if (!messageId) throw messageNotFound();
     this.dequeuedTopics.forget(messageId);
     const error = boundedLastError(reason);
-    const decide = (row: Parameters<typeof decideAttempt>[1]) => decideAttempt(this.policy(), row);
     const attempt = async (): Promise<AttemptResult | null> => {
       const routes = await this.fanOut.settleRoutes([messageId], consumerGroup);
       const now = this.now();
-      const retryAt = delaySeconds ? now + (delaySeconds as number) * 1000 : undefined;
-      if (routes.group.length > 0) return this.fanOut.nack(messageId, consumerGroup!, error, decide, now, retryAt);
-      return routes.plain.length > 0 ? nackMessage(this.deps.db, messageId, error, decide, now, retryAt) : null;
+      const rules = attemptRules(this.policy(), now, delaySeconds === undefined ? undefined : (delaySeconds as number) * 1000);
+      if (routes.group.length > 0) return this.fanOut.nack(messageId, consumerGroup!, error, rules, now);
+      return routes.plain.length > 0 ? nackMessage(this.deps.db, messageId, error, rules, now) : null;
     };
     const result = await this.orAfterCatchUp(attempt, (r) => !r);
     if (!result) throw messageNotFound();
@@ -501,16 +507,15 @@ export class MessageService {
       }
     }
     const now = this.now();
-    return {
-      id: uuidv7(now),
-      topic,
-      key,
-      payload,
-      metadata,
-      maxRetries: this.maxRetriesOf(topic),
-      expiresAt: this.expiresAtOf(topic, now),
-      createdAt: now,
-    };
+    const expiresAt = this.expiresAtOf(topic, now);
+    let availableAt: number;
+    try {
+      const policy = { maxSeconds: this.deps.queue.max_delay_seconds, topicDelaySeconds: this.deps.catalog.config(topic)?.delivery_delay_seconds };
+      availableAt = availableAtOf(input, policy, now, expiresAt);
+    } catch (err) {
+      this.reject(topic, 'invalid', err as Error);
+    }
+    return { id: uuidv7(now), topic, key, payload, metadata, maxRetries: this.maxRetriesOf(topic), expiresAt, createdAt: now, availableAt };
   }
 
   private accepted(topic: string, outcome: InsertOutcome): { id: string } {
@@ -558,8 +563,9 @@ export class MessageService {
     if (!this.subscriptions.waiting()) return reservations;
     const eligible = new Map<string, NewMessage[]>();
     for (const message of batch) {
-      // Keyed messages stay pending for upserts; a throughput limit is enforced by claims only.
-      if (message.key !== null || this.deps.catalog.config(message.topic)?.throughput_limit) continue;
+      // Keyed messages stay pending for upserts; a throughput limit is enforced by claims only; a delayed
+      // message is nobody's before its time.
+      if (message.key !== null || message.availableAt || this.deps.catalog.config(message.topic)?.throughput_limit) continue;
       const list = eligible.get(message.topic);
       if (list) list.push(message);
       else eligible.set(message.topic, [message]);
@@ -631,7 +637,11 @@ export class MessageService {
 
 
   private policy() {
-    return { dlqThreshold: this.deps.queue.dlq_threshold, topicMaxRetries: (topic: string) => this.deps.catalog.config(topic)?.max_retries };
+    return {
+      dlqThreshold: this.deps.queue.dlq_threshold,
+      topicMaxRetries: (topic: string) => this.deps.catalog.config(topic)?.max_retries,
+      backoffOf: (topic: string) => backoffOf(this.deps.catalog.config(topic), this.deps.queue),
+    };
   }
 
   private maxRetriesOf(topic: string): number {

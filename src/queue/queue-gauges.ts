@@ -2,17 +2,19 @@ import type { Knex } from 'knex';
 import type { Logger } from '../log/logger.js';
 import { RepeatedFailure } from '../log/repeated.js';
 import { countDeliveriesByStatus, oldestPendingDeliveryCreatedAt, type DeliveryCount } from '../store/deliveries/backlog.js';
-import { countByStatus, oldestPendingCreatedAt, type StatusCount } from '../store/messages/browse.js';
+import { countByStatus, countDelayed, oldestPendingAvailableSince, type StatusCount } from '../store/messages/browse.js';
 
 type Snapshot = {
   depth: StatusCount[];
   oldestPendingAgeSeconds: Map<string, number>;
+  delayed: Map<string, number>;
   groupDepth: DeliveryCount[];
   groupOldestPendingAgeSeconds: Array<{ topic: string; consumer_group: string; ageSeconds: number }>;
 };
 
 /**
- * Feeds conveyor_queue_depth and conveyor_oldest_pending_age_seconds, and their consumer-group forms. A scrape
+ * Feeds conveyor_queue_depth, conveyor_oldest_pending_age_seconds and conveyor_delayed_messages, and the
+ * consumer-group forms of the first two. A scrape
  * reuses a snapshot younger than `maxAgeMs`, so however often Prometheus (or several) scrape, the database sees
  * at most two index-only GROUP BYs and one index seek per topic and per group with pending deliveries per period.
  *
@@ -56,7 +58,8 @@ export class QueueGauges {
   private async read(): Promise<Snapshot> {
     const depth = await countByStatus(this.db);
     const pendingTopics = depth.filter((d) => d.status === 'pending' && d.count > 0).map((d) => d.topic);
-    const oldest = await oldestPendingCreatedAt(this.db, pendingTopics);
+    const oldest = await oldestPendingAvailableSince(this.db, pendingTopics, this.now());
+    const delayed = await countDelayed(this.db, pendingTopics, this.now());
     const groupDepth = await countDeliveriesByStatus(this.db);
     const pendingGroups = groupDepth.filter((d) => d.status === 'pending' && d.count > 0);
     const groupOldest = await oldestPendingDeliveryCreatedAt(this.db, pendingGroups);
@@ -64,7 +67,7 @@ export class QueueGauges {
     const age = (createdAt: number) => Math.max(0, (now - createdAt) / 1000);
     const ages = new Map([...oldest].map(([topic, createdAt]) => [topic, age(createdAt)]));
     const groupAges = groupOldest.map(({ topic, consumer_group, createdAt }) => ({ topic, consumer_group, ageSeconds: age(createdAt) }));
-    const snapshot = { depth, oldestPendingAgeSeconds: ages, groupDepth, groupOldestPendingAgeSeconds: groupAges };
+    const snapshot = { depth, oldestPendingAgeSeconds: ages, delayed, groupDepth, groupOldestPendingAgeSeconds: groupAges };
     this.cached = { at: now, snapshot };
     return snapshot;
   }

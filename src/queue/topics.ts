@@ -10,7 +10,7 @@ import { setManager } from '../store/managed-rows.js';
 import { deleteTopicConfig, getTopicConfig, putTopicConfig, type TopicConfigRow, type TopicConfigValues } from '../store/topic-configs.js';
 import { deleteTopicSchema, getTopicSchema, putTopicSchema, type TopicSchemaRow } from '../store/topic-schemas.js';
 import { compileSchema } from './avro.js';
-import { MAX_DATA_SECONDS, MAX_INT32 } from './bounds.js';
+import { MAX_DATA_SECONDS, MAX_DELAY_SECONDS, MAX_INT32 } from './bounds.js';
 import type { Catalog } from './catalog.js';
 import { invalid, notFound } from './errors.js';
 import { assertManagedByOrFree, assertNotManaged, decodeManager, encodeManager, type DeletionPolicy, type ManagedBy } from './managed-by.js';
@@ -33,7 +33,7 @@ export interface TopicServiceDeps {
 
 export type TopicConfigInput = Partial<Record<keyof TopicConfigValues, unknown>>;
 
-const INTEGER_SETTINGS = ['max_retries', 'message_ttl_seconds', 'max_depth', 'throughput_limit', 'replay_window_seconds'] as const;
+const INTEGER_SETTINGS = ['max_retries', 'message_ttl_seconds', 'max_depth', 'throughput_limit', 'replay_window_seconds', 'delivery_delay_seconds', 'retry_backoff_seconds', 'retry_backoff_max_seconds'] as const;
 
 const configWhat = (topic: string) => `topic configuration of "${topic}"`;
 const schemaWhat = (topic: string) => `schema of "${topic}"`;
@@ -222,6 +222,17 @@ export const topicConfigBody = z.object({
   throughput_limit: setting('throughput_limit', 'Messages dequeued per second at most; null or absent: no limit.'),
   replayable: z.boolean({ error: 'replayable must be a boolean' }).nullish().meta({ description: 'Acked messages are kept in the archive log for replay.' }),
   replay_window_seconds: setting('replay_window_seconds', 'How far back replay reaches, in seconds; null or absent: the whole archive log.', MAX_DATA_SECONDS),
+  delivery_delay_seconds: setting(
+    'delivery_delay_seconds',
+    "Seconds a new message of the topic waits before any consumer may get it, unless its enqueue names a delay (delay_seconds 0 included); at most queue.max_delay_seconds. Null or absent: none.",
+    MAX_DELAY_SECONDS,
+  ),
+  retry_backoff_seconds: setting(
+    'retry_backoff_seconds',
+    'Base of the retry backoff: after the n-th failed attempt (a nack, or a visibility timeout that ran out) the retry waits min(retry_backoff_max_seconds, base x 2^(n-1)) seconds, +-10 % jitter; 0: at once. Null or absent: queue.retry_backoff_seconds.',
+    MAX_DELAY_SECONDS,
+  ),
+  retry_backoff_max_seconds: setting('retry_backoff_max_seconds', 'Cap of the retry backoff, in seconds; null or absent: queue.retry_backoff_max_seconds.', MAX_DELAY_SECONDS),
 });
 
 function validateConfigValues(input: TopicConfigInput): TopicConfigValues {

@@ -46,7 +46,7 @@ export async function reapOnce(config: Config, kind: ReaperKind, logger: Logger 
       // The CronJob's pod may run on a node whose clock is off: TTLs and visibility end in the database's time.
       const clock = await startDatabaseClock(db, logger);
       clock.stop();
-      const reapers = new Reapers({ db, metrics: noopQueueMetrics, auditRetentionDays: config.audit.retention_days, logger, dlqThreshold: config.queue.dlq_threshold, now: clock.now });
+      const reapers = new Reapers({ db, metrics: noopQueueMetrics, auditRetentionDays: config.audit.retention_days, logger, attempts: config.queue, now: clock.now });
       result = await reapers.run(kind, WAIT_FOR_OTHER_RUN_MS);
     } catch (err) {
       throw new ReapCommandError(`reap ${kind} failed: ${(driverErrorOf(err) as Error).message}`);

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import { announceRedelivery, decideAttempt, VISIBILITY_EXPIRED } from '../queue/attempts.js';
+import { announceRedelivery, attemptRules, VISIBILITY_EXPIRED } from '../queue/attempts.js';
+import { backoffOf } from '../queue/backoff.js';
 import { DomainError } from '../queue/errors.js';
 import type { QueueMetrics } from '../queue/metrics-port.js';
 import type { TopicSignals } from '../queue/topic-signals.js';
@@ -7,7 +8,8 @@ import type { Logger } from '../log/logger.js';
 import { repairStranded } from '../store/deliveries/stranded.js';
 import { LeaseBusy, withLease } from '../store/leases.js';
 import { deleteExpiredMessages, expireDeliveries, expireMessages, loggedTopics, releaseOverdue, trimAudit, trimLog, type TopicCounts } from '../store/reaping.js';
-import { getTopicConfig, listTopicConfigs } from '../store/topic-configs.js';
+import { getTopicConfig, listTopicConfigs, type TopicConfigRow } from '../store/topic-configs.js';
+import type { Config } from '../config/schema.js';
 
 export const REAPER_KINDS = ['expiry', 'delete', 'archive'] as const;
 export type ReaperKind = (typeof REAPER_KINDS)[number];
@@ -43,8 +45,11 @@ export interface ReapersDeps {
   auditRetentionDays?: number;
   /** Where a repair of what an enqueue racing a group's (un)registration left is reported. */
   logger?: Logger;
-  /** queue.dlq_threshold, for deliveries whose visibility timeout passed (a failed attempt, as on a dequeue). */
-  dlqThreshold: number;
+  /**
+   * queue.dlq_threshold and the retry backoff defaults, for deliveries whose visibility timeout passed (a failed
+   * attempt, as on a dequeue).
+   */
+  attempts: Pick<Config['queue'], 'dlq_threshold' | 'retry_backoff_seconds' | 'retry_backoff_max_seconds'>;
   /** Wakes this instance's waiting consumers of topics that got messages back (absent in a one-shot run). */
   signals?: TopicSignals;
 }
@@ -135,12 +140,16 @@ export class Reapers {
    * A failure here is logged and the run goes on to TTL expiry, which is its own job (docs/consumer-groups-replay.md, Reapers); a lost
    * lease or a shutdown still ends the run.
    */
-  private async releaseOverdue(now: number, configs: Array<{ topic: string; max_retries: number | null }>, replayable: (topic: string) => boolean, signal: AbortSignal): Promise<void> {
-    const maxRetries = new Map(configs.map((c) => [c.topic, c.max_retries]));
-    const policy = { dlqThreshold: this.deps.dlqThreshold, topicMaxRetries: (topic: string) => maxRetries.get(topic) };
+  private async releaseOverdue(now: number, configs: TopicConfigRow[], replayable: (topic: string) => boolean, signal: AbortSignal): Promise<void> {
+    const byTopic = new Map(configs.map((c) => [c.topic, c]));
+    const policy = {
+      dlqThreshold: this.deps.attempts.dlq_threshold,
+      topicMaxRetries: (topic: string) => byTopic.get(topic)?.max_retries,
+      backoffOf: (topic: string) => backoffOf(byTopic.get(topic), this.deps.attempts),
+    };
     let released;
     try {
-      released = await releaseOverdue(this.deps.db, now, (row) => decideAttempt(policy, row), VISIBILITY_EXPIRED, replayable, signal);
+      released = await releaseOverdue(this.deps.db, now, attemptRules(policy, now), VISIBILITY_EXPIRED, replayable, signal);
     } catch (err) {
       if (signal.aborted) throw err;
       this.deps.logger?.warn({ err }, 'could not release deliveries whose visibility timeout passed; expiring messages past their TTL all the same');

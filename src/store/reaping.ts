@@ -4,7 +4,7 @@ import { listAllConsumerGroups } from './consumer-groups.js';
 import { lockMessages, settleMessages } from './deliveries/complete.js';
 import { releaseExpiredDeliveries } from './deliveries/settle.js';
 import { trimLogCreatedBefore } from './message-log.js';
-import { releaseExpired, type AttemptResult, type DecideAttempt } from './messages/settle.js';
+import { releaseExpired, type AttemptResult, type AttemptRules } from './messages/settle.js';
 import { retryTransaction } from './retry.js';
 
 const BATCH = 1000;
@@ -84,7 +84,7 @@ export async function expireDeliveries(db: Knex, now: number, replayable: (topic
 export async function releaseOverdue(
   db: Knex,
   now: number,
-  decide: DecideAttempt,
+  rules: AttemptRules,
   error: string,
   replayable: (topic: string) => boolean,
   signal?: AbortSignal,
@@ -104,10 +104,10 @@ export async function releaseOverdue(
   const groups = await listAllConsumerGroups(db);
   const fanOut = new Set(groups.map((g) => g.topic));
   for (const topic of await messageTopics(db, signal)) {
-    if (!fanOut.has(topic)) await drain(BATCH, (size) => releaseExpired(db, topic, now, decide, error, size));
+    if (!fanOut.has(topic)) await drain(BATCH, (size) => releaseExpired(db, topic, now, rules, error, size));
   }
   for (const { topic, consumer_group } of groups) {
-    await drain(GROUP_BATCH, (size) => releaseExpiredDeliveries(db, topic, consumer_group, decide, error, { replayable, now }, size));
+    await drain(GROUP_BATCH, (size) => releaseExpiredDeliveries(db, topic, consumer_group, rules, error, { replayable, now }, size));
   }
   return released;
 }

@@ -11,11 +11,27 @@ export interface TopicConfigRow {
   throughput_limit: number | null;
   replayable: boolean;
   replay_window_seconds: number | null;
+  delivery_delay_seconds: number | null;
+  retry_backoff_seconds: number | null;
+  retry_backoff_max_seconds: number | null;
   managed_by: string;
   updated_at: number;
 }
 
 export type TopicConfigValues = Omit<TopicConfigRow, 'topic' | 'managed_by' | 'updated_at'>;
+
+/** A topic's settings, in the order every view lists them. */
+export const TOPIC_CONFIG_FIELDS = [
+  'max_retries',
+  'message_ttl_seconds',
+  'max_depth',
+  'throughput_limit',
+  'replayable',
+  'replay_window_seconds',
+  'delivery_delay_seconds',
+  'retry_backoff_seconds',
+  'retry_backoff_max_seconds',
+] as const satisfies ReadonlyArray<keyof TopicConfigValues>;
 
 const num = (v: unknown) => (v == null ? null : Number(v));
 
@@ -28,6 +44,9 @@ function normalise(raw: Record<string, unknown>): TopicConfigRow {
     throughput_limit: num(raw.throughput_limit),
     replayable: Boolean(raw.replayable),
     replay_window_seconds: num(raw.replay_window_seconds),
+    delivery_delay_seconds: num(raw.delivery_delay_seconds),
+    retry_backoff_seconds: num(raw.retry_backoff_seconds),
+    retry_backoff_max_seconds: num(raw.retry_backoff_max_seconds),
     managed_by: String(raw.managed_by ?? ''),
     updated_at: Number(raw.updated_at),
   };

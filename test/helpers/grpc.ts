@@ -3,7 +3,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { queueProtoPath } from '../../src/grpc/proto.js';
 import type { Engine } from './engines.js';
-import { manualClock, startTestServer, type TestClock, type TestServer } from './server.js';
+import { manualClock, startTestServer, type ConfigOverrides, type TestClock, type TestServer } from './server.js';
 
 type AnyClient = grpc.Client & Record<string, any>;
 
@@ -109,10 +109,10 @@ export interface ClockedSuite {
   client: QueueClient;
 }
 
-export function clockedSuite(engine: Engine): ClockedSuite {
+export function clockedSuite(engine: Engine, overrides?: ConfigOverrides): ClockedSuite {
   const suite = { clock: manualClock() } as ClockedSuite;
   beforeAll(async () => {
-    suite.server = await startTestServer(engine, { now: suite.clock.now });
+    suite.server = await startTestServer(engine, { now: suite.clock.now, overrides });
     suite.client = new QueueClient(suite.server.server.grpcPort);
   });
   afterAll(async () => {

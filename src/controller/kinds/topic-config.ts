@@ -11,6 +11,9 @@ const FIELDS = {
   throughputLimit: 'throughput_limit',
   replayable: 'replayable',
   replayWindowSeconds: 'replay_window_seconds',
+  deliveryDelaySeconds: 'delivery_delay_seconds',
+  retryBackoffSeconds: 'retry_backoff_seconds',
+  retryBackoffMaxSeconds: 'retry_backoff_max_seconds',
 } as const;
 
 export const topicConfigKind: KindHandler = {

@@ -45,6 +45,9 @@ export const Message = z.strictObject({
   last_error: z.string().meta({ description: '"" when none.' }),
   expires_at: timestamp().nullable(),
   created_at: timestamp(),
+  available_at: timestamp()
+    .nullable()
+    .meta({ description: 'When a consumer may get it: a pending message from this time (later than created_at when delayed or backed off), a processing one when its claim ends; null when failed or expired.' }),
   original_topic: z.string().meta({ description: 'The topic a dead letter came from; "" otherwise.' }),
   dlq_moved_at: timestamp().nullable(),
 });
@@ -67,6 +70,7 @@ export const DequeuedMessage = z.strictObject({
   retry_count: count(),
   max_retries: count(),
   created_at: timestamp(),
+  available_at: timestamp().meta({ description: 'When the claim ends: the message is available to consumers again then unless it is settled first.' }),
 });
 
 export const Dequeued = z.strictObject({ messages: z.array(DequeuedMessage) });
@@ -93,6 +97,9 @@ export const TopicConfig = z.strictObject({
   throughput_limit: count().nullable(),
   replayable: z.boolean(),
   replay_window_seconds: count().nullable(),
+  delivery_delay_seconds: count().nullable(),
+  retry_backoff_seconds: count().nullable(),
+  retry_backoff_max_seconds: count().nullable(),
   managed_by: ManagedBy.nullable(),
 });
 

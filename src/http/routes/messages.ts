@@ -15,7 +15,14 @@ import type { MessageFilter } from '../../store/messages/browse.js';
 const NOT_AUDITED = 'produce and consume are the message traffic itself, not changes to audit';
 
 function toEnqueueInput(parsed: z.output<typeof enqueueBody>): EnqueueInput {
-  return { topic: parsed.topic, payload: Buffer.from(parsed.payload, 'utf8'), metadata: parsed.metadata ?? undefined, key: parsed.key ?? null };
+  return {
+    topic: parsed.topic,
+    payload: Buffer.from(parsed.payload, 'utf8'),
+    metadata: parsed.metadata ?? undefined,
+    key: parsed.key ?? null,
+    delaySeconds: parsed.delay_seconds ?? undefined,
+    deliverAt: parsed.deliver_at,
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { configChanges, configValues } from '../../queue/audit.js';
-import type { TopicConfigValues } from '../../store/topic-configs.js';
-import { CONFIG_FIELDS, currentConfig, fieldsSet, number, topicParam } from '../audit-details.js';
+import { TOPIC_CONFIG_FIELDS, type TopicConfigValues } from '../../store/topic-configs.js';
+import { currentConfig, fieldsSet, number, topicParam } from '../audit-details.js';
 import type { HttpContext } from '../context.js';
 import { topicConfigJson, topicSchemaJson } from '../format.js';
 import type { AuditCall } from '../middleware/audit.js';
@@ -59,7 +59,7 @@ export const topicConfigOperations: Operation[] = [
       topic: topicParam,
       before: (params, ctx) => currentConfig(ctx, params.topic),
       details: (c: AuditCall<TopicConfigValues | null>) =>
-        c.ok ? { changed: configChanges(c.state, c.response as TopicConfigValues) } : { fields: fieldsSet(c.body, CONFIG_FIELDS) },
+        c.ok ? { changed: configChanges(c.state, c.response as TopicConfigValues) } : { fields: fieldsSet(c.body, TOPIC_CONFIG_FIELDS) },
     },
     // The topic service checks the body, after the topic's name, as it does for the controller's writes.
     body: { name: 'TopicConfigRequest', schema: topicConfigBody, parse: 'handler' },

@@ -10,7 +10,8 @@ const DELIVERY_COLUMNS = '(message_id, topic, consumer_group, status, retry_coun
 
 /**
  * Gives `group` a pending delivery of every message of the topic that no group has started (row status
- * pending), and of messages a plain consumer holds (processing without any delivery). One INSERT ... SELECT,
+ * pending; a delayed or backed-off one keeps its time), and of messages a plain consumer holds (processing
+ * without any delivery). One INSERT ... SELECT,
  * so a backlog is adopted without shipping rows through Node.
  * MySQL/MariaDB: the messages are read under a share lock. In READ COMMITTED the SELECT would otherwise read
  * rows that a transaction finishing them (an unregistration's clean-up, a purge) has locked and is deleting,
@@ -22,7 +23,7 @@ const DELIVERY_COLUMNS = '(message_id, topic, consumer_group, status, retry_coun
 export async function adoptMessages(trx: Knex.Transaction, topic: string, group: string): Promise<number> {
   const result = await trx.raw(
     `${insertIgnore(trx)} deliveries ${DELIVERY_COLUMNS}
-     SELECT m.id, m.topic, ?, 'pending', 0, '', 0, m.expires_at FROM messages m
+     SELECT m.id, m.topic, ?, 'pending', 0, '', CASE WHEN m.status = 'pending' THEN m.visible_at ELSE 0 END, m.expires_at FROM messages m
      WHERE m.topic = ? AND (m.status = 'pending'
        OR (m.status = 'processing' AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)))
        AND NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.message_id = m.id AND o.consumer_group = ?)${capabilities(trx).rowLocks ? ' LOCK IN SHARE MODE' : ''}`,
@@ -54,6 +55,8 @@ export interface DeliveryTarget {
   id: string;
   topic: string;
   expiresAt: number | null;
+  /** A delayed message: its deliveries are claimable from then on (epoch ms); 0 or absent: at once. */
+  availableAt?: number;
 }
 
 /** One pending delivery per (message, group) for messages just stored on fan-out topics. */
@@ -66,7 +69,7 @@ export async function insertDeliveries(trx: Knex.Transaction, messages: Delivery
       status: 'pending',
       retry_count: 0,
       last_error: '',
-      visible_at: 0,
+      visible_at: m.availableAt ?? 0,
       expires_at: m.expiresAt,
     })),
   );

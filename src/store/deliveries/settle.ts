@@ -3,14 +3,12 @@ import { v7 as uuidv7 } from 'uuid';
 import { capabilities } from '../capabilities.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
 import { normaliseRow, type MessageRow } from '../messages/rows.js';
-import { appliedEarlier, dlqTopicOf, goneIds, type AttemptResult, type DecideAttempt, type Decided } from '../messages/settle.js';
+import { appliedEarlier, dlqTopicOf, goneIds, type AttemptResult, type AttemptRules, type Decided } from '../messages/settle.js';
 import { lockMessages, settleMessages, type SettleOutcome } from './complete.js';
 
 export interface GroupSettleContext {
   replayable: (topic: string) => boolean;
   now: number;
-  /** When a retry becomes claimable again (a nack's delay); `now` when absent. */
-  retryAt?: number;
 }
 
 /** The message row with the group's own attempt counters in place of the message's. */
@@ -67,11 +65,13 @@ async function deadLetter(trx: Knex.Transaction, row: MessageRow, group: string,
   await trx('deliveries').where({ message_id: row.id, consumer_group: group }).delete();
 }
 
-async function applyGroupAttempt(trx: Knex.Transaction, row: MessageRow, group: string, decide: DecideAttempt, error: string, ctx: GroupSettleContext): Promise<AttemptResult> {
+async function applyGroupAttempt(trx: Knex.Transaction, row: MessageRow, group: string, rules: AttemptRules, error: string, ctx: GroupSettleContext): Promise<AttemptResult> {
   const attempts = row.retry_count + 1;
-  const outcome = decide(row);
+  const outcome = rules.decide(row);
+  // An immediate retry keeps the time of the retry (`now`), as group retries always did.
+  const retryAt = outcome === 'retry' ? rules.retryAt(row) || ctx.now : 0;
   const delivery = trx('deliveries').where({ message_id: row.id, consumer_group: group });
-  if (outcome === 'retry') await delivery.update({ status: 'pending', retry_count: attempts, last_error: error, visible_at: ctx.retryAt ?? ctx.now });
+  if (outcome === 'retry') await delivery.update({ status: 'pending', retry_count: attempts, last_error: error, visible_at: retryAt });
   else if (outcome === 'failed') await delivery.update({ status: 'failed', retry_count: attempts, last_error: error });
   else await deadLetter(trx, row, group, attempts, error, ctx.now);
   if (outcome !== 'retry') await settleMessages(trx, [{ id: row.id, topic: row.topic }], ctx.replayable, ctx.now);
@@ -83,13 +83,13 @@ async function applyGroupAttempt(trx: Knex.Transaction, row: MessageRow, group: 
  * Retried whole; after a lost commit answer a re-run that finds the delivery settled (or attempted once more
  * than the lost attempt saw) answers the lost attempt's result instead of applying a second attempt.
  */
-export async function nackDelivery(db: Knex, id: string, group: string, error: string, decide: DecideAttempt, ctx: GroupSettleContext): Promise<AttemptResult | null> {
+export async function nackDelivery(db: Knex, id: string, group: string, error: string, rules: AttemptRules, ctx: GroupSettleContext): Promise<AttemptResult | null> {
   let decided: Decided<AttemptResult> | undefined;
   return retryTransaction(db, async (trx, attempt) => {
     const row = (await lockMessages(trx, [id])).length === 0 ? null : await deliveryRow(trx, id, group, 'processing');
     if (appliedEarlier(attempt.uncertain, decided, row)) return decided.result;
     if (!row) return null;
-    const result = await applyGroupAttempt(trx, row, group, decide, error, ctx);
+    const result = await applyGroupAttempt(trx, row, group, rules, error, ctx);
     decided = { retryCount: row.retry_count, result };
     return result;
   });
@@ -103,7 +103,7 @@ export async function releaseExpiredDeliveries(
   db: Knex,
   topic: string,
   group: string,
-  decide: DecideAttempt,
+  rules: AttemptRules,
   error: string,
   ctx: GroupSettleContext,
   limit = 500,
@@ -124,7 +124,7 @@ export async function releaseExpiredDeliveries(
     for (const { id } of locked) {
       // Re-read under the lock: an ack or nack may have settled the delivery since the probe above.
       const row = await deliveryRow(trx, id, group, 'processing');
-      if (row && row.visible_at <= ctx.now) results.push(await applyGroupAttempt(trx, row, group, decide, error, ctx));
+      if (row && row.visible_at <= ctx.now) results.push(await applyGroupAttempt(trx, row, group, rules, error, ctx));
     }
     if (results.length === 0 && attempt.uncertain) return earlier;
     earlier = results;

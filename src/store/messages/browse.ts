@@ -70,13 +70,28 @@ export async function countByStatus(db: Knex): Promise<StatusCount[]> {
   return rows.map((r: Record<string, unknown>) => ({ topic: String(r.topic), status: String(r.status), count: Number(r.n) }));
 }
 
-/** created_at of the oldest pending message per topic: one index seek per topic, never a scan. */
-export async function oldestPendingCreatedAt(db: Knex, topics: string[]): Promise<Map<string, number>> {
+/**
+ * Since when the first message a claim of each topic would take has been available (its creation, or the end
+ * of its delay or backoff): one index seek per topic, never a scan. A delayed message not yet due is waiting
+ * for its time, not for a consumer, and is left out.
+ */
+export async function oldestPendingAvailableSince(db: Knex, topics: string[], now: number): Promise<Map<string, number>> {
   const oldest = new Map<string, number>();
   for (const topic of topics) {
-    // messages_queue order (pending rows have visible_at 0): the first index entry, not a sort of the backlog.
-    const row = await db('messages').where({ topic, status: 'pending' }).orderBy(['visible_at', 'id']).first('created_at');
-    if (row) oldest.set(topic, Number(row.created_at));
+    // messages_queue order: the first index entry, not a sort of the backlog.
+    const row = await db('messages').where({ topic, status: 'pending' }).andWhere('visible_at', '<=', now).orderBy(['visible_at', 'id']).first('created_at', 'visible_at');
+    if (row) oldest.set(topic, Math.max(Number(row.created_at), Number(row.visible_at)));
   }
   return oldest;
+}
+
+/** Pending messages of each topic whose delay or backoff has not passed: one index range per topic. */
+export async function countDelayed(db: Knex, topics: string[], now: number): Promise<Map<string, number>> {
+  const delayed = new Map<string, number>();
+  for (const topic of topics) {
+    const row = await db('messages').where({ topic, status: 'pending' }).andWhere('visible_at', '>', now).count({ n: '*' }).first();
+    const n = Number(row?.n ?? 0);
+    if (n > 0) delayed.set(topic, n);
+  }
+  return delayed;
 }

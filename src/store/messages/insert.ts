@@ -15,6 +15,8 @@ export interface NewMessage {
   maxRetries: number;
   expiresAt: number | null;
   createdAt: number;
+  /** A delayed message: claimable from then on (epoch ms); 0 or absent: at once. */
+  availableAt?: number;
   /**
    * Stored already claimed, processing until then, for a waiting subscriber (src/queue/subscriptions.ts).
    * Only unkeyed messages of topics without consumer groups; others are stored pending regardless.
@@ -40,8 +42,9 @@ export function newMessageRow(m: NewMessage): MessageRow {
     retry_count: 0,
     max_retries: m.maxRetries,
     last_error: '',
-    // Pending rows keep 0: the claim walks messages_queue (topic, status, visible_at, id) in id order.
-    visible_at: m.claimedUntil ?? 0,
+    // Pending rows ready at once keep 0: the claim walks messages_queue (topic, status, visible_at, id) in id
+    // order among them. A delayed one waits past `visible_at <= now` until its time.
+    visible_at: m.claimedUntil ?? m.availableAt ?? 0,
     expires_at: m.expiresAt,
     created_at: m.createdAt,
     original_topic: '',
@@ -51,14 +54,15 @@ export function newMessageRow(m: NewMessage): MessageRow {
 
 /**
  * Upserts on the pending-key unique index: MySQL through the generated `pending_key` column,
- * SQLite through the partial unique index. Only payload and metadata are overwritten.
+ * SQLite through the partial unique index. Payload, metadata and the delay (visible_at) are overwritten: the
+ * newest enqueue of a key says when it is due.
  */
 async function upsertKeyed(trx: Knex.Transaction, message: NewMessage): Promise<{ id: string; inserted: boolean }> {
   await expireStaleKeyHolder(trx, message.topic, message.key!, message.createdAt);
   // A keyed message is always stored pending: a newer enqueue of its key may still overwrite it.
   const insert = trx('messages').insert(newMessageRow({ ...message, claimedUntil: undefined })).toSQL();
   if (capabilities(trx).upsert === 'onDuplicateKey') {
-    await trx.raw(`${insert.sql} ON DUPLICATE KEY UPDATE payload = VALUES(payload), metadata = VALUES(metadata)`, insert.bindings);
+    await trx.raw(`${insert.sql} ON DUPLICATE KEY UPDATE payload = VALUES(payload), metadata = VALUES(metadata), visible_at = VALUES(visible_at)`, insert.bindings);
     // Not affectedRows: mysql2 connects with CLIENT_FOUND_ROWS, under which an update to the values a row
     // already holds (a retried enqueue of the same payload) counts 1, as an insert does. The holder of the
     // key, new or collided with, is locked by this transaction now, so this read is stable.
@@ -68,7 +72,7 @@ async function upsertKeyed(trx: Knex.Transaction, message: NewMessage): Promise<
   }
   const rows = (await trx.raw(
     `${insert.sql} ON CONFLICT (topic, msg_key) WHERE status = 'pending' AND original_topic = '' AND msg_key IS NOT NULL ` +
-      'DO UPDATE SET payload = excluded.payload, metadata = excluded.metadata RETURNING id',
+      'DO UPDATE SET payload = excluded.payload, metadata = excluded.metadata, visible_at = excluded.visible_at RETURNING id',
     insert.bindings,
   )) as Array<{ id: string }>;
   const id = String(rows[0].id);
@@ -208,6 +212,8 @@ async function insertInTransaction(trx: Knex.Transaction, messages: NewMessage[]
     const { id, inserted } = await upsertKeyed(trx, message);
     if (capped && inserted) room.set(message.topic, left - 1);
     if (inserted) fresh.push(message);
+    // The groups' pending deliveries of the overwritten message take its new delay too.
+    else if (groups.has(message.topic)) await trx('deliveries').where({ message_id: id, status: 'pending' }).update({ visible_at: message.availableAt ?? 0 });
     outcomes[i] = { id, outcome: inserted ? 'inserted' : 'upserted' };
   }
   for (const chunk of chunkRows(plain.map((p) => ({ ...p, payload: p.message.payload, metadata: p.message.metadata })))) {

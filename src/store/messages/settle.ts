@@ -13,7 +13,14 @@ export type AttemptOutcome = 'retry' | 'dlq' | 'failed';
  * took its key from an older pending message is `displaced` (that one was removed, superseded).
  */
 export type AttemptResult = { id: string; topic: string; outcome: AttemptOutcome | 'superseded'; displaced?: true };
-export type DecideAttempt = (row: MessageRow) => AttemptOutcome;
+/**
+ * The domain's rules for a failed attempt, asked per row inside the settling transaction: what happens to
+ * it, and when a retry may be claimed again (epoch ms; 0 at once, at the head of the queue as before).
+ */
+export interface AttemptRules {
+  decide(row: MessageRow): AttemptOutcome;
+  retryAt(row: MessageRow): number;
+}
 
 /** Every column but the payload: settling never needs the body, and it can be a megabyte. */
 const SETTLE_COLUMNS = MESSAGE_COLUMNS.filter((column) => column !== 'payload');
@@ -33,7 +40,7 @@ export type Returned = 'pending' | 'superseded' | 'displaced';
  * expired, as the expiry reaper would. A failed statement does not end the transaction on either engine.
  */
 export async function returnToPending(trx: Knex.Transaction, id: string, changes: Record<string, unknown>, now: number): Promise<Returned> {
-  // `changes` may set visible_at: a retry delayed by its nack stays out of the claim until then.
+  // `changes` may set visible_at: a retry delayed by its nack or its backoff stays out of the claim until then.
   const back = () => trx('messages').where({ id }).update({ status: 'pending', visible_at: 0, ...changes });
   try {
     await back();
@@ -60,7 +67,8 @@ export async function returnToPending(trx: Knex.Transaction, id: string, changes
   return 'superseded';
 }
 
-async function applyAttempt(trx: Knex.Transaction, row: MessageRow, outcome: AttemptOutcome, error: string, now: number, retryAt = 0): Promise<AttemptResult> {
+async function applyAttempt(trx: Knex.Transaction, row: MessageRow, rules: AttemptRules, error: string, now: number): Promise<AttemptResult> {
+  const outcome = rules.decide(row);
   const attempts = row.retry_count + 1;
   const result = (o: AttemptResult['outcome']): AttemptResult => ({ id: row.id, topic: row.topic, outcome: o });
   if (outcome === 'failed') {
@@ -81,7 +89,7 @@ async function applyAttempt(trx: Knex.Transaction, row: MessageRow, outcome: Att
     });
     return result('dlq');
   }
-  const returned = await returnToPending(trx, row.id, { retry_count: attempts, last_error: error, visible_at: retryAt }, now);
+  const returned = await returnToPending(trx, row.id, { retry_count: attempts, last_error: error, visible_at: rules.retryAt(row) }, now);
   if (returned === 'superseded') return result('superseded');
   return returned === 'displaced' ? { ...result('retry'), displaced: true } : result('retry');
 }
@@ -119,17 +127,16 @@ export function appliedEarlier<T>(uncertain: boolean, decided: Decided<T> | unde
 }
 
 /**
- * Nack: one transaction that locks the processing row, lets the domain decide and applies the decision. A
- * retry becomes claimable at `retryAt` (epoch ms; 0 at once).
+ * Nack: one transaction that locks the processing row, lets the domain decide and applies the decision.
  */
-export async function nackMessage(db: Knex, id: string, error: string, decide: DecideAttempt, now: number, retryAt = 0): Promise<AttemptResult | null> {
+export async function nackMessage(db: Knex, id: string, error: string, rules: AttemptRules, now: number): Promise<AttemptResult | null> {
   let decided: Decided<AttemptResult> | undefined;
   return retryTransaction(db, async (trx, attempt) => {
     const raw = await lockForSettle(trx, trx('messages').select(SETTLE_COLUMNS).where({ id, status: 'processing' }).whereRaw(WITHOUT_DELIVERIES)).first();
     const row = raw ? normaliseRow(raw) : null;
     if (appliedEarlier(attempt.uncertain, decided, row)) return decided.result;
     if (!row) return null;
-    const result = await applyAttempt(trx, row, decide(row), error, now, retryAt);
+    const result = await applyAttempt(trx, row, rules, error, now);
     decided = { retryCount: row.retry_count, result };
     return result;
   });
@@ -154,7 +161,7 @@ export function overdueMessages(db: Knex, topic: string, now: number): Knex.Quer
  * (nothing expired) costs one indexed read and no transaction. A re-run after a lost commit answer that
  * finds nothing left to release reports what the lost attempt released (for the metrics and wake-ups).
  */
-export async function releaseExpired(db: Knex, topic: string, now: number, decide: DecideAttempt, error: string, limit = 500): Promise<AttemptResult[]> {
+export async function releaseExpired(db: Knex, topic: string, now: number, rules: AttemptRules, error: string, limit = 500): Promise<AttemptResult[]> {
   const expired = () => overdueMessages(db, topic, now);
   // The probe runs before every claim, so it is retried too: a lost connection here would fail the dequeue.
   if (!(await withDbRetry(db, () => expired().first('id')))) return [];
@@ -165,7 +172,7 @@ export async function releaseExpired(db: Knex, topic: string, now: number, decid
     const rows = (await query).map(normaliseRow);
     if (rows.length === 0 && attempt.uncertain) return earlier;
     const results: AttemptResult[] = [];
-    for (const row of rows) results.push(await applyAttempt(trx, row, decide(row), error, now));
+    for (const row of rows) results.push(await applyAttempt(trx, row, rules, error, now));
     earlier = results;
     return results;
   });

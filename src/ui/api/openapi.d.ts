@@ -798,6 +798,11 @@ export interface components {
              * @description RFC 3339 in UTC with milliseconds.
              */
             created_at: string;
+            /**
+             * Format: date-time
+             * @description When the claim ends: the message is available to consumers again then unless it is settled first.
+             */
+            available_at: string;
         };
         Enqueued: {
             /** Format: uuid */
@@ -897,6 +902,8 @@ export interface components {
              * @description RFC 3339 in UTC with milliseconds.
              */
             created_at: string;
+            /** @description When a consumer may get it: a pending message from this time (later than created_at when delayed or backed off), a processing one when its claim ends; null when failed or expired. */
+            available_at: string | null;
             /** @description The topic a dead letter came from; "" otherwise. */
             original_topic: string;
             dlq_moved_at: string | null;
@@ -948,6 +955,9 @@ export interface components {
             throughput_limit: number | null;
             replayable: boolean;
             replay_window_seconds: number | null;
+            delivery_delay_seconds: number | null;
+            retry_backoff_seconds: number | null;
+            retry_backoff_max_seconds: number | null;
             managed_by: components["schemas"]["ManagedBy"] | null;
         };
         TopicConfigList: {
@@ -1016,8 +1026,12 @@ export interface components {
             metadata?: {
                 [key: string]: string;
             } | null;
-            /** @description 1-255 characters; a pending message with this key on the topic is overwritten. */
+            /** @description 1-255 characters; a pending message with this key on the topic is overwritten (its delay too). */
             key?: string | null;
+            /** @description Stored at once (pending, counted by max_depth), but no consumer gets it for this many seconds, at most queue.max_delay_seconds. Absent: the topic's delivery_delay_seconds; 0: at once whatever the topic says. Not with deliver_at; it must end before the message's TTL does. */
+            delay_seconds?: number | null;
+            /** @description RFC 3339 with a zone: no consumer gets it before then (a past time: at once); at most queue.max_delay_seconds ahead. Not with delay_seconds. */
+            deliver_at?: string | null;
         };
         EnqueueBatchRequest: {
             messages: components["schemas"]["EnqueueRequest"][];
@@ -1068,6 +1082,12 @@ export interface components {
             replayable?: boolean | null;
             /** @description How far back replay reaches, in seconds; null or absent: the whole archive log. */
             replay_window_seconds?: number | null;
+            /** @description Seconds a new message of the topic waits before any consumer may get it, unless its enqueue names a delay (delay_seconds 0 included); at most queue.max_delay_seconds. Null or absent: none. */
+            delivery_delay_seconds?: number | null;
+            /** @description Base of the retry backoff: after the n-th failed attempt (a nack, or a visibility timeout that ran out) the retry waits min(retry_backoff_max_seconds, base x 2^(n-1)) seconds, +-10 % jitter; 0: at once. Null or absent: queue.retry_backoff_seconds. */
+            retry_backoff_seconds?: number | null;
+            /** @description Cap of the retry backoff, in seconds; null or absent: queue.retry_backoff_max_seconds. */
+            retry_backoff_max_seconds?: number | null;
         };
         TopicSchemaRequest: {
             /** @description An Avro schema, as JSON text. */
