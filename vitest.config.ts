@@ -20,6 +20,9 @@ const galeraSuites = [
   'throughput-limit',
   'topic-configs',
   'concurrency',
+  'delayed-messages',
+  'retry-backoff',
+  'ordering-keys',
 ];
 
 /**

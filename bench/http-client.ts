@@ -21,8 +21,15 @@ export class BenchClient {
   }
 
   post(path: string, body: unknown): Promise<HttpResponse> {
-    const data = JSON.stringify(body);
-    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) };
+    return this.send('POST', path, JSON.stringify(body));
+  }
+
+  get(path: string): Promise<HttpResponse> {
+    return this.send('GET', path);
+  }
+
+  private send(method: 'GET' | 'POST', path: string, data?: string): Promise<HttpResponse> {
+    const headers: Record<string, string | number> = data === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) };
     const token = this.token();
     if (token) headers.authorization = `Bearer ${token}`;
     return new Promise((resolve, reject) => {
@@ -31,7 +38,7 @@ export class BenchClient {
           host: this.host,
           port: this.port,
           path,
-          method: 'POST',
+          method,
           agent: this.agent,
           headers,
         },

@@ -80,12 +80,21 @@ export interface EnqueueOptions {
   deadlineMs: number;
   concurrency: number;
   payloadBytes: number;
+  /** Messages carry ordering keys, this many taken in turn (the ordered variants). */
+  orderingKeys?: number;
+  /** The phase's name when it is not the plain one. */
+  name?: string;
+}
+
+/** The enqueue body of message `n`: with ordering keys, key `n % keys`, so every key gets its share in turn. */
+function enqueueBody(topic: string, payload: string, n: number, orderingKeys?: number): Record<string, unknown> {
+  return orderingKeys ? { topic, payload, ordering_key: `key-${n % orderingKeys}` } : { topic, payload };
 }
 
 const payloadsOf = (bytes: number) => Array.from({ length: 64 }, (_, i) => makePayload(bytes, i));
 
-async function enqueueOne(client: BenchClient, latency: LatencyRecorder, topic: string, payload: string): Promise<void> {
-  expectStatus(await latency.time(() => client.post('/api/messages', { topic, payload })), 201, 'enqueue');
+async function enqueueOne(client: BenchClient, latency: LatencyRecorder, body: Record<string, unknown>): Promise<void> {
+  expectStatus(await latency.time(() => client.post('/api/messages', body)), 201, 'enqueue');
 }
 
 /** One dequeue of up to `count` messages: the ids it claimed. */
@@ -106,14 +115,15 @@ async function ackEach(client: BenchClient, latency: LatencyRecorder, ids: strin
 /** Phase 1: `concurrency` clients each send single-message enqueues back to back until `count` or the deadline. */
 export function enqueuePhase(client: BenchClient, procs: Processes, o: EnqueueOptions): Promise<PhaseResult> {
   const payloads = payloadsOf(o.payloadBytes);
-  return measured('enqueue', procs, async (recorder) => {
+  return measured(o.name ?? 'enqueue', procs, async (recorder) => {
     const latency = recorder('enqueue');
     const deadline = performance.now() + o.deadlineMs;
     let issued = 0;
     let stored = 0;
     const worker = async () => {
       while (issued < o.count && performance.now() < deadline) {
-        await enqueueOne(client, latency, o.topic, payloads[issued++ % payloads.length]);
+        const n = issued++;
+        await enqueueOne(client, latency, enqueueBody(o.topic, payloads[n % payloads.length], n, o.orderingKeys));
         stored++;
       }
     };
@@ -133,7 +143,8 @@ export async function preload(client: BenchClient, o: Omit<EnqueueOptions, 'dead
   let sent = 0;
   const message = () => {
     const n = sent++;
-    return every > 0 && n % every === every - 1 ? { topic: o.topic, payload, delay_seconds: 1 + (n % 5) } : { topic: o.topic, payload };
+    const body = enqueueBody(o.topic, payload, n, o.orderingKeys);
+    return every > 0 && n % every === every - 1 ? { ...body, delay_seconds: 1 + (n % 5) } : body;
   };
   const worker = async () => {
     while (left > 0) {
@@ -211,7 +222,8 @@ export function pipelinePhase(client: BenchClient, procs: Processes, o: Pipeline
     let producing = true;
     const producer = async () => {
       while (issued < o.count && performance.now() < deadline) {
-        await enqueueOne(client, enqueueLatency, o.topic, payloads[issued++ % payloads.length]);
+        const n = issued++;
+        await enqueueOne(client, enqueueLatency, enqueueBody(o.topic, payloads[n % payloads.length], n, o.orderingKeys));
         stored++;
       }
     };

@@ -10,6 +10,7 @@ import { BenchClient } from './http-client.js';
 import { loadAverage, machineInfo } from './machine.js';
 import { dequeueAckPhase, enqueuePhase, pipelinePhase, preload, type PhaseResult, type Processes } from './phases.js';
 import { referenceCosts, type ReferenceCosts } from './reference.js';
+import { longPollPhase } from './long-poll.js';
 import { SERVICE_NODE_ARGS, startService } from './server-process.js';
 
 const USAGE = `usage: npm run bench -- [options]
@@ -35,7 +36,12 @@ Before and after the phases, the run measures this machine's reference costs (be
 server CPU of a no-op HTTP request and of a no-op gRPC unary call. The summary's last column is a phase's
 server CPU per message in no-op gRPC calls, which compares runs of different days.
 
-MySQL/MariaDB: MYSQL_URL (default mysql://root@127.0.0.1:3306); a fresh database is created and dropped.`;
+MySQL/MariaDB: MYSQL_URL (default mysql://root@127.0.0.1:3306); a fresh database is created and dropped.
+
+The HTTP phases end with the long-polling phase (8 consumers with wait_seconds 20 and a producer paced at
+1,000 msg/s for 10 s; BENCH_LONG_POLL_RATE and BENCH_LONG_POLL_SECONDS change those): enqueue-to-delivery
+latency, and the claims and statements of idle waiters (bench/long-poll.ts). BENCH_LONG_POLL=off leaves it
+out, =only runs it alone.`;
 
 /** Bad options end the run with the usage text, not a stack trace. */
 function fail(message: string): never {
@@ -147,7 +153,13 @@ async function benchEngine(engine: Engine, auth: AuthMode): Promise<EngineResult
     const report = (r: PhaseResult) => (phases.push(r), process.stdout.write(`${formatPhase(engine, auth, r)}\n`));
     try {
       await token.renew(client);
-      if (runHttp) await httpPhases(client, procs, deadlineMs, report, () => token.renew(client));
+      if (runHttp && process.env.BENCH_LONG_POLL !== 'only') await httpPhases(client, procs, deadlineMs, report, () => token.renew(client));
+      if (runHttp && process.env.BENCH_LONG_POLL !== 'off') {
+        await token.renew(client);
+        const lp = { rate: Number(process.env.BENCH_LONG_POLL_RATE ?? 1000), seconds: Number(process.env.BENCH_LONG_POLL_SECONDS ?? 10) };
+        const common = { consumers: options.consumers, dequeueCount: options.dequeueCount, payloadBytes: options.payloadBytes, deadlineMs: deadlineMs + lp.seconds * 1000 };
+        report(await longPollPhase(client, procs, { ...common, topic: 'bench.long-poll', waitSeconds: 20, ratePerSecond: lp.rate, seconds: lp.seconds, idleSeconds: 5, mysqlUrl: engine === 'mysql' ? db.url : undefined }));
+      }
       if (runGrpc) {
         await token.renew(client);
         const grpcOptions = { count: options.count, deadlineMs, payloadBytes: options.payloadBytes, concurrency: options.concurrency, batchCallers: options.consumers, batchSize: options.dequeueCount, token: () => token.value(), phases: process.env.BENCH_GRPC_PHASES ? parsePhases(process.env.BENCH_GRPC_PHASES) : undefined };
@@ -184,6 +196,16 @@ async function httpPhases(client: BenchClient, procs: Processes, deadlineMs: num
     }
     await renewToken();
     report(await dequeueAckPhase(client, procs, { topic, expected, deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackMode, ackConcurrency: options.ackConcurrency }));
+  }
+  if (ackModes.includes('single')) {
+    // Ordering keys: 1,000 keys, each delivered one at a time in order; compare with enqueue and dequeue+ack.
+    const ordered = { topic: 'bench.ordered', count: options.count, deadlineMs, concurrency: options.concurrency, payloadBytes: options.payloadBytes, orderingKeys: 1000 };
+    await renewToken();
+    const stored = await enqueuePhase(client, procs, { ...ordered, name: 'enqueue 1000 keys' });
+    report(stored);
+    await renewToken();
+    const drain = { topic: 'bench.ordered', expected: stored.messages, deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackConcurrency: options.ackConcurrency };
+    report(await dequeueAckPhase(client, procs, { ...drain, ackMode: 'single', name: 'dequeue+ack 1000 keys' }));
   }
   if (ackModes.includes('batch')) {
     // Delayed messages beside ready ones: the ready ones' claims should not slow down (compare with
@@ -239,8 +261,9 @@ async function main(): Promise<void> {
   // Bounded by construction (count and per-phase deadline); this is the backstop for a hung server.
   // gRPC: three throughput phases plus three Subscribe phases (each 2 s warm-up, 10 s of sending, up to 10 s
   // draining, 0.5 s setup twice).
-  const phasesPerEngine = (runHttp ? 1 + ackModes.length + (ackModes.includes('batch') ? 1 : 0) + (ackModes.length > 0 ? 1 : 0) : 0) + (runGrpc ? 3 : 0);
-  const extraSeconds = runGrpc ? 100 : 0;
+  const phasesPerEngine = (runHttp ? 1 + ackModes.length + (ackModes.includes('single') ? 2 : 0) + (ackModes.includes('batch') ? 1 : 0) + (ackModes.length > 0 ? 1 : 0) : 0) + (runGrpc ? 3 : 0);
+  // The long-poll phase: 10 s of traffic, 5 s idle, and its waits running out (20 s).
+  const extraSeconds = (runGrpc ? 100 : 0) + (runHttp && process.env.BENCH_LONG_POLL !== 'off' ? 60 : 0);
   // Plus two reference measurements of about 10 s each.
   const limitMs = (engines.length * authModes.length * (phasesPerEngine * options.durationSeconds * 2 + extraSeconds + 120) + 60) * 1000;
   setTimeout(() => {

@@ -10,6 +10,8 @@ import * as schemaVersions from './20261126010000_schema_versions.js';
 import * as passwordVersion from './20261127010000_password_version.js';
 import * as auditActorId from './20261127020000_audit_actor_id.js';
 import * as deliveryTiming from './20261128010000_delivery_timing.js';
+import * as accessKeys from './20261128030000_access_keys.js';
+import * as orderingKeys from './20261128020000_ordering_keys.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -29,6 +31,8 @@ const migrations: Record<string, Migration> = {
   '20261127010000_password_version': passwordVersion,
   '20261127020000_audit_actor_id': auditActorId,
   '20261128010000_delivery_timing': deliveryTiming,
+  '20261128030000_access_keys': accessKeys,
+  '20261128020000_ordering_keys': orderingKeys,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

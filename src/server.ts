@@ -19,6 +19,8 @@ import { MessageService } from './queue/messages.js';
 import { QueueGauges } from './queue/queue-gauges.js';
 import { TopicService } from './queue/topics.js';
 import { TopicSignals } from './queue/topic-signals.js';
+import { LongPoll } from './queue/long-poll.js';
+import { LongPollTallies } from './metrics/long-poll-metrics.js';
 import { startMaintenance } from './maintenance.js';
 import { RedisPeerRelay } from './pubsub/redis-peer-relay.js';
 import { startDatabaseClock, type Clock } from './store/database-clock.js';
@@ -109,12 +111,22 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   await catalog.start();
   const signals = new TopicSignals();
   const peerRelay = config.redis.url ? await RedisPeerRelay.start(config.redis.url, config.redis.key_prefix, signals, logger) : undefined;
+  const longPoll = new LongPoll({
+    signals,
+    maxWaiting: config.server.max_waiting_dequeues,
+    // Another instance's enqueue wakes waiters here only through the relay: without one (or while it is down)
+    // a lane re-checks once a second. SQLite has no other instance.
+    needsRecheck: capabilities(db).singleWriter ? undefined : () => !peerRelay?.receiving(),
+    metrics: new LongPollTallies(metrics),
+    now,
+  });
   const messages = new MessageService({
     db,
     queue: config.queue,
     catalog,
     metrics,
     signals,
+    longPoll,
     now,
     // MySQL: 2 flushes in flight made larger batches than 4 and measured ~7% more enqueues/s with ~20% less
     // database CPU per message (docs/benchmark.md); 1 was as fast but lets one slow flush stall every caller.
@@ -131,7 +143,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     if (caches.includes('principals')) authRuntime.auth.invalidate();
   });
 
-  const ctx: HttpContext = { config, logger, db, metrics, messages, topics, auth: authRuntime.auth, users: authRuntime.users, maintenance };
+  const ctx: HttpContext = { config, logger, db, metrics, messages, topics, auth: authRuntime.auth, users: authRuntime.users, accessKeys: authRuntime.accessKeys, maintenance };
   const app = createApp(ctx);
   const httpServer = createHttpServer(withCors(parseAllowedOrigins(config.server.cors_allowed_origins), app.listener), tls && httpTls(tls), app.classes);
   applyHttpLimits(httpServer, httpLimitsOf(config.server), logger);
@@ -180,6 +192,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const close = () =>
     (closing ??= (async () => {
       const deadlineMs = config.server.shutdown_timeout * 1000;
+      // Waiting dequeues answer now (empty), so they hold neither the listeners' drain nor the grace period.
+      messages.endWaits();
       // The reapers stop with the listeners, not after them: a run (scheduled, or a request's) over a large
       // backlog ends after its current batch instead of holding the listeners' drain past the grace period.
       await Promise.all([stopHttp(httpServer, deadlineMs), grpcServer.close(deadlineMs), metricsServer ? stopHttp(metricsServer, 1000) : undefined, maintenance.stop()]);

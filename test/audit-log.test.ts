@@ -24,6 +24,7 @@ const SECRET_KEY = 'key-that-must-never-be-audited';
 const SECRET_PASSWORD = 'password-that-must-never-be-audited';
 const SECRET_PASSWORD_2 = 'second-password-never-audited';
 const DAY_MS = 86_400_000;
+const CREDENTIALS_KEY = Buffer.alloc(32, 9).toString('base64');
 
 type AuditServer = LoggedServer & { url: string };
 
@@ -90,9 +91,11 @@ describeEachEngine('audit log (auth on)', (engine) => {
   let adminToken: string;
   let user: TestUser;
   const expected: Expected[] = [];
+  /** Access keys' secrets the admin was given: never in a record or a log line. */
+  const accessKeySecrets: string[] = [];
 
   beforeAll(async () => {
-    s = await startAuditServer(engine, { auth: { enabled: true, jwt_secret: JWT_SECRET, username: ADMIN.username, password: ADMIN.password } });
+    s = await startAuditServer(engine, { auth: { enabled: true, jwt_secret: JWT_SECRET, username: ADMIN.username, password: ADMIN.password, credentials_key: CREDENTIALS_KEY } });
     const login = await s.api.post('/api/auth/login', ADMIN);
     expect(login.status, login.text).toBe(200);
     adminToken = login.body.token;
@@ -205,6 +208,15 @@ describeEachEngine('audit log (auth on)', (engine) => {
       status: 201,
       details: { username: 'au-bob', consumer_group: 'g1', topic_pattern: 'au-fan' },
     });
+    // Access keys: the key's id, never its secret.
+    const key = await step(admin.post(`/api/users/${bob.id}/access-keys`), { action: 'access_key.create', target: bob.id, status: 201, details: { username: 'au-bob' } });
+    expected[expected.length - 1].details = { username: 'au-bob', access_key_id: key.access_key_id };
+    accessKeySecrets.push(key.secret, `${key.access_key_id}.${key.secret}`);
+    expect((await s.api.withToken(`${key.access_key_id}.${key.secret}`).get('/api/users')).status).toBe(200);
+    await step(admin.post(`/api/users/${MISSING_ID}/access-keys`), { action: 'access_key.create', target: MISSING_ID, status: 404 });
+    await step(admin.delete(`/api/users/${bob.id}/access-keys/${key.access_key_id}`), { action: 'access_key.delete', target: bob.id, status: 204, details: { username: 'au-bob', access_key_id: key.access_key_id } });
+    await step(admin.delete(`/api/users/${bob.id}/access-keys/${key.access_key_id}`), { action: 'access_key.delete', target: bob.id, status: 404, details: { access_key_id: key.access_key_id } });
+    await step(admin.delete(`/api/users/${bob.id}/access-keys/not-a-key`), { action: 'access_key.delete', target: bob.id, status: 404, details: { username: 'au-bob' } });
     await step(admin.delete(`/api/users/${bob.id}`), { action: 'user.delete', target: bob.id, status: 204, details: { username: 'au-bob' } });
     await step(admin.delete(`/api/users/${MISSING_ID}`), { action: 'user.delete', target: MISSING_ID, status: 404 });
     await step(admin.delete(`/api/users/${adminId}`), { action: 'user.delete', target: adminId, status: 400, details: { username: 'admin' } });
@@ -254,6 +266,8 @@ describeEachEngine('audit log (auth on)', (engine) => {
       ['POST', `/api/users/${user.id}/grants`, { action: 'admin', topic_pattern: '*' }, 'grant.create', null],
       ['DELETE', `/api/users/${user.id}/grants/${MISSING_ID}`, undefined, 'grant.delete', null],
       ['POST', `/api/users/${user.id}/consumer-group-grants`, { consumer_group: 'g', topic_pattern: '*' }, 'consume_grant.create', null],
+      ['POST', `/api/users/${user.id}/access-keys`, undefined, 'access_key.create', null],
+      ['DELETE', `/api/users/${user.id}/access-keys/CVAKAAAAAAAAAAAAAAAA`, undefined, 'access_key.delete', null],
     ];
     for (const [method, path, body] of attempts) {
       const res = await user.api.request(method, path, body);
@@ -324,7 +338,8 @@ describeEachEngine('audit log (auth on)', (engine) => {
       expect(line).toMatchObject({ level: 'info', actor: record.actor.name, action: record.action, target: record.target, result: record.result, status: record.status });
     }
     const userToken = user.token;
-    const secrets = [SECRET_PAYLOAD, SECRET_KEY, SECRET_PASSWORD, SECRET_PASSWORD_2, ADMIN.password, adminToken, userToken, '$argon2'];
+    const secrets = [SECRET_PAYLOAD, SECRET_KEY, SECRET_PASSWORD, SECRET_PASSWORD_2, ADMIN.password, adminToken, userToken, '$argon2', ...accessKeySecrets];
+    expect(accessKeySecrets).toHaveLength(2);
     const stored = JSON.stringify(await s.server.db('audit_log').select('*'));
     const logged = JSON.stringify(s.logs);
     for (const secret of secrets) {

@@ -19,8 +19,8 @@ describeEachEngine('users and grants endpoints', (engine) => {
   it('creates a user (201) without ever returning a password, and lists users under items', async () => {
     const created = await server.admin.post('/api/users', { username: 'alice', password: 'alice-password-1', is_admin: false });
     expect(created.status).toBe(201);
-    expect(Object.keys(created.body).sort()).toEqual(['created_at', 'id', 'is_admin', 'updated_at', 'username']);
-    expect(created.body).toMatchObject({ username: 'alice', is_admin: false });
+    expect(Object.keys(created.body).sort()).toEqual(['created_at', 'id', 'is_admin', 'service_account', 'updated_at', 'username']);
+    expect(created.body).toMatchObject({ username: 'alice', is_admin: false, service_account: false });
     expect(created.body.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(created.body.created_at).toMatch(RFC3339_MS);
 

@@ -390,6 +390,8 @@ const ROUTES = [
   '/api/users/:id/grants',
   '/api/users/:id/grants/:grantId',
   '/api/users/:id/consumer-group-grants',
+  '/api/users/:id/access-keys',
+  '/api/users/:id/access-keys/:keyId',
 ];
 
 const FIELDS = [
@@ -409,16 +411,18 @@ const HOSTILE_BODIES: Array<[string, string]> = [
 ];
 
 const PARAMS: Array<Record<string, string>> = [
-  { id: MISSING_ID, grantId: MISSING_ID, topic: 'fz', key: 'k', group: 'g' },
-  { id: 'nope', grantId: '1', topic: 'a%2Fb', key: '%00', group: 'a%2Fb' },
-  { id: '%ZZ', grantId: '%ZZ', topic: LONG_TOPIC, key: 'k'.repeat(300), group: 'g'.repeat(300) },
+  { id: MISSING_ID, grantId: MISSING_ID, topic: 'fz', key: 'k', group: 'g', keyId: 'CVAKAAAAAAAAAAAAAAAA' },
+  { id: 'nope', grantId: '1', topic: 'a%2Fb', key: '%00', group: 'a%2Fb', keyId: 'cvak' },
+  { id: '%ZZ', grantId: '%ZZ', topic: LONG_TOPIC, key: 'k'.repeat(300), group: 'g'.repeat(300), keyId: '%ZZ' },
 ];
+/** The access-key routes answer 503 without a credentials key; with one they meet the hostile input. */
+const CREDENTIALS_KEY = Buffer.alloc(32, 7).toString('base64');
 const QUERIES = ['', '?limit=x&offset=-1', '?limit=1&limit=2&topic=a%2Fb&before=yesterday', '?before=2026-01-01T00:00:00Z&topic[x]=1'];
 
 describeEachEngine('no request gets a 500', (engine) => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer(engine, { overrides: { queue: { max_payload_bytes: 1024 } } });
+    server = await startTestServer(engine, { overrides: { queue: { max_payload_bytes: 1024 }, auth: { credentials_key: CREDENTIALS_KEY } } });
   });
   afterAll(async () => {
     await server?.close();

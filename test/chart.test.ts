@@ -63,6 +63,18 @@ const VALUE_SETS: Record<string, { args: string[]; values: any }> = {
     ],
     values: { tls: { enabled: true, existingSecret: 'conveyor-serving-cert' } },
   },
+  // Credentials for programs (docs/auth.md): ServiceAccount tokens, and access keys under a key from an existing Secret.
+  'workload identity and access keys': {
+    args: [
+      '--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor',
+      '--set', 'auth.kubernetes.enabled=true', '--set', 'auth.kubernetes.jwksUrl=https://kubernetes.default.svc/openid/v1/jwks',
+      '--set', 'auth.credentialsKey.existingSecret=conveyor-credentials', '--set', 'auth.credentialsKey.previousKey=previous-credentials-key',
+    ],
+    values: {
+      database: { embedded: false },
+      auth: { kubernetes: { enabled: true }, credentialsKey: { existingSecret: 'conveyor-credentials', previousKey: 'previous-credentials-key' } },
+    },
+  },
   // An IPv6-only cluster: the listen addresses are the user's (the API and the controller sidecar).
   'IPv6 listen addresses': {
     args: ['--set', 'config.server.host=::', '--set', 'config.controller.host=::'],
@@ -126,6 +138,8 @@ function existingSecrets(values: any): Map<string, Set<string>> {
   add(values.database?.existingSecret, values.database?.existingSecretKey ?? 'url');
   add(values.redis?.existingSecret, values.redis?.existingSecretKey ?? 'url');
   add(values.auth?.existingSecret, values.auth?.jwtSecretKey ?? 'jwt-secret', values.auth?.adminPasswordKey ?? 'admin-password');
+  const credentials = values.auth?.credentialsKey;
+  add(credentials?.existingSecret, credentials?.key ?? 'credentials-key', ...(credentials?.previousKey ? [credentials.previousKey] : []));
   return map;
 }
 
@@ -136,6 +150,8 @@ const DUMMY: Record<string, string> = {
   CONVEYOR_AUTH_JWT_SECRET: 'a-dummy-jwt-secret-of-at-least-32-bytes-long',
   CONVEYOR_AUTH_PASSWORD: 'dummy-admin-password',
   ADMIN_PASSWORD: 'dummy-admin-password',
+  CONVEYOR_AUTH_CREDENTIALS_KEY: Buffer.alloc(32, 1).toString('base64'),
+  CONVEYOR_AUTH_PREVIOUS_CREDENTIALS_KEY: Buffer.alloc(32, 2).toString('base64'),
 };
 
 /** A container's environment as the kubelet would build it, with Secrets resolved. */
@@ -285,12 +301,16 @@ describe.each(Object.keys(VALUE_SETS))('rendered with %s values', (set) => {
         expect(c.image).toMatch(/conveyor/);
       }
       // Only the controller talks to the Kubernetes API: only its container holds a token, also when it is the
-      // API pod's sidecar (the pod runs as its account, but the token is mounted into its container alone).
+      // API pod's sidecar (the pod runs as its account, but the token is mounted into its container alone). The
+      // exception: with auth.kubernetes.enabled the API reads the service-account issuer's keys with a token of
+      // its own account (never the controller's: not as a sidecar).
+      const issuerToken = VALUE_SETS[set].values.auth?.kubernetes?.enabled === true && VALUE_SETS[set].values.database?.embedded === false;
       const tokenVolumes = new Set((w.podSpec.volumes ?? []).filter((v: any) => v.projected?.sources?.some((s: any) => s.serviceAccountToken)).map((v: any) => v.name));
       for (const c of w.podSpec.containers) {
         const mounted = (c.volumeMounts ?? []).find((m: any) => tokenVolumes.has(m.name));
         const hasToken = w.podSpec.automountServiceAccountToken === true || mounted?.mountPath === '/var/run/secrets/kubernetes.io/serviceaccount';
-        expect(hasToken, `${where} ${c.name} holds a Kubernetes token`).toBe(c.args?.[0] === 'controller');
+        expect(hasToken, `${where} ${c.name} holds a Kubernetes token`).toBe(c.args?.[0] === 'controller' || (issuerToken && c.args?.[0] === 'serve'));
+        if (hasToken && c.args?.[0] === 'serve') expect(w.podSpec.serviceAccountName, where).not.toMatch(/controller/);
       }
     }
   });
@@ -362,6 +382,8 @@ describe.each(Object.keys(VALUE_SETS))('rendered with %s values', (set) => {
         }
         const watched = config.controller.namespaces.split(',').filter(Boolean);
         expect(watched).toEqual(VALUE_SETS[set].values.controller?.watchNamespaces ?? []);
+        // Scoped to the release: it reconciles only resources labelled conveyor.dev/instance=<release>.
+        expect(config.controller.instance).toBe('conveyor');
       }
       if (role === 'reap') expect(['expiry', 'delete', 'archive']).toContain(w.container.args[1]);
     }
@@ -471,7 +493,9 @@ describe.each(Object.keys(VALUE_SETS))('rendered with %s values', (set) => {
 
   it('the controller\'s RBAC is exactly what it needs', () => {
     const controllerOn = conveyorContainers(set).some((w) => w.container.args[0] === 'controller');
-    const rbac = all(set).filter((o) => o.apiVersion === 'rbac.authorization.k8s.io/v1');
+    // The ClusterRoles aggregated to the built-in roles are the users', not the controller's (test/chart-instances.test.ts).
+    const aggregated = (o: K8sObject) => Object.keys(o.metadata.labels ?? {}).some((l) => l.startsWith('rbac.authorization.k8s.io/aggregate-to-'));
+    const rbac = all(set).filter((o) => o.apiVersion === 'rbac.authorization.k8s.io/v1' && !aggregated(o));
     if (!controllerOn) {
       expect(rbac).toEqual([]);
       return;
@@ -488,7 +512,7 @@ describe.each(Object.keys(VALUE_SETS))('rendered with %s values', (set) => {
     ];
     const ownRules: object[] = [
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [config.controller.lease_name], verbs: ['get', 'update'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [`${config.controller.lease_name}-${config.controller.instance}`], verbs: ['get', 'update'] },
     ];
     if (config.controller.delete_reaper_cronjob) {
       ownRules.push({ apiGroups: ['batch'], resources: ['cronjobs'], resourceNames: [config.controller.delete_reaper_cronjob], verbs: ['get', 'patch'] });
@@ -1049,9 +1073,14 @@ describe('values.schema.json and impossible combinations', () => {
       'server.http_port', 'server.grpc_port', 'db.url', 'queue.delete_reaper_schedule', 'reapers.mode',
       'auth.enabled', 'auth.jwt_secret', 'auth.username', 'auth.password', 'redis.url', 'metrics.port',
       'controller.namespaces', 'controller.namespace', 'controller.lease_name', 'controller.delete_reaper_cronjob', 'controller.port',
+      // controller.instance (the release name), controller.topicOwnership and controller.adoptExisting.
+      'controller.instance', 'controller.topic_ownership', 'controller.adopt_existing',
       'server.tls_cert_file', 'server.tls_key_file', 'server.tls_client_ca_file',
       // The chart hands every secret over from its Secrets itself (secretKeyRef), so their *_file twins are its own too.
       'auth.jwt_secret_file', 'auth.password_file', 'db.url_file', 'redis.url_file',
+      // Credentials for programs: auth.kubernetes.* and auth.credentialsKey.* (a Secret's keys, as the other secrets).
+      'auth.kubernetes_enabled', 'auth.kubernetes_issuer', 'auth.kubernetes_audience', 'auth.kubernetes_jwks_url',
+      'auth.credentials_key', 'auth.credentials_key_file', 'auth.previous_credentials_key', 'auth.previous_credentials_key_file',
     ];
     const serviceKeys = Object.entries(configSchema.shape).flatMap(([section, schema]) =>
       Object.keys((schema as unknown as { def: { innerType: { shape: object } } }).def.innerType.shape).map((key) => `${section}.${key}`),

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { claimSelectMysql, type ClaimRequest } from '../src/store/messages/claim.js';
 import { overdueMessages, WITHOUT_DELIVERIES } from '../src/store/messages/settle.js';
+import { nextInTopicLine } from '../src/store/ordering/lines.js';
 import { engineByName } from './helpers/engines.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -50,6 +51,11 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
         expect((await api.post('/api/messages/batch', { messages })).status).toBe(201);
       }
     }
+    // An ordered topic: 50 keys of 40 messages, each key's first the head, the rest waiting behind it.
+    for (let i = 0; i < 2; i++) {
+      const messages = Array.from({ length: 1000 }, (_, n) => ({ topic: 'ordered', payload: `o${i * 1000 + n}`, ordering_key: `key-${n % 50}` }));
+      expect((await api.post('/api/messages/batch', { messages })).status).toBe(201);
+    }
     expect((await api.dequeue('orders', { count: 600 })).status).toBe(200);
     expect((await api.dequeue('payments', { count: 400 })).status).toBe(200);
     // Statuses the API reaches only with time (expiry) or repeated failure, set directly for the fixture.
@@ -66,6 +72,7 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
     ['a large topic, a batch', { topic: 'orders', limit: 100, now, visibleUntil: now + 30_000 }, 100],
     ['a small topic, the maximum count', { topic: 'audit.log', limit: 1000, now, visibleUntil: now + 30_000 }, 1000],
     ['an empty topic', { topic: 'nothing-here', limit: 10, now, visibleUntil: now + 30_000 }, 10],
+    ['an ordered topic: its waiting messages lie past the range', { topic: 'ordered', limit: 100, now, visibleUntil: now + 30_000 }, 100],
     ['a dead-letter topic, one consumer group', { topic: 'orders.dlq', limit: 10, now, visibleUntil: now + 30_000, consumerGroup: 'billing' }, 10],
   ];
 
@@ -105,6 +112,18 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
     expect(deliveries?.key).toBe('PRIMARY');
     const overdue = await overdueMessages(server.db, 'orders', now + 60_000).count({ n: '*' });
     expect(Number(overdue[0].n)).toBe(600);
+  });
+
+  it("the next message of an ordering key's line is one seek into messages_ordering, not a walk of the topic", async () => {
+    const native = nextInTopicLine(server.db, { topic: 'ordered', group: '', key: 'key-7' }, now).toSQL().toNative();
+    const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${native.sql}`, native.bindings as any[])) as [Array<{ EXPLAIN: string }>];
+    const text = json[0].EXPLAIN;
+    expect(text).not.toMatch(/filesort/i);
+    expect(tablesOf(JSON.parse(text)).find((t) => t.table_name === 'messages')).toMatchObject({ key: 'messages_ordering' });
+    // The claim takes only heads: one per key, whatever the backlog behind them.
+    const claimed = (await claimSelectMysql(server.db, { topic: 'ordered', limit: 1000, now: Date.now(), visibleUntil: 0 }, 1000).clone().clearSelect().select('id', 'ordering_key')) as Array<{ ordering_key: string }>;
+    expect(new Set(claimed.map((r) => r.ordering_key)).size).toBe(50);
+    expect(claimed).toHaveLength(50);
   });
 
   it("the ack's DELETE finds its rows by primary key and looks each one's deliveries up by key, never a scan", async () => {

@@ -69,6 +69,14 @@ describe('help', () => {
       says: [/VACUUM INTO/, /mysqldump --single-transaction/, /-wal and\s+-shm/],
     },
     {
+      name: 'rotate-credentials-key',
+      command: ['rotate-credentials-key'],
+      synopsis: 'usage: conveyor rotate-credentials-key [--config FILE]',
+      reads: ['CONVEYOR_DB_URL', 'CONVEYOR_AUTH_CREDENTIALS_KEY', 'CONVEYOR_AUTH_CREDENTIALS_KEY_FILE', 'CONVEYOR_AUTH_PREVIOUS_CREDENTIALS_KEY', 'CONVEYOR_AUTH_PREVIOUS_CREDENTIALS_KEY_FILE', 'CONVEYOR_LOG_LEVEL'],
+      notReads: [...envOf(['server', 'queue', 'controller']), 'CONVEYOR_AUTH_JWT_SECRET', 'CONVEYOR_AUTH_KUBERNETES_ENABLED'],
+      says: [/\{"reencrypted":N,"current":M,"unreadable":0\}/, /may be run again/],
+    },
+    {
       name: 'config check',
       command: ['config', 'check'],
       synopsis: 'usage: conveyor config check [--config FILE] [--format yaml|json]',
@@ -118,7 +126,7 @@ describe('help', () => {
     const run = await conveyor(['help']);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^usage: conveyor <command> \[options\]/);
-    for (const command of ['serve', 'controller', 'migrate', 'reap <expiry|delete|archive>', 'backup FILE', 'config check', 'help [COMMAND]', 'version']) {
+    for (const command of ['serve', 'controller', 'migrate', 'reap <expiry|delete|archive>', 'backup FILE', 'rotate-credentials-key', 'config check', 'help [COMMAND]', 'version']) {
       expect(run.stdout).toMatch(new RegExp(`^  ${command.replace(/[[\]|]/g, '\\$&')}\\s{2,}\\S`, 'm'));
     }
     expect(run.stdout).toContain('node dist/src/cli.js');
@@ -190,7 +198,14 @@ describe('conveyor config check', () => {
     // db.url's password as people paste it, unencoded: a URL parser takes `conveyor:1234/db-…@db.example` for
     // host `conveyor`, port 1234 and no password, so a check through it would show it whole. (A redis.url must
     // parse as a URL, so its password is percent-encoded where it needs to be.)
-    const secrets = { jwt: 'jwt-secret-0123456789-0123456789-abcdef', password: 'admin-pass-word-1', db: '1234/db-pass-word-2', redis: '99%3Fredis-pass-word-3' };
+    const secrets = {
+      jwt: 'jwt-secret-0123456789-0123456789-abcdef',
+      password: 'admin-pass-word-1',
+      db: '1234/db-pass-word-2',
+      redis: '99%3Fredis-pass-word-3',
+      credentials: Buffer.alloc(32, 1).toString('base64'),
+      previous: Buffer.alloc(32, 2).toString('base64'),
+    };
     const env = {
       CONVEYOR_AUTH_ENABLED: 'true',
       CONVEYOR_AUTH_JWT_SECRET: secrets.jwt,
@@ -198,13 +213,30 @@ describe('conveyor config check', () => {
       CONVEYOR_AUTH_PASSWORD: secrets.password,
       CONVEYOR_DB_URL: `mysql://conveyor:${secrets.db}@db.example:3306/queue`,
       CONVEYOR_REDIS_URL: `redis://:${secrets.redis}@redis.example:6379/0`,
+      CONVEYOR_AUTH_CREDENTIALS_KEY: secrets.credentials,
+      CONVEYOR_AUTH_PREVIOUS_CREDENTIALS_KEY: secrets.previous,
     };
     for (const format of ['yaml', 'json']) {
       const run = await conveyor(['config', 'check', '--format', format], env);
       expect(run.code, run.stderr).toBe(0);
       for (const secret of Object.values(secrets)) expect(run.stdout).not.toContain(secret);
       const printed = format === 'json' ? JSON.parse(run.stdout) : parseYaml(run.stdout);
-      expect(printed.auth).toEqual({ enabled: true, jwt_secret: '<redacted>', jwt_secret_file: '', username: 'admin', password: '<redacted>', password_file: '' });
+      expect(printed.auth).toEqual({
+        enabled: true,
+        jwt_secret: '<redacted>',
+        jwt_secret_file: '',
+        username: 'admin',
+        password: '<redacted>',
+        password_file: '',
+        credentials_key: '<redacted>',
+        credentials_key_file: '',
+        previous_credentials_key: '<redacted>',
+        previous_credentials_key_file: '',
+        kubernetes_enabled: false,
+        kubernetes_issuer: '',
+        kubernetes_audience: 'conveyor',
+        kubernetes_jwks_url: '',
+      });
       expect(printed.db.url).toBe('mysql://conveyor:***@db.example:3306/queue');
       expect(printed.redis.url).toBe('redis://:***@redis.example:6379/0');
     }

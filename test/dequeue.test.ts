@@ -77,19 +77,23 @@ describeEachEngine('dequeue', (engine) => {
     expect(Object.keys(res.body)).toEqual(['messages']);
     const [message] = res.body.messages;
     expect(Object.keys(message).sort()).toEqual(
-      ['created_at', 'id', 'key', 'max_retries', 'metadata', 'payload', 'retry_count', 'status', 'topic'].sort(),
+      ['available_at', 'created_at', 'id', 'key', 'max_retries', 'metadata', 'ordering_key', 'payload', 'retry_count', 'status', 'topic'].sort(),
     );
     expect(message).toEqual({
       id,
       topic: 'deq-fields',
       key: 'k-1',
+      ordering_key: null,
       payload: '{"n":1}',
       metadata: { source: 'test' },
       status: 'processing',
       retry_count: 0,
       max_retries: 3,
       created_at: expect.stringMatching(RFC3339_MS),
+      available_at: expect.stringMatching(RFC3339_MS),
     });
+    // A dequeue's claim ends after the default visibility timeout (30 s).
+    expect(Date.parse(message.available_at) - Date.now()).toBeGreaterThan(25_000);
     expect(message.created_at).toBe((await findMessage(server.api, 'deq-fields', id)).created_at);
   });
 

@@ -152,7 +152,14 @@ function problem(chunk: Chunk, outcome: Outcome): string | undefined {
   return undefined;
 }
 
-const AUTH = { enabled: true, jwt_secret: 'docs-test-secret-that-is-long-enough-0123456789', username: 'admin', password: 'change-me-please' };
+const AUTH = {
+  enabled: true,
+  jwt_secret: 'docs-test-secret-that-is-long-enough-0123456789',
+  username: 'admin',
+  password: 'change-me-please',
+  // docs/auth.md, Access keys: its walk-through creates and revokes one.
+  credentials_key: Buffer.alloc(32, 5).toString('base64'),
+};
 
 describe('the shell examples of the docs run as documented', () => {
   for (const page of pages()) {

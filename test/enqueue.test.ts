@@ -154,6 +154,7 @@ describeEachEngine('enqueue', (engine) => {
       id: res.body.id,
       topic: 'enq-defaults',
       key: null,
+      ordering_key: null,
       payload: 'hello',
       metadata: {},
       status: 'pending',
@@ -162,9 +163,12 @@ describeEachEngine('enqueue', (engine) => {
       last_error: '',
       expires_at: expect.stringMatching(RFC3339_MS),
       created_at: expect.stringMatching(RFC3339_MS),
+      available_at: expect.stringMatching(RFC3339_MS),
       original_topic: '',
       dlq_moved_at: null,
     });
+    // Available from its enqueue on: no delay.
+    expect(message.available_at).toBe(message.created_at);
     // queue.message_ttl defaults to 24h.
     expect(Date.parse(message.expires_at) - Date.parse(message.created_at)).toBe(DAY_MS);
     expect(Math.abs(Date.parse(message.created_at) - Date.now())).toBeLessThan(60_000);

@@ -101,6 +101,14 @@ const keyArb = fc.option(
   { nil: undefined },
 );
 const uint32Arb = fc.option(fc.oneof(fc.integer({ min: 0, max: 1001 }), fc.constantFrom(0, 1, 43_200, 43_201, 2 ** 31, 2 ** 32 - 1)), { nil: undefined });
+/**
+ * Long polling: mostly absent, 0 or out of range (answered at once); a real wait (1 s, on a topic that may be
+ * empty) only now and then, a few calls per run, so the waits do not dominate the suite's time.
+ */
+const waitArb = fc.oneof(
+  { weight: 150, arbitrary: fc.constantFrom(undefined, 0, 21, 2 ** 31, 2 ** 32 - 1) },
+  { weight: 1, arbitrary: fc.constant(1) },
+);
 const payloadArb = fc.oneof(
   { weight: 6, arbitrary: fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)) },
   { weight: 1, arbitrary: fc.constantFrom(0, MAX_PAYLOAD - 1, MAX_PAYLOAD, MAX_PAYLOAD + 1).map((n) => Buffer.alloc(n, 0x61)) },
@@ -114,7 +122,19 @@ const idArb: fc.Arbitrary<IdRef> = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom('', 'not-a-uuid', "1' OR '1'='1", '\ud800', 'x'.repeat(300)).map((literal) => ({ literal })) },
 );
 
-const enqueueArb = fc.record({ topic: topicArb, payload: payloadArb, metadata: metadataArb, key: keyArb }, { requiredKeys: ['topic', 'payload'] });
+/** Delays: mostly none or short (a delayed message is simply not claimable yet), sometimes out of range. */
+const delayArb = fc.option(fc.oneof(fc.integer({ min: -1, max: 5 }), fc.constantFrom(604_800, 604_801, 2 ** 31 - 1, -(2 ** 31))), { nil: undefined });
+const timestampArb = fc.option(
+  fc.oneof(
+    fc.record({ seconds: fc.integer({ min: 0, max: 2 ** 40 }), nanos: fc.integer({ min: 0, max: 999_999_999 }) }),
+    fc.constantFrom({ seconds: -1, nanos: 0 }, { seconds: 0, nanos: -5 }, { seconds: 2 ** 53, nanos: 0 }),
+  ),
+  { nil: undefined },
+);
+const enqueueArb = fc.record(
+  { topic: topicArb, payload: payloadArb, metadata: metadataArb, key: keyArb, ordering_key: keyArb, delay_seconds: delayArb, deliver_at: timestampArb },
+  { requiredKeys: ['topic', 'payload'] },
+);
 
 const requestArbs: Record<Method, fc.Arbitrary<Record<string, unknown>>> = {
   Enqueue: enqueueArb,
@@ -122,10 +142,13 @@ const requestArbs: Record<Method, fc.Arbitrary<Record<string, unknown>>> = {
     { weight: 8, arbitrary: fc.record({ requests: fc.array(enqueueArb, { maxLength: 4 }) }) },
     { weight: 1, arbitrary: fc.constant({ requests: Array.from({ length: 1001 }, (_, i) => ({ topic: 'gz-a', payload: Buffer.from(String(i)) })) }) },
   ),
-  Dequeue: fc.record({ topic: topicArb, visibility_timeout_seconds: uint32Arb, consumer_group: groupArb }, { requiredKeys: ['topic'] }),
-  BatchDequeue: fc.record({ topic: topicArb, count: uint32Arb, visibility_timeout_seconds: uint32Arb, consumer_group: groupArb }, { requiredKeys: ['topic'] }),
+  Dequeue: fc.record({ topic: topicArb, visibility_timeout_seconds: uint32Arb, consumer_group: groupArb, wait_seconds: waitArb }, { requiredKeys: ['topic'] }),
+  BatchDequeue: fc.record(
+    { topic: topicArb, count: uint32Arb, visibility_timeout_seconds: uint32Arb, consumer_group: groupArb, wait_seconds: waitArb },
+    { requiredKeys: ['topic'] },
+  ),
   Ack: fc.record({ id: idArb, consumer_group: groupArb }),
-  Nack: fc.record({ id: idArb, error: fc.oneof(fc.string({ maxLength: 20 }), fc.constant('e'.repeat(70_000))), consumer_group: groupArb }),
+  Nack: fc.record({ id: idArb, error: fc.oneof(fc.string({ maxLength: 20 }), fc.constant('e'.repeat(70_000))), consumer_group: groupArb, delay_seconds: delayArb }),
   AckBatch: fc.record({ ids: fc.oneof(fc.array(idArb, { maxLength: 5 }), fc.constant(Array.from({ length: 1001 }, (_, i) => ({ pool: i })))), consumer_group: groupArb }),
   ChangeVisibility: fc.record({ id: idArb, visibility_timeout_seconds: fc.integer({ min: -5, max: 50_000 }), consumer_group: groupArb }),
   Subscribe: fc.record({ topic: subscribeTopicArb, visibility_timeout_seconds: uint32Arb, consumer_group: groupArb }, { requiredKeys: ['topic'] }),

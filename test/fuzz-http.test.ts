@@ -65,6 +65,8 @@ const ROUTES: Array<[string, string[]]> = [
   ['/api/users/:id/grants', ['GET', 'POST']],
   ['/api/users/:id/grants/:grantId', ['DELETE']],
   ['/api/users/:id/consumer-group-grants', ['POST']],
+  ['/api/users/:id/access-keys', ['GET', 'POST']],
+  ['/api/users/:id/access-keys/:keyId', ['DELETE']],
   ['/api/audit-log', ['GET']],
   ['/api/topics/:topic', []],
   ['/api/nope', []],
@@ -148,6 +150,8 @@ const FIELD_VALUES: Record<string, fc.Arbitrary<unknown>> = {
   count: intArb,
   visibility_timeout_seconds: intArb,
   consumer_group: groupArb,
+  // Long polling: mostly answered at once (0, out of range, not an integer); a real 1 s wait only now and then.
+  wait_seconds: fc.oneof({ weight: 150, arbitrary: fc.constantFrom(0, 21, -1, 1.5, '1', null) }, { weight: 1, arbitrary: fc.constant(1) }),
   error: fc.oneof(fc.string({ maxLength: 30 }), fc.constant('e'.repeat(70_000))),
   ids: fc.array(idArb, { maxLength: 5 }),
   messages: fc.array(
@@ -237,7 +241,13 @@ const bodyArb = (fieldNames: readonly string[], hostile: boolean): fc.Arbitrary<
         { weight: 1, arbitrary: fc.constant<BodySpec>({ kind: 'none' }) },
       );
 
-const paramArbs: Record<string, fc.Arbitrary<string | IdRef>> = { topic: topicArb, group: groupArb, key: keyArb, id: idArb, grantId: idArb };
+/** An access key id: well-formed (and unknown), or not one. */
+const keyIdArb: fc.Arbitrary<string> = fc.oneof(
+  { weight: 3, arbitrary: fc.stringMatching(/^CVAK[A-Z2-7]{16}$/) },
+  { weight: 1, arbitrary: fc.constantFrom('', 'CVAK', 'cvakaaaaaaaaaaaaaaaa', 'CVAK' + 'A'.repeat(300), '%ZZ', 'CVAKAAAAAAAAAAAAAAAA.secret') },
+);
+
+const paramArbs: Record<string, fc.Arbitrary<string | IdRef>> = { topic: topicArb, group: groupArb, key: keyArb, id: idArb, grantId: idArb, keyId: keyIdArb };
 
 const headersArb = fc.record(
   {
@@ -260,7 +270,7 @@ const headersArb = fc.record(
     ),
     'x-request-id': oddly(fc.stringMatching(/^[A-Za-z0-9._:-]{1,20}$/), fc.constantFrom('x'.repeat(200), 'bad id', '')),
     accept: fc.constantFrom('application/json', 'text/html', '*/*', 'application/xml'),
-    authorization: fc.constantFrom('Bearer x', 'Bearer ', 'Basic Zm9vOmJhcg==', 'Bearer eyJhbGciOiJub25lIn0.eyJ1aWQiOiIxIn0.'),
+    authorization: fc.constantFrom('Bearer x', 'Bearer ', 'Basic Zm9vOmJhcg==', 'Bearer eyJhbGciOiJub25lIn0.eyJ1aWQiOiIxIn0.', `Bearer CVAKAAAAAAAAAAAAAAAA.${'A'.repeat(40)}`, 'Bearer CVAK.'),
     expect: fc.constantFrom('100-continue'),
   },
   { requiredKeys: [] },
@@ -472,7 +482,7 @@ function fuzzSuite(title: string, auth: boolean, defaultRuns: number): void {
       server = await startLoggedServer(engine, {
         queue: { max_payload_bytes: MAX_PAYLOAD },
         reapers: { mode: 'external' },
-        ...(auth ? { auth: { enabled: true, jwt_secret: JWT_SECRET, username: ADMIN.username, password: ADMIN.password } } : {}),
+        auth: { credentials_key: Buffer.alloc(32, 7).toString('base64'), ...(auth ? { enabled: true, jwt_secret: JWT_SECRET, username: ADMIN.username, password: ADMIN.password } : {}) },
       });
       let api = server.api;
       let tokens: Context['tokens'];

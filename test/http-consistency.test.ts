@@ -43,6 +43,7 @@ const NO_BODY_ROUTES: Array<[string, string]> = [
   ['POST', `/api/messages/${MISSING_ID}/requeue`],
   ['POST', '/api/admin/expiry-reaper/run'],
   ['DELETE', '/api/topics/cons/messages/by-key/k'],
+  ['POST', `/api/users/${MISSING_ID}/access-keys`],
   ['GET', '/healthz'],
 ];
 
@@ -69,7 +70,7 @@ describeEachEngine('consistent answers across routes', (engine) => {
     return { status: res.status, body: parsed, headers, text: res.text };
   }
   beforeAll(async () => {
-    server = await startTestServer(engine, { overrides: { queue: { max_payload_bytes: 1024 } } });
+    server = await startTestServer(engine, { overrides: { queue: { max_payload_bytes: 1024 }, auth: { credentials_key: Buffer.alloc(32, 7).toString('base64') } } });
     api = server.api;
   });
   afterAll(async () => {
@@ -185,10 +186,10 @@ describeEachEngine('consistent answers across routes', (engine) => {
 
     it('several unknown fields are named, and a batch item is checked too', async () => {
       const res = await api.post('/api/messages', { topic: 'cons', payload: 'x', priority: 1, ttl: 2 });
-      expect(res.body.error).toBe('unknown fields "priority", "ttl"; allowed: topic, payload, metadata, key, delay_seconds, deliver_at');
+      expect(res.body.error).toBe('unknown fields "priority", "ttl"; allowed: topic, payload, metadata, key, ordering_key, delay_seconds, deliver_at');
       const batch = await api.post('/api/messages/batch', { messages: [{ topic: 'cons', payload: 'x' }, { topic: 'cons', payload: 'y', priority: 1 }] });
       expectErrorBody(batch, 400);
-      expect(batch.body.error).toBe('messages[1]: unknown field "priority"; allowed: topic, payload, metadata, key, delay_seconds, deliver_at');
+      expect(batch.body.error).toBe('messages[1]: unknown field "priority"; allowed: topic, payload, metadata, key, ordering_key, delay_seconds, deliver_at');
       const typo = await api.put('/api/topic-configs/cons', { max_retires: 5 });
       expectErrorBody(typo, 400);
       expect(typo.body.error).toMatch(/^unknown field "max_retires"; allowed: max_retries, /);

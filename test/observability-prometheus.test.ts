@@ -329,6 +329,16 @@ async function driveTraffic(server: ChildServer, grpc: QueueClient, streams: Str
   await open.until(() => open.received.length === 1, 5000, 'a pushed message');
   await grpc.call('Ack', { id: open.received[0].id });
 
+  // Long polling: a wait that an enqueue ends, one that runs out (the long-poll panel).
+  const woken = api.dequeue('obs-poll', { wait_seconds: 5 });
+  await sleep(300);
+  await ok(api.enqueue('obs-poll', 'wake'), 201);
+  expect((await woken).body.messages).toHaveLength(1);
+  await ok(api.dequeue('obs-poll', { wait_seconds: 1 }), 200);
+
+  // A message delayed for longer than the test runs (the delayed-messages panel).
+  await ok(api.enqueue('obs-later', 'later', { delay_seconds: 3600 }), 201);
+
   // Superseded: a nacked keyed message returns while a newer one holds its key.
   await ok(api.enqueue('obs-super', 'old', { key: 'k' }), 201);
   const [old] = (await api.dequeue('obs-super')).body.messages;

@@ -135,7 +135,7 @@ describeEachEngine('OpenAPI document', (engine) => {
   let server: AuthServer;
   let doc: Json;
   beforeAll(async () => {
-    server = await startAuthServer(engine);
+    server = await startAuthServer(engine, { overrides: { auth: { credentials_key: Buffer.alloc(32, 3).toString('base64') } } });
     const res = await server.api.get('/api/openapi.json');
     expect(res.status).toBe(200);
     doc = res.body;
@@ -315,6 +315,16 @@ describeEachEngine('OpenAPI document', (engine) => {
     expect((await admin.delete(`/api/users/${carol}/grants/${grant.body.id}`)).status).toBe(204);
     expect((await admin.delete(`/api/users/${carol}/grants/${grant.body.id}`)).status).toBe(404);
     expect((await admin.get('/api/users')).body.items).toHaveLength(2);
+
+    // Access keys: created (the secret once), used, listed, revoked.
+    const key = await admin.post(`/api/users/${carol}/access-keys`);
+    expect(key.status).toBe(201);
+    expect((await admin.post('/api/users/0190a5c4-0000-7000-8000-000000000000/access-keys')).status).toBe(404);
+    expect((await check.wrap(server.api.withToken(`${key.body.access_key_id}.${key.body.secret}`)).get('/api/messages?topic=fan')).status).toBe(403);
+    // Its use is recorded in the background.
+    await expect.poll(async () => (await admin.get(`/api/users/${carol}/access-keys`)).body.items[0].last_used_at).not.toBeNull();
+    expect((await admin.delete(`/api/users/${carol}/access-keys/${key.body.access_key_id}`)).status).toBe(204);
+    expect((await admin.delete(`/api/users/${carol}/access-keys/${key.body.access_key_id}`)).status).toBe(404);
     expect((await admin.delete(`/api/users/${carol}`)).status).toBe(204);
     expect((await admin.delete(`/api/users/${server.adminId}`)).status).toBe(400);
 

@@ -49,6 +49,7 @@ describeEachEngine('archive log and replay', (engine) => {
       id,
       topic: 'kept',
       key: 'k1',
+      ordering_key: null,
       payload: Buffer.from('héllo').toString('base64'),
       retry_count: 0,
       original_topic: '',

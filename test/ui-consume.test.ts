@@ -95,6 +95,53 @@ describe('admin UI consume screen (SQLite, auth off)', () => {
     expect(errors.filter((e) => !e.includes('404'))).toEqual([]);
   });
 
+  it("shows the lease's end, and a nack without a delay waits the topic's retry backoff while 0 retries at once", async () => {
+    expect((await server.api.put('/api/topic-configs/ui.backoff', { retry_backoff_seconds: 300 })).status).toBe(200);
+    for (const payload of ['backs off', 'at once']) expect((await server.api.enqueue('ui.backoff', payload)).status).toBe(201);
+    const { page, errors } = await openUi(browser, server, { path: '#/consume' });
+    await dequeueInUi(page, { topic: 'ui.backoff', count: '2', visibility: '120' });
+    await expect.poll(() => page.getByRole('article').count()).toBe(2);
+    const listed = (await server.api.get('/api/messages?topic=ui.backoff')).body.items;
+    const [slow, fast] = listed.map((m: any) => m.id);
+    const lease = card(page, slow).locator('dt', { hasText: 'Leased until' }).locator('xpath=following-sibling::dd[1]/time');
+    expect(await lease.getAttribute('datetime')).toBe(listed[0].available_at);
+
+    await card(page, slow).getByRole('button', { name: 'Nack' }).click();
+    await expect.poll(() => card(page, slow).getByRole('status').textContent()).toContain("it is retried (after the topic's retry backoff, if it has one)");
+    await card(page, fast).getByLabel('Retry after (seconds, optional)').fill('0');
+    await card(page, fast).getByRole('button', { name: 'Nack' }).click();
+    await expect.poll(() => card(page, fast).getByRole('status').textContent()).toContain('it is retried (at once)');
+
+    const pending = new Map((await server.api.get('/api/messages?topic=ui.backoff&status=pending')).body.items.map((m: any) => [m.id, m]));
+    // 300 s ±10 % jitter from the nack.
+    expect(Date.parse(pending.get(slow).available_at) - Date.now()).toBeGreaterThan(250_000);
+    expect(Date.parse(pending.get(fast).available_at)).toBeLessThanOrEqual(Date.now());
+    expect((await server.api.dequeue('ui.backoff', { count: 10 })).body.messages.map((m: any) => m.id)).toEqual([fast]);
+    expect(errors).toEqual([]);
+  });
+
+  it("shows the ordering key, and that the key's later messages wait for this one until it is acked", async () => {
+    for (const payload of ['first', 'second']) expect((await server.api.enqueue('ui.ordered', payload, { ordering_key: 'cart-9' })).status).toBe(201);
+    const { page, errors } = await openUi(browser, server, { path: '#/consume' });
+    // Count 2, yet one message: the second waits behind the first.
+    await dequeueInUi(page, { topic: 'ui.ordered', count: '2' });
+    await expect.poll(() => page.locator('.notice').textContent()).toBe('Dequeued 1 from ui.ordered.');
+    const [first, second] = (await server.api.get('/api/messages?topic=ui.ordered')).body.items.map((m: any) => m.id);
+    const orderingKey = card(page, first).locator('dt', { hasText: 'Ordering key' }).locator('xpath=following-sibling::dd[1]');
+    expect(await orderingKey.textContent()).toBe('cart-9');
+    await expectAccessible(page);
+
+    await card(page, first).getByRole('button', { name: 'Ack', exact: true }).click();
+    await expect.poll(() => card(page, first).getByRole('status').textContent()).toBe(
+      'Acked: the message is done and removed from the topic. The next message of its ordering key, if there is one, can be dequeued now.',
+    );
+    await dequeueInUi(page, { topic: 'ui.ordered', count: '2' });
+    await expect.poll(() => card(page, second).count()).toBe(1);
+    await card(page, second).getByRole('button', { name: 'Nack' }).click();
+    await expect.poll(() => card(page, second).getByRole('status').textContent()).toContain('While it is retried, the later messages of its ordering key wait for it.');
+    expect(errors).toEqual([]);
+  });
+
   it('extends a lease past its timeout and gives a message back without counting an attempt', async () => {
     expect((await server.api.enqueue('leases', 'long job')).status).toBe(201);
     expect((await server.api.enqueue('leases', 'not now')).status).toBe(201);

@@ -76,7 +76,7 @@ describe('admin UI enqueue screen (SQLite, auth off)', () => {
   it('enqueues with a key and metadata, shows the new id and links to the messages', async () => {
     const { page, errors } = await openUi(browser, server, { path: '#/enqueue?topic=ui.orders' });
     expect(await page.getByLabel('Topic').inputValue()).toBe('ui.orders');
-    await page.getByLabel('Key (optional)').fill('order-7');
+    await page.getByLabel('Key (optional)', { exact: true }).fill('order-7');
     await page.getByLabel('Metadata (optional)').fill('{"source": "admin-ui", "trace": "t-1"}');
     await page.getByLabel('Payload').fill('{"order": 7}');
     await expectAccessible(page);
@@ -147,7 +147,7 @@ describe('admin UI enqueue screen (SQLite, auth off)', () => {
 
   it('refuses a pasted key over 255 characters instead of cutting it, and counts an emoji as one', async () => {
     const { page, errors } = await openUi(browser, server, { path: '#/enqueue?topic=ui.keys' });
-    const key = page.getByLabel('Key (optional)');
+    const key = page.getByLabel('Key (optional)', { exact: true });
     await page.getByLabel('Payload').fill('keyed');
     // Pasted: insertText goes through the browser's editing, as a paste does (and as maxlength would cut it).
     await key.click();
@@ -169,6 +169,172 @@ describe('admin UI enqueue screen (SQLite, auth off)', () => {
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Enqueued message');
     expect((await server.api.get('/api/messages?topic=ui.keys')).body.items.map((m: any) => m.key)).toEqual([emoji]);
     expect(errors.filter((e) => !e.includes('404'))).toEqual([]);
+  });
+
+  it('enqueues with a delay: listed as delayed until its time, and no dequeue gets it before then', async () => {
+    const { page, errors } = await openUi(browser, server, { path: '#/enqueue?topic=ui.later' });
+    await page.getByLabel('Delay (seconds, optional)').fill('3600');
+    await page.getByLabel('Payload').fill('in an hour');
+    await expectAccessible(page);
+    await page.getByRole('button', { name: 'Enqueue' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toMatch(/Enqueued message [0-9a-f-]{36} to ui\.later; no consumer gets it for 3600 s\./);
+    const id = (await page.getByRole('status').locator('.mono').textContent())!;
+
+    const [stored] = (await server.api.get('/api/messages?topic=ui.later')).body.items;
+    expect(stored).toMatchObject({ id, status: 'pending' });
+    expect(Date.parse(stored.available_at) - Date.parse(stored.created_at)).toBe(3_600_000);
+    expect((await server.api.dequeue('ui.later', { count: 10 })).body.messages).toEqual([]);
+
+    await page.getByRole('link', { name: 'Show the messages of ui.later' }).click();
+    const row = page.getByRole('row').filter({ has: page.getByRole('button', { name: `Details of message ${id}` }) });
+    const badge = row.locator('.badge-delayed');
+    await expect.poll(() => badge.textContent()).toMatch(/^delayed until /);
+    expect(await badge.locator('time').getAttribute('datetime')).toBe(stored.available_at);
+    expect((await server.api.dequeue('ui.later', { count: 10 })).body.messages).toEqual([]);
+    expect(errors.filter((e) => !e.includes('404'))).toEqual([]);
+  });
+
+  it('a short delay ends: the dequeue gets the message only from its available_at, and the list stops saying delayed', async () => {
+    const { page } = await openUi(browser, server, { path: '#/enqueue?topic=ui.soon' });
+    await page.getByLabel('Delay (seconds, optional)').fill('4');
+    await page.getByLabel('Payload').fill('in a moment');
+    await page.getByRole('button', { name: 'Enqueue' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('no consumer gets it for 4 s');
+    const [stored] = (await server.api.get('/api/messages?topic=ui.soon')).body.items;
+    const due = Date.parse(stored.available_at);
+    expect(due - Date.parse(stored.created_at)).toBe(4_000);
+    expect((await server.api.dequeue('ui.soon', { count: 10 })).body.messages).toEqual([]);
+
+    await page.getByRole('link', { name: 'Show the messages of ui.soon' }).click();
+    const badge = page.locator('table.message-table .badge-delayed');
+    await expect.poll(() => badge.count()).toBe(1);
+    // The rows follow the clock (without a refetch): the badge goes when the delay ends.
+    await expect.poll(() => badge.count(), { timeout: 15_000 }).toBe(0);
+    expect(Date.now()).toBeGreaterThanOrEqual(due);
+    const got = await server.api.dequeue('ui.soon', { count: 10 });
+    expect(got.body.messages.map((m: any) => m.id)).toEqual([stored.id]);
+  });
+
+  it('shows a refused or unreadable delay at the delay field, and sends no delay when it is empty', async () => {
+    expect((await server.api.put('/api/topic-configs/ui.ttl', { message_ttl_seconds: 60 })).status).toBe(200);
+    const { page, errors } = await openUi(browser, server, { path: '#/enqueue?topic=ui.ttl' });
+    const delay = page.getByLabel('Delay (seconds, optional)');
+    const enqueue = page.getByRole('button', { name: 'Enqueue' });
+    const fieldError = async () => page.locator(`[id="${(await delay.getAttribute('aria-describedby'))!.split(' ').pop()}"]`).textContent();
+    await page.getByLabel('Payload').fill('x');
+
+    for (const [typed, body] of [
+      ['700000', { delay_seconds: 700000 }],
+      ['1.5', { delay_seconds: 1.5 }],
+      ['120', { delay_seconds: 120 }], // past the topic's 60 s TTL: the message would expire unseen
+    ] as const) {
+      await delay.fill(typed);
+      await enqueue.click();
+      const refused = await server.api.post('/api/messages', { topic: 'ui.ttl', payload: 'x', ...body });
+      expect(refused.status).toBe(400);
+      await expect.poll(() => fieldError()).toBe(refused.body.error);
+      expect(await delay.getAttribute('aria-invalid')).toBe('true');
+      expect(await page.locator('.field-error').count()).toBe(1);
+    }
+    // Typed key by key: the browser keeps "5e" on screen but reads the value as "", which must not enqueue undelayed.
+    await delay.click();
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.type('5e');
+    await enqueue.click();
+    await expect.poll(() => fieldError()).toBe('Not a number: enter a whole number of seconds, or leave the field empty.');
+    expect((await server.api.get('/api/messages?topic=ui.ttl')).body.total).toBe(0);
+
+    await delay.fill('');
+    await enqueue.click();
+    await expect.poll(() => page.getByRole('status').textContent()).toMatch(/to ui\.ttl\. /);
+    expect(await delay.getAttribute('aria-invalid')).toBeNull();
+    const [stored] = (await server.api.get('/api/messages?topic=ui.ttl')).body.items;
+    expect(stored.available_at).toBe(stored.created_at);
+    expect(errors.filter((e) => !/status of (400|404)/.test(e))).toEqual([]);
+  });
+
+  it('enqueues with an ordering key: the later message waits behind the first, and is available once that one is acked', async () => {
+    const { page, errors } = await openUi(browser, server, { path: '#/enqueue?topic=ui.ordered' });
+    await page.getByLabel('Ordering key (optional)').fill('order-1');
+    const payload = page.getByLabel('Payload');
+    const status = page.getByRole('status');
+    await payload.fill('created');
+    await expectAccessible(page);
+    await page.getByRole('button', { name: 'Enqueue' }).click();
+    await expect.poll(() => status.textContent()).toMatch(/Enqueued message [0-9a-f-]{36} to ui\.ordered\./);
+    const first = (await status.locator('.mono').textContent())!;
+    // The form keeps its fields: the second message goes out under the same ordering key.
+    await payload.fill('paid');
+    await page.getByRole('button', { name: 'Enqueue' }).click();
+    await expect.poll(() => status.locator('.mono').textContent()).not.toBe(first);
+    const second = (await status.locator('.mono').textContent())!;
+
+    const stored = new Map((await server.api.get('/api/messages?topic=ui.ordered')).body.items.map((m: any) => [m.id, m]));
+    expect(stored.get(first)).toMatchObject({ ordering_key: 'order-1', payload: 'created', status: 'pending' });
+    expect(stored.get(first).available_at).toBe(stored.get(first).created_at);
+    expect(stored.get(second)).toMatchObject({ ordering_key: 'order-1', payload: 'paid', status: 'pending', available_at: null });
+
+    await page.getByRole('link', { name: 'Show the messages of ui.ordered' }).click();
+    const row = (id: string) => page.getByRole('row').filter({ has: page.getByRole('button', { name: `Details of message ${id}` }) });
+    await expect.poll(() => row(second).locator('.badge-waiting').textContent()).toBe('waiting behind an earlier message of its ordering key');
+    for (const id of [first, second]) expect(await row(id).getByRole('cell', { name: 'order-1', exact: true }).count()).toBe(1);
+    // The head is available: nothing beside its status.
+    expect(await row(first).locator('.badge').count()).toBe(0);
+    await expectAccessible(page);
+
+    // A consumer takes the head: the second still waits, behind a processing message now.
+    expect((await server.api.dequeue('ui.ordered', { count: 10 })).body.messages.map((m: any) => m.id)).toEqual([first]);
+    const refresh = page.getByRole('button', { name: 'Refresh', exact: true });
+    await refresh.click();
+    await expect.poll(() => row(first).locator('.status').textContent()).toBe('processing');
+    expect(await row(second).locator('.badge-waiting').count()).toBe(1);
+
+    expect((await server.api.post(`/api/messages/${first}/ack`)).status).toBe(204);
+    await refresh.click();
+    await expect.poll(() => row(first).count()).toBe(0);
+    expect(await row(second).locator('.badge').count()).toBe(0);
+    expect(await row(second).locator('.status').textContent()).toBe('pending');
+    const [next] = (await server.api.get('/api/messages?topic=ui.ordered')).body.items;
+    expect(next).toMatchObject({ id: second, ordering_key: 'order-1' });
+    expect(next.available_at).not.toBeNull();
+    await row(second).getByRole('button').click();
+    const drawer = page.getByRole('dialog', { name: 'Message details' });
+    const available = drawer.locator('dt', { hasText: 'Available to consumers' }).locator('xpath=following-sibling::dd[1]');
+    await expect.poll(() => available.textContent()).toMatch(/^since /);
+    expect((await server.api.dequeue('ui.ordered', { count: 10 })).body.messages.map((m: any) => m.id)).toEqual([second]);
+    expect(errors.filter((e) => !e.includes('404'))).toEqual([]);
+  });
+
+  it('shows the refusal of an ordering key over 255 bytes at its field, and sends none when it is empty', async () => {
+    const { page, errors } = await openUi(browser, server, { path: '#/enqueue?topic=ui.ordering.long' });
+    const orderingKey = page.getByLabel('Ordering key (optional)');
+    const enqueue = page.getByRole('button', { name: 'Enqueue' });
+    await page.getByLabel('Payload').fill('x');
+    // 128 characters, 256 bytes of UTF-8: the service counts bytes.
+    const long = 'é'.repeat(128);
+    await orderingKey.fill(long);
+    await enqueue.click();
+    const refused = await server.api.post('/api/messages', { topic: 'ui.ordering.long', payload: 'x', ordering_key: long });
+    expect([refused.status, refused.body.error]).toEqual([400, 'ordering_key must be 1-255 bytes of UTF-8']);
+    await expect.poll(() => orderingKey.getAttribute('aria-invalid')).toBe('true');
+    const describedBy = (await orderingKey.getAttribute('aria-describedby'))!;
+    expect(await page.locator(`[id="${describedBy.split(' ').pop()}"]`).textContent()).toBe(refused.body.error);
+    expect(await page.locator('.field-error').count()).toBe(1);
+    expect(await page.getByLabel('Payload').getAttribute('aria-invalid')).toBeNull();
+    await expectAccessible(page);
+    expect((await server.api.get('/api/messages?topic=ui.ordering.long')).body.total).toBe(0);
+
+    // 255 bytes is still one key; an emptied field sends none.
+    await orderingKey.fill(`${'é'.repeat(127)}k`);
+    await enqueue.click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('Enqueued message');
+    expect(await orderingKey.getAttribute('aria-invalid')).toBeNull();
+    await orderingKey.fill('');
+    await enqueue.click();
+    await expect.poll(async () => (await server.api.get('/api/messages?topic=ui.ordering.long')).body.total).toBe(2);
+    const keys = (await server.api.get('/api/messages?topic=ui.ordering.long')).body.items.map((m: any) => m.ordering_key);
+    expect(keys).toEqual([`${'é'.repeat(127)}k`, null]);
+    expect(errors.filter((e) => !/status of (400|404)/.test(e))).toEqual([]);
   });
 
   it('shows the 413 for metadata over 64 KiB at the metadata editor, not at the payload', async () => {

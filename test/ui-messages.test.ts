@@ -4,6 +4,7 @@ import { USER_PASSWORD } from './helpers/auth.js';
 import { expectAccessible, launchBrowser, openUi, signIn, startUiServer, type UiServer } from './helpers/browser.js';
 import { availableEngines, engineByName } from './helpers/engines.js';
 import type { Api } from './helpers/http.js';
+import { availabilityOf } from '../src/ui/messages/availability.js';
 
 const rows = (page: Page) => page.locator('table.message-table tbody tr');
 
@@ -122,6 +123,87 @@ describe('admin UI messages screen (SQLite, auth off)', () => {
     }
     await expectAccessible(page);
     expect(errors).toEqual([]);
+  });
+
+  it('shows when each message is available: delayed until, leased until, and in the drawer', async () => {
+    const delayed = (await server.api.enqueue('timing', 'later', { delay_seconds: 7200 })).body.id;
+    const leased = (await server.api.enqueue('timing', 'taken')).body.id;
+    const ready = (await server.api.enqueue('timing', 'ready')).body.id;
+    const { body } = await server.api.dequeue('timing', { count: 1, visibility_timeout_seconds: 600 });
+    expect(body.messages.map((m: any) => m.id)).toEqual([leased]);
+    const byId = new Map((await listOf(server.api, 'topic=timing')).items.map((m) => [m.id, m]));
+    expect(byId.get(leased).available_at).toBe(body.messages[0].available_at);
+
+    const { page, errors } = await openUi(browser, server, { path: '#/messages?topic=timing', timezoneId: 'Asia/Tokyo' });
+    const row = (id: string) => page.getByRole('row').filter({ has: page.getByRole('button', { name: `Details of message ${id}` }) });
+    await expect.poll(() => rows(page).count()).toBe(3);
+    const delayedBadge = row(delayed).locator('.badge-delayed');
+    expect(await delayedBadge.textContent()).toMatch(/^delayed until .* GMT\+9$/);
+    expect(await delayedBadge.textContent()).toMatch(tokyoClock(byId.get(delayed).available_at));
+    expect(await delayedBadge.locator('time').getAttribute('datetime')).toBe(byId.get(delayed).available_at);
+    expect(await row(leased).locator('.badge').textContent()).toMatch(tokyoClock(byId.get(leased).available_at));
+    expect(await row(leased).locator('.badge').textContent()).toMatch(/^leased until /);
+    // Available now: nothing to say beyond "pending".
+    expect(await row(ready).locator('.badge').count()).toBe(0);
+    await expectAccessible(page);
+
+    const drawer = page.getByRole('dialog', { name: 'Message details' });
+    const available = drawer.locator('dt', { hasText: 'Available to consumers' }).locator('xpath=following-sibling::dd[1]');
+    await row(delayed).getByRole('button').click();
+    await expect.poll(() => available.textContent()).toMatch(/^delayed until .* GMT\+9$/);
+    expect(await available.locator('time').getAttribute('datetime')).toBe(byId.get(delayed).available_at);
+    await expectAccessible(page);
+    await drawer.getByRole('button', { name: 'Close' }).click();
+    await row(leased).getByRole('button').click();
+    await expect.poll(() => available.textContent()).toMatch(/^when its lease ends, /);
+    await drawer.getByRole('button', { name: 'Close' }).click();
+    await row(ready).getByRole('button').click();
+    await expect.poll(() => available.textContent()).toBe('since it was created');
+    expect(errors).toEqual([]);
+  });
+
+  it('shows ordering keys, and a message waiting behind an earlier one of its key, in the list and the drawer', async () => {
+    const head = (await server.api.enqueue('lines', 'first of a', { ordering_key: 'acct-a' })).body.id;
+    const behind = (await server.api.enqueue('lines', 'second of a', { ordering_key: 'acct-a' })).body.id;
+    const free = (await server.api.enqueue('lines', 'no key')).body.id;
+    const claimed = (await server.api.dequeue('lines', { count: 10, visibility_timeout_seconds: 600 })).body.messages.map((m: any) => m.id);
+    expect(claimed.sort()).toEqual([head, free].sort());
+    const byId = new Map((await listOf(server.api, 'topic=lines')).items.map((m) => [m.id, m]));
+    expect(byId.get(behind)).toMatchObject({ status: 'pending', available_at: null, ordering_key: 'acct-a' });
+
+    const { page, errors } = await openUi(browser, server, { path: '#/messages?topic=lines' });
+    const row = (id: string) => page.getByRole('row').filter({ has: page.getByRole('button', { name: `Details of message ${id}` }) });
+    await expect.poll(() => rows(page).count()).toBe(3);
+    const orderingColumn = (await page.locator('table.message-table thead th').allTextContents()).indexOf('Ordering key');
+    const orderingCell = (id: string) => row(id).locator('td').nth(orderingColumn);
+    expect([await orderingCell(head).textContent(), await orderingCell(behind).textContent(), await orderingCell(free).textContent()]).toEqual(['acct-a', 'acct-a', '—']);
+    expect(await row(behind).locator('.badge-waiting').textContent()).toBe('waiting behind an earlier message of its ordering key');
+    // The head is leased like any processing message; only the one behind it waits.
+    expect(await row(head).locator('.badge').textContent()).toMatch(/^leased until /);
+    expect(await row(head).locator('.badge-waiting').count()).toBe(0);
+    await expectAccessible(page);
+
+    const drawer = page.getByRole('dialog', { name: 'Message details' });
+    const detail = (term: string) => drawer.locator('dt', { hasText: new RegExp(`^${term}$`) }).locator('xpath=following-sibling::dd[1]');
+    await row(behind).getByRole('button').click();
+    await expect.poll(() => detail('Ordering key').textContent()).toBe('acct-a');
+    expect(await detail('Available to consumers').textContent()).toBe(
+      'waiting behind an earlier message of its ordering key: its turn comes once the earlier messages of that key are gone (acked, dead-lettered, failed, expired or deleted)',
+    );
+    expect(await detail('Key').textContent()).toBe('— (none)');
+    await expectAccessible(page);
+    await drawer.getByRole('button', { name: 'Close' }).click();
+    await row(free).getByRole('button').click();
+    await expect.poll(() => detail('Ordering key').textContent()).toBe('— (none)');
+    expect(errors).toEqual([]);
+  });
+
+  it('reads a null available_at as waiting behind the ordering key only for a pending message', () => {
+    const now = Date.now();
+    expect(availabilityOf({ status: 'pending', available_at: null }, now)).toBe('waiting');
+    for (const status of ['failed', 'expired', 'processing'] as const) expect(availabilityOf({ status, available_at: null }, now)).toBe('none');
+    expect(availabilityOf({ status: 'pending', available_at: new Date(now - 1000).toISOString() }, now)).toBe('available');
+    expect(availabilityOf({ status: 'pending', available_at: new Date(now + 60_000).toISOString() }, now)).toBe('delayed');
   });
 
   it('shows a message in the drawer and requeues dead letters from it and from the list', async () => {

@@ -86,4 +86,44 @@ describe('admin UI: overview (SQLite, auth off)', () => {
     expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(42);
     expect(errors).toEqual([]);
   });
+
+  it('counts the ordering keys of each topic and group, and the keys waiting behind a message a consumer holds', async () => {
+    const api = server.api;
+    const { page, errors } = await openUi(browser, server, { path: '#/overview' });
+    const header = page.getByRole('columnheader', { name: 'Ordering keys' });
+    await expect.poll(async () => Object.keys(await readTable(page)).length, { timeout: 10_000 }).toBeGreaterThan(0);
+    // No topic has ordering keys yet: no column for them.
+    expect(await header.count()).toBe(0);
+
+    for (const [key, payload] of [['a', 'a1'], ['a', 'a2'], ['b', 'b1']]) expect((await api.enqueue('ov.lines', payload, { ordering_key: key })).status).toBe(201);
+    expect((await api.post('/api/topics/ov.fan/consumer-groups', { consumer_group: 'billing' })).status).toBe(201);
+    for (const payload of ['f1', 'f2']) expect((await api.enqueue('ov.fan', payload, { ordering_key: 'f' })).status).toBe(201);
+    // The heads a1 and b1 are taken: a2 waits behind a1, nothing waits behind b1.
+    expect((await api.dequeue('ov.lines', { count: 10 })).body.messages.map((m: any) => m.payload).sort()).toEqual(['a1', 'b1']);
+    expect((await api.dequeue('ov.fan', { count: 10, consumer_group: 'billing' })).body.messages.map((m: any) => m.payload)).toEqual(['f1']);
+    const { ordering } = (await api.get('/api/stats')).body;
+    expect(ordering).toEqual([
+      { topic: 'ov.fan', consumer_group: 'billing', keys: 1, waiting_keys: 1 },
+      { topic: 'ov.lines', consumer_group: '', keys: 2, waiting_keys: 1 },
+    ]);
+
+    await expect.poll(async () => (await readTable(page))['ov.lines']?.['Ordering keys'], { timeout: 15_000 }).toBe('2 keys, 1 waiting');
+    const table = await readTable(page);
+    expect(table['ov.fan']['Ordering keys']).toBe('billing: 1 key, 1 waiting');
+    expect(table['ov.orders']['Ordering keys']).toBe('—');
+    // The column is described by the note that says what it counts.
+    const note = page.locator(`[id="${await header.getAttribute('aria-describedby')}"]`);
+    expect(await note.textContent()).toMatch(/^Ordering keys: how many keys have messages not yet done, and how many of those are waiting/);
+    await expectAccessible(page);
+
+    // A service that does not count ordering keys answers without the list: the column goes, nothing breaks.
+    await page.route('**/api/stats', async (route) => {
+      const response = await route.fetch();
+      const { ordering: _, ...older } = await response.json();
+      await route.fulfill({ response, json: older });
+    });
+    await expect.poll(() => header.count(), { timeout: 15_000 }).toBe(0);
+    expect((await readTable(page))['ov.lines']).toMatchObject({ Pending: '1', Processing: '2' });
+    expect(errors).toEqual([]);
+  });
 });

@@ -73,6 +73,9 @@ describe('admin UI: topics (SQLite, auth off)', () => {
       throughput_limit: 20,
       replayable: true,
       replay_window_seconds: 86400,
+      delivery_delay_seconds: null,
+      retry_backoff_seconds: null,
+      retry_backoff_max_seconds: null,
       managed_by: null,
     });
     // An emptied field goes back to the server default (null), as the API's PUT semantics say.
@@ -90,6 +93,68 @@ describe('admin UI: topics (SQLite, auth off)', () => {
     await expect.poll(async () => (await server.api.get('/api/topic-configs/ui.orders')).status).toBe(404);
     await config.getByText('Not configured yet').waitFor();
     expect(await page.getByRole('dialog').count()).toBe(0);
+    expect(unexpected(errors)).toEqual([]);
+  });
+
+  it('edits the delivery delay and the retry backoff, lists them, and stores null for a cleared field', async () => {
+    expect((await server.api.put('/api/topic-configs/ui.timing', { max_retries: 3 })).status).toBe(200);
+    const { page, errors } = await openUi(browser, server, { path: '#/topics?topic=ui.timing' });
+    const config = region(page, 'Configuration');
+    const delay = config.getByLabel('Delivery delay (seconds)');
+    const backoff = config.getByLabel('Retry backoff (seconds)');
+    const cap = config.getByLabel('Retry backoff cap (seconds)');
+    await expect.poll(() => config.getByLabel('Max retries').inputValue()).toBe('3');
+    // Each field is described by its hint, which names the setting as the API does.
+    for (const [field, hint] of [
+      [delay, /^delivery_delay_seconds: .*Empty: none\.$/],
+      [backoff, /^retry_backoff_seconds: .*Empty: the server default \(queue\.retry_backoff_seconds\)\.$/],
+      [cap, /^retry_backoff_max_seconds: .*Empty: the server default \(queue\.retry_backoff_max_seconds\)\.$/],
+    ] as const) {
+      expect(await field.inputValue()).toBe('');
+      expect(await page.locator(`[id="${await field.getAttribute('aria-describedby')}"]`).textContent()).toMatch(hint);
+    }
+
+    await delay.fill('30');
+    await backoff.fill('5');
+    await cap.fill('600');
+    await config.getByRole('button', { name: 'Save' }).click();
+    await config.getByRole('status').getByText('Saved.').waitFor();
+    expect((await server.api.get('/api/topic-configs/ui.timing')).body).toMatchObject({ max_retries: 3, delivery_delay_seconds: 30, retry_backoff_seconds: 5, retry_backoff_max_seconds: 600 });
+    const row = page.getByRole('row', { name: /ui\.timing/ });
+    await expect.poll(() => row.locator('td').allTextContents()).toEqual(['3', 'default', 'no cap', 'unlimited', '30 s', '5 s, capped at 10 min', 'no', 'none', '—']);
+    // The stored values fill the form again after a reload.
+    await page.reload();
+    await expect.poll(() => delay.inputValue()).toBe('30');
+    expect([await backoff.inputValue(), await cap.inputValue()]).toEqual(['5', '600']);
+
+    // The topic's delay applies to a new message enqueued without one.
+    const enqueued = await server.api.enqueue('ui.timing', 'waits');
+    const [message] = (await server.api.get('/api/messages?topic=ui.timing')).body.items;
+    expect(message.id).toBe(enqueued.body.id);
+    expect(Date.parse(message.available_at) - Date.parse(message.created_at)).toBe(30_000);
+    expect((await server.api.dequeue('ui.timing')).body.messages).toEqual([]);
+
+    // Out of range: the service's 400 inline, nothing stored.
+    await delay.fill('700000');
+    await config.getByRole('button', { name: 'Save' }).click();
+    await config.getByRole('alert').getByText('delivery_delay_seconds must be at most 604800').waitFor();
+    expect((await server.api.get('/api/topic-configs/ui.timing')).body.delivery_delay_seconds).toBe(30);
+
+    // Cleared fields store null: no delay, and the server's backoff defaults.
+    await delay.fill('');
+    await backoff.fill('');
+    await cap.fill('');
+    await config.getByRole('button', { name: 'Save' }).click();
+    await config.getByRole('status').getByText('Saved.').waitFor();
+    expect((await server.api.get('/api/topic-configs/ui.timing')).body).toMatchObject({ max_retries: 3, delivery_delay_seconds: null, retry_backoff_seconds: null, retry_backoff_max_seconds: null });
+    await expect.poll(() => row.locator('td').allTextContents()).toEqual(['3', 'default', 'no cap', 'unlimited', 'none', 'default', 'no', 'none', '—']);
+
+    // 0 is a value of its own: retries at once, whatever the server default.
+    await backoff.fill('0');
+    await config.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(async () => (await server.api.get('/api/topic-configs/ui.timing')).body.retry_backoff_seconds).toBe(0);
+    await expect.poll(() => row.locator('td').nth(5).textContent()).toBe('at once');
+    await expectAccessible(page);
     expect(unexpected(errors)).toEqual([]);
   });
 

@@ -2,12 +2,16 @@
  * The transport-neutral authentication and authorization core: HTTP middleware and gRPC interceptors both call
  * it, and it knows neither. `principal === null` means "auth is disabled": every check passes.
  *
- *   authenticate(header: string | undefined): Promise<Principal | null>
- *       `header` is the raw Authorization value ("Bearer <token>"; gRPC: metadata `authorization`). Returns
- *       null when auth is off; throws DomainError('unauthenticated', 'missing authorization header' |
- *       'invalid or expired token'). The user is re-read from the database (cached at most 5 s), so a deleted
- *       user gets 401, a demoted admin loses admin rights, and a token issued under an earlier password
- *       (claim `pwv`) gets 401.
+ *   authenticate(header: string | undefined, addressOf?: (caller) => string, caller?): Promise<Principal | null>
+ *       `header` is the raw Authorization value ("Bearer <token>"; gRPC: metadata `authorization`): a token from
+ *       a login (HS256), a Kubernetes ServiceAccount token (RS256/ES256..., with auth.kubernetes_enabled) or an
+ *       access key (`CVAK...` `.` secret); `addressOf(caller)` is the caller's address, which failed access
+ *       keys count against (asked only for an access key: the transport's request and a function made once, so
+ *       that authenticating a token allocates nothing more). Returns null when auth is off; throws DomainError('unauthenticated', 'missing authorization
+ *       header' | 'invalid or expired token'), the same message whatever is wrong with a credential, or
+ *       DomainError('rate_limited') for a client over the limit of failed access keys. The user is re-read
+ *       from the database (cached at most 5 s), so a deleted user gets 401, a demoted admin loses admin rights,
+ *       and a token issued under an earlier password (claim `pwv`) gets 401.
  *   requireAuthenticated(principal)                      any valid user (GET /metrics)
  *   requireAdmin(principal)                              else DomainError('forbidden', 'admin access required')
  *   requireTopic(principal, 'read'|'write'|'admin', topic)  else DomainError('forbidden', 'insufficient permissions')
@@ -17,15 +21,20 @@
  *   visibleTopics(principal, action, topics): string[]   filters lists for non-admins (all for admins / auth off)
  *   visibleScope(principal, action): TopicScope | null    the same as names and prefixes for a query (null: all)
  *   countLoginAttempt(clientAddress): Promise<LoginAttempt>  counts one attempt; else DomainError('rate_limited')
- *   login(attempt, username, password) / refresh(principal) / status(header)
+ *   login(attempt, username, password) / refresh(principal) / status(header, addressOf, caller)
  */
+import { decodeProtectedHeader } from 'jose';
 import { failedPrecondition, invalid, DomainError } from '../queue/errors.js';
 import { baseTopicOf } from '../queue/topic-names.js';
 import type { TopicScope } from '../store/messages/browse.js';
+import { isAccessKeyToken } from './access-key-format.js';
+import type { AccessKeyService } from './access-keys.js';
+import type { FailedKeyAttempts } from './failed-key-attempts.js';
 import { grantedScope, mayConsume, mayUseTopic } from './grants-policy.js';
 import type { PasswordVerifier } from './passwords.js';
 import { GRANT_ACTIONS, type GrantAction, type GrantRule, type Principal } from './principal.js';
 import type { LoginRateLimiter } from './rate-limit.js';
+import type { ServiceAccountTokens } from './service-account-tokens.js';
 import type { TokenIssuer, VerifiedToken } from './tokens.js';
 import type { UserService } from './users.js';
 
@@ -50,7 +59,30 @@ export interface AuthorizerDeps {
   tokens: TokenIssuer | null;
   passwords: PasswordVerifier;
   limiter: LoginRateLimiter;
+  /** Null without auth.kubernetes_enabled: only tokens from a login are JWTs the service accepts. */
+  serviceAccounts: ServiceAccountTokens | null;
+  accessKeys: AccessKeyService;
+  keyFailures: FailedKeyAttempts;
   now: () => number;
+}
+
+/** A ServiceAccount token that verified: its principal's user id (made on first use) and name, and until when. */
+interface ServiceAccountClaims {
+  kind: 'service_account';
+  uid: string;
+  username: string;
+  exp: number;
+}
+
+type VerifiedCredential = VerifiedToken | ServiceAccountClaims;
+
+/** The service's own tokens are HS256; a header that does not decode is left to their verification to refuse. */
+function isOwnToken(token: string): boolean {
+  try {
+    return decodeProtectedHeader(token).alg === 'HS256';
+  } catch {
+    return true;
+  }
 }
 
 /**
@@ -74,9 +106,11 @@ export class Authorizer {
    * Tokens whose signature verified, until their `exp`. An HS256 signature is checked once per token, not once
    * per request: the verdict cannot change before the token expires (the secret is fixed for the process's
    * life), and what can change, the user and its grants, is the principal cache's business (5 s). Only
-   * tokens that verified are kept, so garbage sent by anyone cannot fill it.
+   * tokens that verified are kept, so garbage sent by anyone cannot fill it. ServiceAccount tokens too (until
+   * `exp` and the leeway): kubelet rotates them hourly, so each is verified once. Never access keys, which
+   * are checked against their row on every request so that a revocation holds at once everywhere.
    */
-  private readonly verifiedTokens = new Map<string, VerifiedToken>();
+  private readonly verifiedTokens = new Map<string, VerifiedCredential>();
   /** Principals being loaded: the requests that miss the cache together share one load of the user. */
   private readonly loading = new Map<string, Promise<Principal | null>>();
   /** Moves on with every change of users or grants, so that a load begun before one is not cached after it. */
@@ -88,12 +122,13 @@ export class Authorizer {
     this.enabled = deps.enabled;
   }
 
-  async authenticate(header: string | undefined): Promise<Principal | null> {
+  async authenticate<C>(header: string | undefined, addressOf?: (caller: C) => string, caller?: C): Promise<Principal | null> {
     if (!this.enabled) return null;
     if (!header) throw unauthenticated(MISSING_HEADER);
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw unauthenticated(INVALID_TOKEN);
-    const principal = await this.principalOfToken(match[1]);
+    const token = match[1];
+    const principal = isAccessKeyToken(token) ? await this.principalOfAccessKey(token, addressOf && addressOf(caller as C)) : await this.principalOfToken(token);
     if (!principal) throw unauthenticated(INVALID_TOKEN);
     return principal;
   }
@@ -174,7 +209,9 @@ export class Authorizer {
     if (typeof username !== 'string' || username === '') throw invalid('username is required');
     if (typeof password !== 'string' || password === '') throw invalid('password is required');
     const tokens = this.tokenIssuer();
-    const user = await this.deps.users.findByName(username);
+    const found = await this.deps.users.findByName(username);
+    // A service account has no password: it costs the same verification as an unknown name, and fails alike.
+    const user = found?.service_account ? null : found;
     const valid = await this.deps.passwords.verify(user?.password_hash ?? null, password);
     if (!user || !valid) throw unauthenticated('invalid username or password');
     return tokens.issue({ uid: user.id, sub: user.username, adm: user.is_admin, pwv: user.password_version });
@@ -188,14 +225,22 @@ export class Authorizer {
   async refresh(principal: Principal | null): Promise<string> {
     const tokens = this.tokenIssuer();
     if (!principal) throw unauthenticated(MISSING_HEADER);
+    // A token made from an access key would outlive the key's revocation, and one made from a ServiceAccount
+    // token the pod's; neither expires like a login's token, so neither needs one.
+    if (principal.serviceAccount || principal.credential === 'access_key') {
+      throw failedPrecondition('only a token from a login is refreshed: send the access key or the ServiceAccount token itself');
+    }
     return tokens.issue({ uid: principal.userId, sub: principal.username, adm: principal.isAdmin, pwv: principal.passwordVersion });
   }
 
-  /** `user` only for a valid token; an invalid one is not an error here. */
-  async status(header: string | undefined): Promise<AuthStatus> {
+  /**
+   * `user` only for a valid token; an invalid one is not an error here, nor is a client over the limit of
+   * failed access keys (it learns nothing either way: the limit refuses its right keys too).
+   */
+  async status<C>(header: string | undefined, addressOf?: (caller: C) => string, caller?: C): Promise<AuthStatus> {
     if (!this.enabled) return { auth_required: false };
-    const principal = await this.authenticate(header).catch((err: unknown) => {
-      if (err instanceof DomainError && err.code === 'unauthenticated') return null;
+    const principal = await this.authenticate(header, addressOf, caller).catch((err: unknown) => {
+      if (err instanceof DomainError && (err.code === 'unauthenticated' || err.code === 'rate_limited')) return null;
       throw err;
     });
     if (!principal) return { auth_required: true };
@@ -214,25 +259,69 @@ export class Authorizer {
     return this.deps.tokens;
   }
 
-  private async claimsOf(token: string, now: number): Promise<VerifiedToken | null> {
+  private async claimsOf(token: string, now: number): Promise<VerifiedCredential | null> {
     const known = this.verifiedTokens.get(token);
     // As jose decides: valid while the current second is before `exp`.
     if (known) return Math.floor(now / 1000) < known.exp ? known : (this.verifiedTokens.delete(token), null);
-    const claims = await this.deps.tokens!.verify(token);
+    const claims = await this.verify(token);
     if (!claims) return null;
     if (this.verifiedTokens.size >= VERIFIED_TOKENS_MAX) this.verifiedTokens.delete(this.verifiedTokens.keys().next().value!);
     this.verifiedTokens.set(token, claims);
     return claims;
   }
 
+  /** A token from a login, else (auth.kubernetes_enabled) a ServiceAccount token, by the header's algorithm. */
+  private async verify(token: string): Promise<VerifiedCredential | null> {
+    const accounts = this.deps.serviceAccounts;
+    if (!accounts || isOwnToken(token)) return this.deps.tokens!.verify(token);
+    const identity = await accounts.verify(token);
+    if (!identity) return null;
+    const uid = await this.deps.users.ensureServiceAccount(identity.username);
+    return uid ? { kind: 'service_account', uid, username: identity.username, exp: identity.validUntil } : null;
+  }
+
   private async principalOfToken(token: string): Promise<Principal | null> {
     const now = this.deps.now();
     const claims = await this.claimsOf(token, now);
     if (!claims) return null;
+    if ('kind' in claims) return this.principalOfServiceAccount(claims, now);
     const cached = this.cache.get(claims.uid);
     const principal = cached && now - cached.loadedAt < PRINCIPAL_CACHE_MS && now >= cached.loadedAt ? cached.principal : await this.load(claims.uid, now);
-    // A token issued under an earlier password is over, as if it had expired.
-    return principal && claims.pwv === principal.passwordVersion ? principal : null;
+    // A token issued under an earlier password is over, as if it had expired. None is ever a service account's
+    // (it has no password to log in with, and its tokens are not refreshed).
+    return principal && claims.pwv === principal.passwordVersion && !principal.serviceAccount ? principal : null;
+  }
+
+  /** The account's principal; made again (without the grants it had) when an admin deleted it. */
+  private async principalOfServiceAccount(claims: ServiceAccountClaims, now: number): Promise<Principal | null> {
+    let principal = await this.principalOf(claims.uid, now);
+    if (!principal) {
+      const uid = await this.deps.users.ensureServiceAccount(claims.username);
+      if (!uid) return null;
+      claims.uid = uid;
+      principal = await this.principalOf(uid, now);
+    }
+    return principal?.serviceAccount ? principal : null;
+  }
+
+  /**
+   * The user of an access key, checked against its row on every request (AccessKeyService.userOf). A failure
+   * counts against the client; a client over that limit is refused before its key is looked at.
+   */
+  private async principalOfAccessKey(token: string, address: string | undefined): Promise<Principal | null> {
+    if (address !== undefined) this.deps.keyFailures.assertAllowed(address);
+    const userId = await this.deps.accessKeys.userOf(token);
+    const principal = userId === null ? null : await this.principalOf(userId, this.deps.now());
+    if (!principal || principal.serviceAccount) {
+      if (address !== undefined) await this.deps.keyFailures.fail(address);
+      return null;
+    }
+    return { ...principal, credential: 'access_key' };
+  }
+
+  private principalOf(userId: string, now: number): Principal | null | Promise<Principal | null> {
+    const cached = this.cache.get(userId);
+    return cached && now - cached.loadedAt < PRINCIPAL_CACHE_MS && now >= cached.loadedAt ? cached.principal : this.load(userId, now);
   }
 
   /**
@@ -264,6 +353,8 @@ export class Authorizer {
     const grants: GrantRule[] = (await this.deps.users.grantsOf(user))
       .filter((g) => (GRANT_ACTIONS as readonly string[]).includes(g.action))
       .map((g) => ({ action: g.action as GrantAction, topicPattern: g.topic_pattern, consumerGroup: g.consumer_group }));
-    return { userId: user.id, username: user.username, isAdmin: user.is_admin, grants, passwordVersion: user.password_version };
+    // A service account is never an admin, whatever its row says.
+    const isAdmin = user.is_admin && !user.service_account;
+    return { userId: user.id, username: user.username, isAdmin, grants, passwordVersion: user.password_version, serviceAccount: user.service_account };
   }
 }

@@ -17,4 +17,11 @@ export interface Principal {
   grants: GrantRule[];
   /** The password's version: only tokens issued under it (claim `pwv`) are valid. */
   passwordVersion: number;
+  /** A Kubernetes service account's principal (docs/auth.md): never an admin, and its token is not refreshed. */
+  serviceAccount: boolean;
+  /**
+   * How this request authenticated when not with a token from a login: `access_key`. A login's token may be
+   * refreshed; an access key's request may not turn into one (a token would outlive the key's revocation).
+   */
+  credential?: 'access_key';
 }

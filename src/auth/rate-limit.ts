@@ -87,13 +87,15 @@ export class RedisRateLimiter implements LoginRateLimiter {
     private readonly keyPrefix: string,
     private readonly failures: RepeatedFailure,
     private readonly now: () => number,
+    /** What is counted: `login-attempts`, or `access-key-failures` (failed access-key authentications). */
+    private readonly bucket = 'login-attempts',
   ) {
     this.fallback = new MemoryRateLimiter(now);
   }
 
   async hit(clientAddress: string): Promise<RateDecision> {
     // A new key: the fixed-window counter under the old name was a string, which the script cannot read.
-    const key = `${this.keyPrefix}login-attempts:${clientAddress}`;
+    const key = `${this.keyPrefix}${this.bucket}:${clientAddress}`;
     const now = this.now();
     // After an unanswered command Redis is left alone for a while: each command sent to a hung connection
     // waits in the client's queue until the connection ends.
@@ -123,7 +125,12 @@ export class RedisRateLimiter implements LoginRateLimiter {
 const CONNECT_TIMEOUT_MS = 3000;
 
 /** One Redis client per server for the limiter; start-up waits a little for it but never fails on it. */
-export async function connectRedisRateLimiter(url: string, keyPrefix: string, logger: Logger, now: () => number): Promise<{ limiter: RedisRateLimiter; close(): Promise<void> }> {
+export async function connectRedisRateLimiter(
+  url: string,
+  keyPrefix: string,
+  logger: Logger,
+  now: () => number,
+): Promise<{ limiter: RedisRateLimiter; limiterOf(bucket: string): RedisRateLimiter; close(): Promise<void> }> {
   // Without the offline queue a login fails over to the in-memory count at once instead of waiting for a reconnect.
   const client = createClient({ url, disableOfflineQueue: true }) as RedisClientType;
   const failures = new RepeatedFailure(logger, { what: 'redis connection (login rate limit)', consequence: 'the login rate limit counts per instance until it is back' });
@@ -133,6 +140,7 @@ export async function connectRedisRateLimiter(url: string, keyPrefix: string, lo
   await Promise.race([client.connect().catch(() => undefined), timeout]);
   return {
     limiter: new RedisRateLimiter(client, keyPrefix, failures, now),
+    limiterOf: (bucket) => new RedisRateLimiter(client, keyPrefix, failures, now, bucket),
     close: () => closeRedisClient(client),
   };
 }

@@ -7,6 +7,7 @@ import { conflict, DomainError, invalid, notFound } from '../queue/errors.js';
 import { assertConsumerGroupName } from '../queue/consumer-group-names.js';
 import { isValidPattern } from './grants-policy.js';
 import { hashPassword, MIN_PASSWORD_LENGTH } from './passwords.js';
+import { isReservedUsername, parseServiceAccountUsername, SERVICE_ACCOUNT_PREFIX } from './service-account-names.js';
 
 /** A user as the API shows it: neither the hash nor the password's version is ever returned (docs/auth.md, Users). */
 export type User = Omit<UserRow, 'password_hash' | 'password_version'>;
@@ -36,6 +37,7 @@ function assertUsername(value: unknown): string {
   if (value.length > MAX_USERNAME_LENGTH) throw invalid(`username must be at most ${MAX_USERNAME_LENGTH} characters`);
   // `alice ` beside `alice` would be a second user on SQLite and the same one on MySQL (trailing spaces ignored).
   if (value !== value.trim()) throw invalid('username must not begin or end with whitespace');
+  if (isReservedUsername(value)) throw invalid(`usernames beginning with "${SERVICE_ACCOUNT_PREFIX}" are reserved for Kubernetes service accounts, which appear on their first request`);
   return value;
 }
 
@@ -51,6 +53,13 @@ function assertPattern(value: unknown): string {
     throw invalid('topic_pattern must be "*", a topic name, "<prefix>.*" or "<prefix>*"');
   }
   return value;
+}
+
+/** A service account's principal is named by its token and has no password; what it may do comes from grants only. */
+function assertServiceAccountChange(changes: UserChanges, password: string | undefined): void {
+  if (changes.username !== undefined) throw invalid("a service account's username is its identity and cannot change");
+  if (password !== undefined) throw invalid('a service account has no password: it authenticates with its ServiceAccount token');
+  if (changes.is_admin === true) throw invalid('a service account is never an admin: grant it what it needs');
 }
 
 /** Users and grants (docs/auth.md, Users and Grants). Every change calls `changed` so caches drop stale principals. */
@@ -95,12 +104,15 @@ export class UserService {
   async update(id: string, input: UserUpdateInput): Promise<User> {
     const changes: UserChanges = {};
     if (input.username !== undefined) changes.username = assertUsername(input.username);
-    if (input.password !== undefined) changes.password_hash = await hashPassword(assertPassword(input.password));
+    const password = input.password === undefined ? undefined : assertPassword(input.password);
     if (input.is_admin !== undefined) {
       if (typeof input.is_admin !== 'boolean') throw invalid('is_admin must be a boolean');
       changes.is_admin = input.is_admin;
     }
-    if (!(await this.find(id))) throw userNotFound();
+    const user = await this.find(id);
+    if (!user) throw userNotFound();
+    if (user.service_account) assertServiceAccountChange(changes, password);
+    if (password !== undefined) changes.password_hash = await hashPassword(password);
     let outcome: Awaited<ReturnType<typeof updateUser>>;
     try {
       outcome = await updateUser(this.db, id.toLowerCase(), changes, this.now());
@@ -137,6 +149,24 @@ export class UserService {
   }
 
   /** Topic grants: read, write or admin; consume grants come from addConsumeGrant. */
+  /**
+   * The id of the principal of a service account's token (`system:serviceaccount:<ns>:<name>`), made on its first
+   * use; several instances may make it at the same time. Null when a password user holds the name (made before
+   * such names were reserved): a token never acts as a person's account.
+   */
+  async ensureServiceAccount(username: string): Promise<string | null> {
+    if (!parseServiceAccountUsername(username)) return null;
+    const existing = await findUserByName(this.db, username);
+    if (existing) return existing.service_account ? existing.id : null;
+    try {
+      return (await this.insert(username, '', false, true)).id;
+    } catch (err) {
+      if (!(err instanceof DomainError && err.code === 'conflict')) throw err;
+      const made = await findUserByName(this.db, username);
+      return made?.service_account ? made.id : null;
+    }
+  }
+
   async addGrant(userId: string, input: { action?: unknown; topic_pattern?: unknown }): Promise<Grant> {
     if (typeof input.action !== 'string' || !TOPIC_GRANT_ACTIONS.includes(input.action)) {
       throw invalid('action is required and must be one of read, write, admin (consume grants: POST /api/users/:id/consumer-group-grants)');
@@ -159,9 +189,9 @@ export class UserService {
     this.changed();
   }
 
-  private async insert(username: string, passwordHash: string, isAdmin: boolean): Promise<User> {
+  private async insert(username: string, passwordHash: string, isAdmin: boolean, serviceAccount = false): Promise<User> {
     const now = this.now();
-    const row: UserRow = { id: uuidv4(), username, password_hash: passwordHash, is_admin: isAdmin, created_at: now, updated_at: now, password_version: 0 };
+    const row: UserRow = { id: uuidv4(), username, password_hash: passwordHash, is_admin: isAdmin, created_at: now, updated_at: now, password_version: 0, service_account: serviceAccount };
     try {
       await insertUser(this.db, row);
     } catch (err) {

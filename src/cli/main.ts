@@ -9,6 +9,7 @@ import { controller, controllerHelp } from './controller.js';
 import { renderCommandHelp, renderUsage, type CommandHelp } from './help.js';
 import { migrateHelp, runMigrations } from './migrate.js';
 import { reap, reapHelp, ReapUsageError } from './reap.js';
+import { rotateCredentialsKey, rotateCredentialsKeyHelp } from './rotate-credentials-key.js';
 import { serve, serveHelp } from './serve.js';
 
 export class UsageError extends Error {
@@ -37,6 +38,7 @@ const COMMANDS: Command[] = [
   { help: migrateHelp, positionals: 0, options: CONFIG, run: (v) => runMigrations(v.config as string | undefined) },
   { help: reapHelp, positionals: 1, options: CONFIG, run: (v, p) => reap(v.config as string | undefined, p[0]) },
   { help: backupHelp, positionals: 1, options: CONFIG, run: (v, p) => backup(v.config as string | undefined, p[0]) },
+  { help: rotateCredentialsKeyHelp, positionals: 0, options: CONFIG, run: (v) => rotateCredentialsKey(v.config as string | undefined) },
   {
     help: configCheckHelp,
     positionals: 0,

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { configSchema, type Config } from './schema.js';
 import { readSecretFiles, withoutSecrets } from './secret-files.js';
+import { credentialsKeyProblem } from '../auth/credentials-cipher.js';
 
 export class ConfigError extends Error {}
 
@@ -84,6 +85,32 @@ function redisUrlProblem(url: string): string | undefined {
   return undefined;
 }
 
+const isHttpUrl = (value: string) => {
+  try {
+    return ['https:', 'http:'].includes(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+};
+
+/** The credentials keys and the Kubernetes issuer settings (docs/auth.md): checked together, as they work together. */
+function authProblems(config: Config, fromFiles: Set<string>): void {
+  const auth = config.auth;
+  for (const [key, fileKey] of [['credentials_key', 'credentials_key_file'], ['previous_credentials_key', 'previous_credentials_key_file']] as const) {
+    const problem = auth[key] === '' ? undefined : credentialsKeyProblem(auth[key]);
+    const source = fromFiles.has(`auth.${key}`) ? ` (read from ${auth[fileKey]})` : '';
+    if (problem) throw new ConfigError(`invalid configuration: auth.${key}${source}: ${problem}`);
+  }
+  if (auth.previous_credentials_key !== '' && auth.credentials_key === '') {
+    throw new ConfigError('invalid configuration: auth.previous_credentials_key: needs auth.credentials_key, the key it is rotated to');
+  }
+  if (!auth.kubernetes_enabled) return;
+  if (!auth.enabled) throw new ConfigError('invalid configuration: auth.kubernetes_enabled: needs auth.enabled: true');
+  if (!isHttpUrl(auth.kubernetes_issuer)) throw new ConfigError('invalid configuration: auth.kubernetes_issuer: expected the issuer URL (https://...) when auth.kubernetes_enabled is true');
+  if (auth.kubernetes_audience.trim() === '') throw new ConfigError('invalid configuration: auth.kubernetes_audience: must not be empty');
+  if (auth.kubernetes_jwks_url !== '' && !isHttpUrl(auth.kubernetes_jwks_url)) throw new ConfigError('invalid configuration: auth.kubernetes_jwks_url: expected an https:// URL, or "" for the discovery document\'s');
+}
+
 export function validateConfig(tree: unknown): Config {
   const result = configSchema.safeParse(tree);
   if (!result.success) {
@@ -97,6 +124,7 @@ export function validateConfig(tree: unknown): Config {
     const source = fromFiles.has('auth.jwt_secret') ? ` (read from ${config.auth.jwt_secret_file})` : '';
     throw new ConfigError(`invalid configuration: auth.jwt_secret${source}: must be at least 32 bytes when auth.enabled is true`);
   }
+  authProblems(config, fromFiles);
   // The request timeout counts from the first byte of the headers, so a longer headers timeout could never fire.
   if (config.server.http_headers_timeout > config.server.http_request_timeout) {
     throw new ConfigError('invalid configuration: server.http_headers_timeout: must not exceed server.http_request_timeout');

@@ -3,6 +3,8 @@ import { parseDurationSeconds } from './duration.js';
 import { parseAllowedOrigins } from './origins.js';
 import { MAX_DATA_SECONDS, MAX_DELAY_SECONDS, MAX_INT32, MAX_PAYLOAD_COLUMN, MAX_VISIBILITY_SECONDS } from '../queue/bounds.js';
 import { validateCron } from '../reapers/cron-expression.js';
+import { isInstanceName } from '../controller/instance.js';
+import { topicOwnershipProblem } from '../controller/topic-ownership.js';
 
 /**
  * Most durations drive a timer, and Node runs a timer longer than 2^31-1 ms (24.8 days) after 1 ms instead, so
@@ -82,6 +84,9 @@ export const configSchema = z.strictObject({
       // instance, and with auth off (counted per connection) a connection full of streams keeps room for its Acks.
       grpc_max_concurrent_streams: nonBlank(z.coerce.number().int().min(1)).default(256).describe('concurrent calls (HTTP/2 streams) per gRPC connection; clients wait for a free one'),
       subscribe_streams_per_user: nonBlank(z.coerce.number().int().min(1)).default(128).describe('open Subscribe streams per user (auth off: per connection) on each instance; one more fails with RESOURCE_EXHAUSTED'),
+      // A waiting dequeue costs memory and a timer, no database connection: 1,000 covers a large consumer fleet's
+      // long polls on one instance, and a bound keeps a flood of them from growing without one.
+      max_waiting_dequeues: nonBlank(z.coerce.number().int().min(1)).default(1000).describe('dequeues waiting for messages at once (long polling: wait_seconds) on each instance; one more gets 429 (gRPC RESOURCE_EXHAUSTED)'),
       // A client that vanished without closing its connection (crash, partition) holds its Subscribe streams and
       // their slots of subscribe_streams_per_user until a ping goes unanswered: 30 s + 20 s.
       grpc_keepalive_time: positiveDuration('30s').describe('the server pings each gRPC connection this often'),
@@ -151,12 +156,26 @@ export const configSchema = z.strictObject({
     .prefault({}),
   auth: z
     .strictObject({
-      enabled: bool.default(false).describe('require bearer tokens (JWT)'),
+      enabled: bool.default(false).describe('require bearer tokens (a JWT, an access key or a ServiceAccount token)'),
       jwt_secret: z.string().default('').meta({ description: 'HS256 secret, at least 32 bytes when auth is enabled', sensitive: 'secret' }),
       jwt_secret_file: z.string().default('').describe('file holding auth.jwt_secret (a mounted Secret); not together with auth.jwt_secret'),
       username: z.string().default('').describe('bootstrap admin, created at start-up when no user of that name exists'),
       password: z.string().default('').meta({ description: "the bootstrap admin's password (a warning below 12 characters)", sensitive: 'secret' }),
       password_file: z.string().default('').describe('file holding auth.password (a mounted Secret); not together with auth.password'),
+      credentials_key: z
+        .string()
+        .default('')
+        .meta({ description: 'AES-256-GCM key (32 bytes in base64) that encrypts access keys\' secrets; "" = access keys off (their endpoints answer 503)', sensitive: 'secret' }),
+      credentials_key_file: z.string().default('').describe('file holding auth.credentials_key (a mounted Secret); not together with auth.credentials_key'),
+      previous_credentials_key: z
+        .string()
+        .default('')
+        .meta({ description: 'the credentials key being rotated out: still read, never written (conveyor rotate-credentials-key re-encrypts under auth.credentials_key)', sensitive: 'secret' }),
+      previous_credentials_key_file: z.string().default('').describe('file holding auth.previous_credentials_key; not together with auth.previous_credentials_key'),
+      kubernetes_enabled: bool.default(false).describe('accept projected Kubernetes ServiceAccount tokens as bearer tokens (needs auth.enabled and auth.kubernetes_issuer)'),
+      kubernetes_issuer: z.string().default('').describe("the cluster's service-account issuer, the tokens' `iss` (kubectl get --raw /.well-known/openid-configuration)"),
+      kubernetes_audience: z.string().default('conveyor').describe('the audience ServiceAccount tokens must name (`aud`): the projected volume\'s audience'),
+      kubernetes_jwks_url: z.string().default('').describe("URL of the issuer's keys (JWKS); \"\" = the jwks_uri of the issuer's OIDC discovery document"),
     })
     .prefault({}),
   // key_prefix (extension): namespaces every key this service writes, so instances of several deployments can share one Redis.
@@ -172,6 +191,22 @@ export const configSchema = z.strictObject({
   controller: z
     .strictObject({
       namespaces: z.string().default('').describe('conveyor controller: comma-separated namespaces to watch; "" = all'),
+      // One cluster may run several Conveyors (staging and production): each reconciles only the resources
+      // labelled for it, and names its finalizer and Lease after itself, so they never touch each other's.
+      instance: z
+        .string()
+        .default('')
+        .refine((v) => v === '' || isInstanceName(v), { error: 'expected a lowercase DNS label of at most 53 characters (a Helm release name), or "" for none' })
+        .describe('reconcile only resources labelled conveyor.dev/instance=<instance>; "" = every resource'),
+      topic_ownership: z
+        .string()
+        .default('')
+        .superRefine((v, ctx) => {
+          const problem = topicOwnershipProblem(v);
+          if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        })
+        .describe('which topics the resources of each namespace may manage: "team-a=orders,orders.*;team-b=payments.*"; "" = any topic from any namespace'),
+      adopt_existing: bool.default(true).describe('a resource takes over a topic setting made through the HTTP API; false = it reports TopicExists instead'),
       namespace: z.string().default('').describe("where the Lease and the delete-reaper CronJob live; \"\" = the pod's own namespace, else default"),
       resync_period: positiveDuration('60s').describe('every resource is reconciled again this often (drift repair)'),
       lease_name: z.string().default('conveyor-controller').describe('the leader-election Lease'),

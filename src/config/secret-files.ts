@@ -10,6 +10,8 @@ export const SECRET_SETTINGS = [
   { section: 'db', key: 'url', fileKey: 'url_file' },
   { section: 'auth', key: 'jwt_secret', fileKey: 'jwt_secret_file' },
   { section: 'auth', key: 'password', fileKey: 'password_file' },
+  { section: 'auth', key: 'credentials_key', fileKey: 'credentials_key_file' },
+  { section: 'auth', key: 'previous_credentials_key', fileKey: 'previous_credentials_key_file' },
   { section: 'redis', key: 'url', fileKey: 'url_file' },
 ] as const;
 

@@ -9,6 +9,7 @@ import { DomainConnection } from './domain.js';
 import { EventRecorder } from './events.js';
 import { startHealthServer } from './health.js';
 import { Informer, type InformerEvent } from './informer.js';
+import { instanceScope } from './instance.js';
 import { consumerGroupKind } from './kinds/consumer-group.js';
 import type { KindHandler } from './kinds/kind.js';
 import { topicConfigKind } from './kinds/topic-config.js';
@@ -18,6 +19,7 @@ import { LeaderElector } from './leader-election.js';
 import { ControllerMetrics } from './metrics.js';
 import { ReaperCronJobSync } from './reaper-cronjob.js';
 import { Reconciler } from './reconciler.js';
+import { parseTopicOwnership } from './topic-ownership.js';
 import { WorkQueue } from './work-queue.js';
 import { describeDb, type DbDescription } from '../store/db.js';
 import { VERSION } from '../version.js';
@@ -69,6 +71,8 @@ export async function startController(config: Config, options: ControllerOptions
   const clients = kubeClients(options.kubeConfig);
   const namespace = ownNamespace(config);
   const watched = settings.namespaces.split(',').map((n) => n.trim()).filter(Boolean);
+  const scope = instanceScope(settings.instance, settings.lease_name);
+  const ownership = parseTopicOwnership(settings.topic_ownership);
   const registry = new MetricsRegistry();
   const queue = new WorkQueue({ maxDelayMs: Math.max(1000, settings.resync_period * 1000) });
   const readiness = new Map<string, { kind: string; ready: boolean }>();
@@ -118,13 +122,23 @@ export async function startController(config: Config, options: ControllerOptions
 
   for (const handler of KINDS) {
     const runtime: KindRuntime = { handler, informers: [], reconciler: undefined as unknown as Reconciler };
-    runtime.reconciler = new Reconciler(handler, { clients, events, logger, domain: () => domain.current, objects: () => cachedObjects(runtime) });
+    runtime.reconciler = new Reconciler(handler, {
+      clients,
+      events,
+      logger,
+      domain: () => domain.current,
+      objects: () => cachedObjects(runtime),
+      scope,
+      ownership,
+      adoptExisting: settings.adopt_existing,
+    });
     for (const ns of watched.length > 0 ? watched : [undefined]) {
       runtime.informers.push(
         new Informer({
           clients,
           plural: handler.plural,
           namespace: ns,
+          labelSelector: scope.labelSelector,
           logger,
           watchTimeoutMs: settings.watch_timeout * 1000,
           onEvent: onEvent(runtime),
@@ -184,7 +198,7 @@ export async function startController(config: Config, options: ControllerOptions
   const elector = new LeaderElector({
     clients,
     namespace,
-    name: settings.lease_name,
+    name: scope.leaseName,
     identity,
     leaseDurationMs: settings.lease_duration * 1000,
     renewDeadlineMs: settings.renew_deadline * 1000,
@@ -233,7 +247,10 @@ export async function startController(config: Config, options: ControllerOptions
       identity,
       namespace,
       watching: watched.length > 0 ? watched : 'all namespaces',
-      lease: settings.lease_name,
+      instance: scope.instance || undefined,
+      topicOwnership: ownership ? Object.fromEntries(ownership) : undefined,
+      adoptExisting: settings.adopt_existing,
+      lease: scope.leaseName,
       leaseDurationSeconds: settings.lease_duration,
     },
     'conveyor controller started',

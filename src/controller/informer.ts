@@ -9,6 +9,8 @@ export interface InformerOptions {
   plural: string;
   /** One namespace, or undefined for all namespaces. */
   namespace?: string;
+  /** Only resources with these labels are listed and watched (others never reach the cache); undefined = all. */
+  labelSelector?: string;
   logger: Logger;
   /**
    * A watch that brought no event and no bookmark for this long is restarted; a list, or the start of a
@@ -80,10 +82,11 @@ export class Informer {
     const deadline = AbortSignal.timeout(this.options.watchTimeoutMs);
     try {
       const { custom } = this.options.clients;
+      const { namespace, plural, labelSelector } = this.options;
       const list = (
-        this.options.namespace
-          ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.options.namespace, plural: this.options.plural }, abortedBy(deadline))
-          : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: this.options.plural }, abortedBy(deadline))
+        namespace
+          ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, labelSelector }, abortedBy(deadline))
+          : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural, labelSelector }, abortedBy(deadline))
       ) as { metadata?: { resourceVersion?: string }; items?: KubeObject[] };
       if (this.stopped || attempt !== this.generation) return;
       this.replace(list.items ?? []);
@@ -111,7 +114,7 @@ export class Informer {
     let finished = false;
     const abort = await watch.watch(
       this.path,
-      { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
+      { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds, ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}) },
       (type, obj) => {
         if (attempt !== this.generation) return;
         this.lastActivity = Date.now();

@@ -12,8 +12,6 @@ import {
 export const GROUP = 'conveyor.dev';
 export const VERSION = 'v1alpha1';
 export const API_VERSION = `${GROUP}/${VERSION}`;
-/** Held on every resource the controller has written rows for, so a deletion waits for the rows' removal. */
-export const FINALIZER = 'conveyor.dev/finalizer';
 export const COMPONENT = 'conveyor-controller';
 
 export interface Condition {

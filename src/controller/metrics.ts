@@ -21,7 +21,7 @@ export class ControllerMetrics {
   constructor(registry: MetricsRegistry, state: ControllerState) {
     const meter = registry.meter;
     this.reconciles = meter.createCounter('conveyor_controller_reconciles_total', {
-      description: 'Reconciles by kind and result (success, invalid, conflict, error)',
+      description: 'Reconciles by kind and result (success, invalid, conflict, refused, error)',
     });
     this.duration = registry.durations('conveyor_controller_reconcile_duration_seconds', 'Reconcile duration by kind');
     this.watchRestarts = meter.createCounter('conveyor_controller_watch_restarts_total', {

@@ -4,13 +4,15 @@ import { DomainError } from '../queue/errors.js';
 import { encodeManager, type ManagedBy } from '../queue/managed-by.js';
 import { DatabaseBusy, DatabaseUnavailable } from '../store/errors.js';
 import type { EventRecorder } from './events.js';
+import type { InstanceScope } from './instance.js';
 import { deletionPolicy, type ControllerDomain, type KindHandler, type Target } from './kinds/kind.js';
-import { creationTime, describeKubeError, FINALIZER, GROUP, isNotFound, mergePatch, VERSION, type Condition, type KubeClients, type KubeObject } from './kube.js';
+import { creationTime, describeKubeError, GROUP, isNotFound, mergePatch, VERSION, type Condition, type KubeClients, type KubeObject } from './kube.js';
+import { ownershipRefusal, type TopicOwnership } from './topic-ownership.js';
 
-export type ReconcileResult = 'success' | 'invalid' | 'conflict' | 'error';
+export type ReconcileResult = 'success' | 'invalid' | 'conflict' | 'refused' | 'error';
 
-/** Reasons of the Ready condition; the README explains each to users. */
-export type ReadyReason = 'Applied' | 'Invalid' | 'Conflict' | 'DatabaseError' | 'Error';
+/** Reasons of the Ready condition; docs/kubernetes-operator.md explains each to users. */
+export type ReadyReason = 'Applied' | 'Invalid' | 'Conflict' | 'TopicNotAllowed' | 'TopicExists' | 'DatabaseError' | 'Error';
 
 export interface Outcome {
   result: ReconcileResult;
@@ -27,6 +29,11 @@ export interface ReconcilerDeps {
   domain(): ControllerDomain | undefined;
   /** Every cached resource of this kind, across the watched namespaces. */
   objects(): Iterable<KubeObject>;
+  /** The finalizer this controller holds (controller.instance). */
+  scope: Pick<InstanceScope, 'finalizer' | 'legacyFinalizer'>;
+  ownership: TopicOwnership;
+  /** controller.adopt_existing: whether a resource takes over a row the HTTP API made. */
+  adoptExisting: boolean;
 }
 
 interface Ready {
@@ -59,6 +66,12 @@ export class Reconciler {
       await this.report(obj, { status: 'False', reason: 'Invalid', message: err.message }, {}, false);
       return { result: 'invalid', retry: false, ready: false };
     }
+    // Before anything is written, the finalizer included: a refused resource never held the row.
+    const refusal = this.ownershipRefusal(obj, target);
+    if (refusal) {
+      await this.report(obj, { status: 'False', reason: 'TopicNotAllowed', message: refusal }, {}, false);
+      return { result: 'refused', retry: false, ready: false };
+    }
     const domain = this.deps.domain();
     if (!domain) return this.databaseDown(obj);
     obj = await this.ensureFinalizer(obj);
@@ -72,7 +85,12 @@ export class Reconciler {
 
     const manager = managerOf(this.kind.kind, obj);
     try {
-      const current = await this.kind.manager(domain, target);
+      const { exists, manager: current } = await this.kind.holder(domain, target);
+      if (exists && !current && !this.deps.adoptExisting) {
+        const message = `${target.describe} already has settings made through the HTTP API, and controller.adopt_existing is false; delete them through the API (or set adopt_existing) for this resource to take over`;
+        await this.report(obj, { status: 'False', reason: 'TopicExists', message }, {}, false);
+        return { result: 'refused', retry: false, ready: false };
+      }
       // This resource is the oldest for the row: a previous manager is gone (or younger), so release it first.
       if (current && encodeManager(current) !== encodeManager(manager)) await this.kind.release(domain, target, current, 'Retain');
       const applied = await this.kind.apply(domain, obj, target, manager);
@@ -88,7 +106,8 @@ export class Reconciler {
   }
 
   private async finalize(obj: KubeObject): Promise<Outcome> {
-    if (!obj.metadata.finalizers?.includes(FINALIZER)) return { result: 'success', retry: false };
+    const own = this.ownFinalizers(obj);
+    if (own.length === 0) return { result: 'success', retry: false };
     let target: Target | undefined;
     try {
       target = this.kind.target(obj);
@@ -104,7 +123,7 @@ export class Reconciler {
         return this.failed(obj, err);
       }
     }
-    await this.writeFinalizers(obj, (obj.metadata.finalizers ?? []).filter((f) => f !== FINALIZER));
+    await this.writeFinalizers(obj, (obj.metadata.finalizers ?? []).filter((f) => !own.includes(f)));
     return { result: 'success', retry: false };
   }
 
@@ -116,7 +135,7 @@ export class Reconciler {
    */
   private async letGo(domain: ControllerDomain, obj: KubeObject, target: Target): Promise<void> {
     const manager = managerOf(this.kind.kind, obj);
-    const current = await this.kind.manager(domain, target);
+    const { manager: current } = await this.kind.holder(domain, target);
     if (!current || encodeManager(current) !== encodeManager(manager)) return;
     const successor = this.winnerFor(target.key);
     const policy = successor ? 'Retain' : deletionPolicy(obj);
@@ -142,13 +161,13 @@ export class Reconciler {
     let winner: KubeObject | undefined;
     for (const candidate of this.deps.objects()) {
       if (candidate.metadata.deletionTimestamp) continue;
-      let candidateKey: string;
+      let claimed: Target;
       try {
-        candidateKey = this.kind.target(candidate).key;
+        claimed = this.kind.target(candidate);
       } catch {
         continue;
       }
-      if (candidateKey !== key) continue;
+      if (claimed.key !== key || this.ownershipRefusal(candidate, claimed)) continue;
       if (!winner || compareAge(candidate, winner) < 0) winner = candidate;
     }
     return winner;
@@ -177,8 +196,20 @@ export class Reconciler {
   }
 
   private async ensureFinalizer(obj: KubeObject): Promise<KubeObject> {
-    if (obj.metadata.finalizers?.includes(FINALIZER)) return obj;
-    return this.writeFinalizers(obj, [...(obj.metadata.finalizers ?? []), FINALIZER]);
+    const { finalizer } = this.deps.scope;
+    if (obj.metadata.finalizers?.includes(finalizer)) return obj;
+    return this.writeFinalizers(obj, [...(obj.metadata.finalizers ?? []), finalizer]);
+  }
+
+  /** The finalizers of `obj` this controller removes when it has let go of the rows. */
+  private ownFinalizers(obj: KubeObject): string[] {
+    const { finalizer, legacyFinalizer } = this.deps.scope;
+    return (obj.metadata.finalizers ?? []).filter((f) => f === finalizer || f === legacyFinalizer);
+  }
+
+  /** A resource outside its namespace's topic patterns (controller.topic_ownership) is never applied, nor counted as a claimant. */
+  private ownershipRefusal(obj: KubeObject, target: Target): string | undefined {
+    return ownershipRefusal(this.deps.ownership, obj.metadata.namespace ?? '', target.topic);
   }
 
   /** A replace carrying the cached resourceVersion: a stale cache gets 409 and the key is retried. */

@@ -11,7 +11,7 @@ import { Metadata, ServerInterceptingCall, ServerListenerBuilder, type ServerInt
  */
 export function authenticateFirst(
   servicePath: string,
-  check: (metadata: Metadata) => Promise<unknown>,
+  check: (metadata: Metadata, peer: string) => Promise<unknown>,
   refuse: (method: string, err: unknown, started: number) => Pick<StatusObject, 'code' | 'details'>,
 ): ServerInterceptor {
   const prefix = `/${servicePath}/`;
@@ -24,7 +24,7 @@ export function authenticateFirst(
           new ServerListenerBuilder()
             .withOnReceiveMetadata((metadata, proceed) => {
               const started = performance.now();
-              check(metadata).then(
+              check(metadata, call.getPeer()).then(
                 () => proceed(metadata),
                 (err) => intercepting.sendStatus({ ...refuse(name, err, started), metadata: new Metadata() }),
               );

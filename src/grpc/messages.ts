@@ -9,12 +9,15 @@ export interface EnqueueRequest {
   key?: string;
   delay_seconds?: number;
   deliver_at?: Timestamp | null;
+  ordering_key?: string;
 }
 
 export interface DequeueRequest {
   topic: string;
   visibility_timeout_seconds?: number;
   consumer_group: string;
+  /** Dequeue and BatchDequeue: long polling (absent or 0: answer at once). */
+  wait_seconds?: number;
 }
 
 export interface BatchDequeueRequest extends DequeueRequest {
@@ -55,7 +58,7 @@ interface Timestamp {
 
 export function toEnqueueInput(request: EnqueueRequest): EnqueueInput {
   const deliverAt = request.deliver_at ? request.deliver_at.seconds * 1000 + Math.floor(request.deliver_at.nanos / 1_000_000) : null;
-  return { topic: request.topic, payload: request.payload, metadata: request.metadata, key: request.key ?? null, delaySeconds: request.delay_seconds, deliverAt };
+  return { topic: request.topic, payload: request.payload, metadata: request.metadata, key: request.key ?? null, orderingKey: request.ordering_key ?? null, delaySeconds: request.delay_seconds, deliverAt };
 }
 
 /** proto3 cannot send an absent string, so the empty group means "no consumer group". */
@@ -78,9 +81,18 @@ export function dequeueResponse(m: Message) {
     max_retries: m.maxRetries,
     ...(m.key === null ? {} : { key: m.key }),
     ...(m.availableAt === null ? {} : { available_at: timestamp(m.availableAt) }),
+    ...(m.orderingKey === null ? {} : { ordering_key: m.orderingKey }),
   };
 }
 
 export function subscribeResponse(m: Message) {
-  return { id: m.id, topic: m.topic, payload: m.payload, metadata: m.metadata, created_at: timestamp(m.createdAt), retry_count: m.retryCount };
+  return {
+    id: m.id,
+    topic: m.topic,
+    payload: m.payload,
+    metadata: m.metadata,
+    created_at: timestamp(m.createdAt),
+    retry_count: m.retryCount,
+    ...(m.orderingKey === null ? {} : { ordering_key: m.orderingKey }),
+  };
 }

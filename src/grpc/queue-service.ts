@@ -28,6 +28,8 @@ import {
   type SubscribeRequest,
 } from './messages.js';
 import { StreamQuota } from './stream-quota.js';
+import { waitingCall } from './waiting-call.js';
+import type { Message } from '../queue/message.js';
 import { DeliveryTracker, maxInFlightOf, SubscribeStream, type SettledRelay } from './subscribe.js';
 
 export interface QueueServiceDeps {
@@ -74,15 +76,14 @@ export class QueueServiceHandlers {
         (r) => [...new Set(r.requests.map((m) => m.topic))].map((topic) => ({ action: 'produce', topic })),
         async (r) => messages.enqueueBatch(r.requests.map(toEnqueueInput), 'requests'),
       ),
-      // A call cancelled (or past its deadline) while the claim ran gets no answer: what it took goes back.
-      Dequeue: this.unary<DequeueRequest>('Dequeue', consume, async (r, _, call) => {
-        const [message] = await messages.dequeueFor(dequeueInput(r, 1), () => call.cancelled);
+      Dequeue: this.unary<DequeueRequest>('Dequeue', consume, async (r, metadata, call) => {
+        const [message] = await this.dequeue(r, 1, metadata, call);
         // A unary Dequeue has no empty reply, so an empty topic is NOT_FOUND.
         if (!message) throw notFound('no messages available');
         return dequeueResponse(message);
       }),
-      BatchDequeue: this.unary<BatchDequeueRequest>('BatchDequeue', consume, async (r, _, call) => ({
-        messages: (await messages.dequeueFor(dequeueInput(r, r.count), () => call.cancelled)).map(dequeueResponse),
+      BatchDequeue: this.unary<BatchDequeueRequest>('BatchDequeue', consume, async (r, metadata, call) => ({
+        messages: (await this.dequeue(r, r.count, metadata, call)).map(dequeueResponse),
       })),
       // A delivery stops counting against its stream's window when its Ack or Nack arrives (once authorised),
       // not when the settle has committed: the consumer is done with it either way (an ack that then fails
@@ -112,6 +113,16 @@ export class QueueServiceHandlers {
   endStreams(): void {
     this.closing = true;
     for (const stream of this.active) stream.shutdown();
+  }
+
+  /**
+   * Dequeue and BatchDequeue, waiting up to wait_seconds for a message (long polling). A call cancelled (or
+   * past its deadline) while a claim ran gets no answer: what it took goes back.
+   */
+  private dequeue(r: DequeueRequest, count: number, metadata: Metadata, call: ServerUnaryCall<DequeueRequest, unknown>): Promise<Message[]> {
+    const input = dequeueInput(r, count);
+    if (!r.wait_seconds) return this.deps.messages.dequeueFor(input, () => call.cancelled);
+    return this.deps.messages.dequeueWaiting(input, r.wait_seconds, waitingCall(call, () => this.authorize(metadata, consume(r))));
   }
 
   private unary<Req>(method: string, access: ((request: Req) => Access | Access[]) | typeof BY_HANDLER, handle: Unary<Req>) {

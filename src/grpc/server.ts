@@ -55,7 +55,7 @@ export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer
     streams: metrics.meter.createUpDownCounter('conveyor_subscribe_streams', { description: 'Open Subscribe streams by topic' }),
   });
   // The same for every call in every configuration (with auth off the guard lets every call through).
-  const interceptors = [authenticateFirst('queue.QueueService', (metadata) => deps.guard(metadata, []), (method, err, started) => handlers.refused(method, err, started))];
+  const interceptors = [authenticateFirst('queue.QueueService', (metadata, peer) => deps.guard(metadata, [], peer), (method, err, started) => handlers.refused(method, err, started))];
   // Channelz is not served here (only health and reflection), and its per-call bookkeeping was the largest
   // allocation of every call: GC pauses in the Subscribe tail (docs/benchmark.md, fourth round).
   const server = new grpc.Server({ ...grpcLimitOptions(config), 'grpc.enable_channelz': 0, interceptors });

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { HttpContext } from './context.js';
 
 /**
  * The client's address for the login rate limit: the socket's peer, or, with server.trust_proxy on, the
@@ -12,4 +13,10 @@ export function clientAddress(req: IncomingMessage, trustProxy: boolean): string
     if (first !== undefined) return first;
   }
   return req.socket.remoteAddress ?? 'unknown';
+}
+
+/** The same as a function of the request alone, made once per server: what the authorizer asks of a failed access key. */
+export function clientAddressOf(ctx: Pick<HttpContext, 'config'>): (req: IncomingMessage) => string {
+  const trustProxy = ctx.config.server.trust_proxy;
+  return (req) => clientAddress(req, trustProxy);
 }

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { AccessKeyService } from '../auth/access-keys.js';
 import type { Authorizer } from '../auth/authorizer.js';
 import type { UserService } from '../auth/users.js';
 import type { Config } from '../config/schema.js';
@@ -20,4 +21,5 @@ export interface HttpContext {
   maintenance: Maintenance;
   auth: Authorizer;
   users: UserService;
+  accessKeys: AccessKeyService;
 }

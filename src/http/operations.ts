@@ -1,6 +1,7 @@
 import { buildOpenApiDocument } from './openapi/document.js';
 import type { Operation } from './operation.js';
 import { fieldsOf } from './validation.js';
+import { accessKeyOperations } from './routes/access-keys.js';
 import { auditLogOperations } from './routes/audit-log.js';
 import { authOperations } from './routes/auth.js';
 import { consumerGroupOperations } from './routes/consumer-groups.js';
@@ -37,6 +38,7 @@ export const OPERATIONS: readonly Operation[] = [
   ...replayOperations,
   ...reaperOperations,
   ...userOperations,
+  ...accessKeyOperations,
   ...auditLogOperations,
 ];
 

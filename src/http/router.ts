@@ -1,4 +1,5 @@
 import type express from 'express';
+import { clientAddressOf } from './client-address.js';
 import { BATCH_BODY_LIMIT, NO_FIELDS_BODY_LIMIT, singleBodyLimit } from './body-limits.js';
 import { readJsonBody } from './body-reader.js';
 import type { HttpContext } from './context.js';
@@ -8,10 +9,14 @@ import { checkOperations, needsToken, type Guard, type Operation } from './opera
 import { expressSteps, type Handler } from './request.js';
 import { assertKnownFields, assertObjectBody, fieldsOf, parseBody, parseQuery } from './validation.js';
 
-/** Authenticates the caller: 401 before anything else, and the principal for the grants. */
+/**
+ * Authenticates the caller: 401 before anything else, and the principal for the grants. The client's address
+ * is worked out only when asked for: failed access keys count against it.
+ */
 export function authenticate(ctx: HttpContext): Handler {
+  const addressOf = clientAddressOf(ctx);
   return (req, _res, next) => {
-    ctx.auth.authenticate(req.headers.authorization).then((principal) => {
+    ctx.auth.authenticate(req.headers.authorization, addressOf, req).then((principal) => {
       req.principal = principal;
       next();
     }, next);

@@ -6,6 +6,7 @@ import { DomainError, invalid } from '../queue/errors.js';
 import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, MAX_DELAY_SECONDS, MAX_DEQUEUE_COUNT, DELAY_SECONDS_MESSAGE, MAX_VISIBILITY_SECONDS, VISIBILITY_CHANGE_MESSAGE, VISIBILITY_TIMEOUT_MESSAGE } from '../queue/bounds.js';
 import { MAX_BATCH_ENQUEUE } from '../queue/messages.js';
 import { MESSAGE_STATUSES, PURGEABLE_STATUSES, topicConfigBody } from '../queue/topics.js';
+import { MAX_WAIT_SECONDS, WAIT_SECONDS_MESSAGE } from '../queue/bounds.js';
 import type { MessageStatus } from '../store/messages/rows.js';
 
 /** As src/auth/users.ts, which checks them again for its other callers. */
@@ -66,6 +67,9 @@ export const enqueueBody = z.strictObject({
   payload: wellFormed(z.string({ error: 'payload is required and must be a string' }), 'payload').meta({ description: 'Non-empty; at most queue.max_payload_bytes bytes of UTF-8 (413 beyond).' }),
   metadata: stringMap.nullish(),
   key: wellFormed(z.string({ error: 'key must be a string' }), 'key').nullish().meta({ description: '1-255 characters; a pending message with this key on the topic is overwritten (its delay too).' }),
+  ordering_key: wellFormed(z.string({ error: 'ordering_key must be a string' }), 'ordering_key')
+    .nullish()
+    .meta({ description: '1-255 bytes of UTF-8: the messages of one ordering key on a topic (and in each consumer group) are delivered one at a time, in enqueue order.' }),
   delay_seconds: z
     .int({ error: DELAY_SECONDS_MESSAGE })
     .min(0, { error: DELAY_SECONDS_MESSAGE })
@@ -101,6 +105,15 @@ export const dequeueBody = z.object({
     .optional()
     .meta({ description: 'Default queue.visibility_timeout.' }),
   consumer_group: optionalGroup(),
+  wait_seconds: z
+    .int({ error: WAIT_SECONDS_MESSAGE })
+    .min(0, { error: WAIT_SECONDS_MESSAGE })
+    .max(MAX_WAIT_SECONDS, { error: WAIT_SECONDS_MESSAGE })
+    .optional()
+    .meta({
+      description:
+        'Long polling (extension): with nothing available, wait up to this many seconds for a message and answer as soon as one comes; an empty list when none did. Absent or 0: answer at once. 429 when server.max_waiting_dequeues calls wait already.',
+    }),
 });
 
 export const visibilityBody = z.object({

@@ -68,6 +68,11 @@ export class MetricsRegistry implements QueueMetrics {
     this.httpDuration.of(`${method} ${status} ${route}`, () => ({ method, route, status: String(status) })).record(seconds);
   }
 
+  /** A counter of a per-request path, tallied as the message counters are. */
+  counter(name: string, description: string): TallyCounter {
+    return this.tallies.counter(name, description);
+  }
+
   /** A duration histogram in seconds, in the buckets of every other. */
   durations(name: string, description: string): TallyHistogram {
     return this.tallies.histogram(name, description, 's', LATENCY_BUCKETS);

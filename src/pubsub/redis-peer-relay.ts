@@ -48,6 +48,7 @@ export class RedisPeerRelay implements SignalRelay {
   private readonly publishing: RepeatedFailure;
   private readonly subscribing: RepeatedFailure;
   private closing = false;
+  private subscribed = false;
 
   private constructor(
     private readonly publisher: Client,
@@ -88,6 +89,7 @@ export class RedisPeerRelay implements SignalRelay {
   private async subscribe(signals: TopicSignals): Promise<void> {
     try {
       await this.subscriber.subscribe(this.channel, (message) => this.receive(message, signals));
+      this.subscribed = true;
       this.subscribing.ok();
     } catch (err) {
       this.subscribing.fail(err);
@@ -95,6 +97,11 @@ export class RedisPeerRelay implements SignalRelay {
       const retry = setTimeout(() => void this.subscribe(signals), RESUBSCRIBE_MS);
       retry.unref();
     }
+  }
+
+  /** Whether other instances' wake-ups reach this one now: subscribed, over a connection that is up. */
+  receiving(): boolean {
+    return this.subscribed && this.subscriber.isReady;
   }
 
   publish(topic: string): void {

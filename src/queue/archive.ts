@@ -87,7 +87,7 @@ export class ArchiveService {
       if (page.length === 0) return { enqueued, oldest };
       oldest ??= page[0].created_at;
       const { stored, full } = await this.deps.messages.reenqueue(
-        page.map((entry) => ({ topic, key: entry.msg_key, payload: entry.payload, metadata: entry.metadata })),
+        page.map((entry) => ({ topic, key: entry.msg_key, orderingKey: entry.ordering_key, payload: entry.payload, metadata: entry.metadata })),
       );
       enqueued += stored;
       if (full || page.length < pageSize) return { enqueued, oldest };

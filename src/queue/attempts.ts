@@ -49,7 +49,8 @@ export function attemptRules(policy: AttemptPolicy, now: number, delayMs?: numbe
  */
 export function announceAttempt(result: AttemptResult, metrics: QueueMetrics, signals?: TopicSignals): void {
   if (result.outcome === 'superseded' || result.displaced) metrics.message('superseded', result.topic);
-  if (result.outcome === 'retry') signals?.signal(result.topic);
+  // Any outcome may have given a new head to the message's ordering key: consumers of the topic look again.
+  signals?.signal(result.topic);
   if (result.outcome === 'dlq') signals?.signal(`${result.topic}.dlq`);
 }
 

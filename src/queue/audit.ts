@@ -23,6 +23,8 @@ export type AuditAction =
   | 'grant.create'
   | 'grant.delete'
   | 'consume_grant.create'
+  | 'access_key.create'
+  | 'access_key.delete'
   | 'topic.purge'
   | 'topic.delete_by_key'
   | 'topic.replay'

@@ -46,3 +46,8 @@ export const DELAY_SECONDS_MESSAGE = delayMessage(MAX_DELAY_SECONDS);
 
 /** The refusal of a visibility change outside 0 to MAX_VISIBILITY_SECONDS (0 gives the message back at once). */
 export const VISIBILITY_CHANGE_MESSAGE = `visibility_timeout_seconds must be an integer from 0 to ${MAX_VISIBILITY_SECONDS}`;
+
+/** The longest a dequeue may wait for a message (long polling), in seconds: as SQS's ReceiveMessage. */
+export const MAX_WAIT_SECONDS = 20;
+/** The refusal of a dequeue's wait_seconds outside 0 to MAX_WAIT_SECONDS. */
+export const WAIT_SECONDS_MESSAGE = `wait_seconds must be an integer from 0 to ${MAX_WAIT_SECONDS}`;

@@ -13,6 +13,16 @@ export function keyError(key: string): Error | undefined {
   return length < 1 || length > MAX_KEY_CHARACTERS ? invalid(`key must be 1-${MAX_KEY_CHARACTERS} characters`) : undefined;
 }
 
+/** The most bytes of UTF-8 in an ordering key. */
+export const MAX_ORDERING_KEY_BYTES = 255;
+
+/** An ordering key is 1-255 bytes of UTF-8 (text, well-formed like every request string). */
+export function orderingKeyError(key: unknown): Error | undefined {
+  if (typeof key !== 'string') return invalid('ordering_key must be a string');
+  const bytes = Buffer.byteLength(key);
+  return bytes < 1 || bytes > MAX_ORDERING_KEY_BYTES ? invalid(`ordering_key must be 1-${MAX_ORDERING_KEY_BYTES} bytes of UTF-8`) : undefined;
+}
+
 export function assertKey(key: string): string {
   const error = keyError(key);
   if (error) throw error;

@@ -1,4 +1,5 @@
 import type { MessageRow, MessageStatus } from '../store/messages/rows.js';
+import { BEHIND_HEAD } from '../store/ordering/lines.js';
 
 /** What a dequeue asks for (MessageService.dequeue, and the claims of Subscribe streams in subscriptions.ts). */
 export interface DequeueInput {
@@ -13,6 +14,7 @@ export interface Message {
   id: string;
   topic: string;
   key: string | null;
+  orderingKey: string | null;
   payload: Buffer;
   metadata: Record<string, string>;
   status: MessageStatus;
@@ -33,6 +35,8 @@ export interface Message {
 }
 
 function availableAtOf(row: MessageRow): number | null {
+  // Waiting behind the head of its ordering key: available once it is the head, which no time says.
+  if (row.status === 'pending' && row.visible_at === BEHIND_HEAD) return null;
   if (row.status === 'pending') return Math.max(row.visible_at, row.created_at);
   return row.status === 'processing' ? row.visible_at : null;
 }
@@ -51,6 +55,7 @@ export function toMessage(row: MessageRow): Message {
     id: row.id,
     topic: row.topic,
     key: row.msg_key,
+    orderingKey: row.ordering_key,
     payload: row.payload,
     metadata: parseMetadata(row.metadata),
     status: row.status,

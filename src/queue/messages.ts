@@ -20,7 +20,7 @@ import type { Catalog } from './catalog.js';
 import { DomainError, invalid, messageNotFound } from './errors.js';
 import { ClaimCombiner } from './claim-combiner.js';
 import { GroupCommitter } from './group-commit.js';
-import { keyError } from './message-keys.js';
+import { keyError, orderingKeyError } from './message-keys.js';
 import { DequeuedTopics } from './dequeued-topics.js';
 import { toMessage, type DequeueInput, type Message } from './message.js';
 import type { MessageRow } from '../store/messages/rows.js';
@@ -30,6 +30,9 @@ import { ackBatchOfHeld, type AckBatchCaller, type HeldAckCaller } from './held-
 import { assertNotDeadLetterTopic, assertTopicName, baseTopicOf, isDlqTopic, isValidTopicName } from './topic-names.js';
 import { SubscriptionHub, type Reservation } from './subscriptions.js';
 import type { TopicSignals } from './topic-signals.js';
+import type { LongPoll, WaitingCaller } from './long-poll.js';
+import { nextClaimableAt } from './next-claimable.js';
+import { waitMsOf } from './wait-seconds.js';
 
 export interface EnqueueInput {
   topic: unknown;
@@ -40,6 +43,8 @@ export interface EnqueueInput {
   delaySeconds?: unknown;
   /** Or not before this time (RFC 3339 text, or epoch ms); not together with delaySeconds. */
   deliverAt?: string | number | null;
+  /** Delivered one at a time with the topic's other messages of this key, in enqueue order. */
+  orderingKey?: string | null;
 }
 
 export interface MessageServiceDeps {
@@ -48,6 +53,8 @@ export interface MessageServiceDeps {
   catalog: Catalog;
   metrics: QueueMetrics;
   signals: TopicSignals;
+  /** Dequeues waiting for messages (dequeueWaiting). */
+  longPoll: LongPoll;
   now?: () => number;
   /** Enqueue flushes in flight at once: SQLite has one writer, MySQL gains from a few. */
   maxConcurrentFlushes: number;
@@ -215,6 +222,36 @@ export class MessageService {
     // One claim's messages are all of the topic it claimed from.
     await this.giveBack(messages[0].topic, input.consumerGroup, messages).catch(() => {});
     return [];
+  }
+
+  /**
+   * `dequeueFor` that, finding nothing, waits up to `waitSeconds` (0 to 20; absent or 0: answers at once) for
+   * a message of the topic (and group), and answers as soon as a claim finds some: long polling
+   * (src/queue/long-poll.ts). The caller leaving ends the wait; what a claim took for it by then goes back.
+   */
+  async dequeueWaiting(input: DequeueInput, waitSeconds: unknown, caller: WaitingCaller): Promise<Message[]> {
+    const waitMs = waitMsOf(waitSeconds);
+    const gone = () => caller.cancelled.aborted;
+    if (waitMs === 0) return this.dequeueFor(input, gone);
+    const topic = assertTopicName(input.topic);
+    return this.deps.longPoll.wait({
+      topic,
+      group: input.consumerGroup,
+      count: input.count ?? 1,
+      waitMs,
+      cancelled: caller.cancelled,
+      reauthorize: caller.reauthorize,
+      claim: () => this.dequeueFor(input, gone),
+      nextAt: async (until) => {
+        const route = await this.fanOut.dequeueRoute(topic, input.consumerGroup);
+        return nextClaimableAt(this.deps.db, route, { topic, now: this.now(), until, ratePerSecond: this.deps.catalog.config(topic)?.throughput_limit });
+      },
+    });
+  }
+
+  /** Graceful shutdown: every waiting dequeue answers now, empty, and later ones do not wait. */
+  endWaits(): void {
+    this.deps.longPoll.close();
   }
 
   /**
@@ -457,13 +494,14 @@ export class MessageService {
    * insert path, so key upserts, max_depth and fan-out apply. Returns how many were stored; stops counting at
    * a full topic (`full` is true then).
    */
-  async reenqueue(items: Array<{ topic: string; key: string | null; payload: Buffer; metadata: string }>): Promise<{ stored: number; full: boolean }> {
+  async reenqueue(items: Array<{ topic: string; key: string | null; orderingKey?: string | null; payload: Buffer; metadata: string }>): Promise<{ stored: number; full: boolean }> {
     if (items.length === 0) return { stored: 0, full: false };
     const now = this.now();
     const messages: NewMessage[] = items.map((item) => ({
       id: uuidv7(now),
       topic: item.topic,
       key: item.key,
+      orderingKey: item.orderingKey ?? null,
       payload: item.payload,
       metadata: item.metadata,
       maxRetries: this.maxRetriesOf(item.topic),
@@ -497,6 +535,9 @@ export class MessageService {
     const key = input.key ?? null;
     const badKey = key === null ? undefined : keyError(key);
     if (badKey) this.reject(topic, 'invalid', badKey);
+    const orderingKey = input.orderingKey ?? null;
+    const badOrderingKey = orderingKey === null ? undefined : orderingKeyError(orderingKey);
+    if (badOrderingKey) this.reject(topic, 'invalid', badOrderingKey);
     if (!this.isRegistered(topic)) this.reject(topic, 'registration', notRegistered(topic));
     const schema = this.deps.catalog.schema(topic);
     if (schema) {
@@ -515,7 +556,7 @@ export class MessageService {
     } catch (err) {
       this.reject(topic, 'invalid', err as Error);
     }
-    return { id: uuidv7(now), topic, key, payload, metadata, maxRetries: this.maxRetriesOf(topic), expiresAt, createdAt: now, availableAt };
+    return { id: uuidv7(now), topic, key, payload, metadata, maxRetries: this.maxRetriesOf(topic), expiresAt, createdAt: now, availableAt, orderingKey };
   }
 
   private accepted(topic: string, outcome: InsertOutcome): { id: string } {
@@ -564,8 +605,8 @@ export class MessageService {
     const eligible = new Map<string, NewMessage[]>();
     for (const message of batch) {
       // Keyed messages stay pending for upserts; a throughput limit is enforced by claims only; a delayed
-      // message is nobody's before its time.
-      if (message.key !== null || message.availableAt || this.deps.catalog.config(message.topic)?.throughput_limit) continue;
+      // message is nobody's before its time; one with an ordering key waits for its turn.
+      if (message.key !== null || message.availableAt || message.orderingKey != null || this.deps.catalog.config(message.topic)?.throughput_limit) continue;
       const list = eligible.get(message.topic);
       if (list) list.push(message);
       else eligible.set(message.topic, [message]);
@@ -608,11 +649,12 @@ export class MessageService {
       const replayable = rows.filter((r) => this.deps.catalog.config(r.topic)?.replayable === true).map((r) => r.id);
       if (replayable.length > 0) await archiveMessages(trx, replayable, this.now());
     };
-    const acked = await ackMessages(this.deps.db, targets, this.deps.catalog.hasReplayableTopics() ? archive : undefined);
+    const acked = await ackMessages(this.deps.db, targets, this.now(), this.deps.catalog.hasReplayableTopics() ? archive : undefined);
     const perTopic = new Map<string, number>();
     // Topic "": acked by an attempt whose answer was lost, topic unknown (src/store/messages/settle.ts); not counted.
     for (const a of acked) if (a.topic) perTopic.set(a.topic, (perTopic.get(a.topic) ?? 0) + 1);
     for (const [topic, n] of perTopic) this.deps.metrics.message('acked', topic, n);
+    this.wakeNextHeads(acked);
     return acked;
   }
 
@@ -622,9 +664,15 @@ export class MessageService {
     const perTopic = new Map<string, number>();
     for (const a of acked) if (a.topic) perTopic.set(a.topic, (perTopic.get(a.topic) ?? 0) + 1);
     for (const [topic, n] of perTopic) this.deps.metrics.message('acked', topic, n);
+    this.wakeNextHeads(acked);
     return new Set(acked.map((a) => a.id));
   }
 
+
+  /** An ack of a message with an ordering key made the next one of its key claimable: its topic's consumers look again. */
+  private wakeNextHeads(acked: ReadonlyArray<{ topic: string; orderingKey?: string | null }>): void {
+    for (const topic of new Set(acked.filter((a) => a.orderingKey != null && a.topic).map((a) => a.topic))) this.deps.signals.signal(topic);
+  }
 
   private async releaseExpiredUnlessQuiet(key: string, now: number, release: () => Promise<AttemptResult[]>): Promise<void> {
     const quietAt = this.quietProbes.get(key);

@@ -7,6 +7,7 @@ import { purgeFanOutTopic } from '../store/deliveries/purge.js';
 import { listConsumerGroups } from '../store/consumer-groups.js';
 import { countDeliveriesByStatus, type DeliveryCount } from '../store/deliveries/backlog.js';
 import { setManager } from '../store/managed-rows.js';
+import { countLines, type LineCount } from '../store/ordering/line-counts.js';
 import { deleteTopicConfig, getTopicConfig, putTopicConfig, type TopicConfigRow, type TopicConfigValues } from '../store/topic-configs.js';
 import { deleteTopicSchema, getTopicSchema, putTopicSchema, type TopicSchemaRow } from '../store/topic-schemas.js';
 import { compileSchema } from './avro.js';
@@ -171,9 +172,9 @@ export class TopicService {
    * Message rows by topic and status (a fan-out message counts once), and apart from them the deliveries of
    * fan-out topics by group and status: summing `messages` never counts a message twice.
    */
-  async stats(): Promise<{ messages: StatusCount[]; deliveries: DeliveryCount[] }> {
-    const [messages, deliveries] = await Promise.all([countByStatus(this.deps.db), countDeliveriesByStatus(this.deps.db)]);
-    return { messages, deliveries };
+  async stats(): Promise<{ messages: StatusCount[]; deliveries: DeliveryCount[]; lines: LineCount[] }> {
+    const [messages, deliveries, lines] = await Promise.all([countByStatus(this.deps.db), countDeliveriesByStatus(this.deps.db), countLines(this.deps.db)]);
+    return { messages, deliveries, lines };
   }
 
   async purge(topicName: unknown, statuses: unknown): Promise<number> {
@@ -184,7 +185,7 @@ export class TopicService {
     const fanOut = this.deps.catalog.groupsOf(topic).length > 0 || (await listConsumerGroups(this.deps.db, topic)).length > 0;
     const deleted = fanOut
       ? await purgeFanOutTopic(this.deps.db, topic, chosen, this.deps.catalog.config(topic)?.replayable === true, this.now())
-      : await purgeTopic(this.deps.db, topic, chosen);
+      : await purgeTopic(this.deps.db, topic, chosen, this.now());
     if (deleted > 0) this.deps.metrics.message('deleted', topic, deleted);
     return deleted;
   }
@@ -192,7 +193,7 @@ export class TopicService {
   async deleteByKey(topicName: unknown, key: string): Promise<number> {
     const topic = assertTopicName(topicName);
     assertKey(key);
-    const deleted = await deleteByKey(this.deps.db, topic, key);
+    const deleted = await deleteByKey(this.deps.db, topic, key, this.now());
     if (deleted > 0) this.deps.metrics.message('deleted', topic, deleted);
     return deleted;
   }

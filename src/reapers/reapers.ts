@@ -9,6 +9,7 @@ import { repairStranded } from '../store/deliveries/stranded.js';
 import { LeaseBusy, withLease } from '../store/leases.js';
 import { deleteExpiredMessages, expireDeliveries, expireMessages, loggedTopics, releaseOverdue, trimAudit, trimLog, type TopicCounts } from '../store/reaping.js';
 import { getTopicConfig, listTopicConfigs, type TopicConfigRow } from '../store/topic-configs.js';
+import { repairLines } from '../store/ordering/lines.js';
 import type { Config } from '../config/schema.js';
 
 export const REAPER_KINDS = ['expiry', 'delete', 'archive'] as const;
@@ -128,6 +129,8 @@ export class Reapers {
     await this.releaseOverdue(now, configs, (topic) => replayable.has(topic), signal);
     const messages = await expireMessages(this.deps.db, now, signal);
     const deliveries = await expireDeliveries(this.deps.db, now, (topic) => replayable.has(topic), signal);
+    // Ordering keys whose head expired, or left without its hand-over: the next message of each goes ahead.
+    for (const topic of await repairLines(this.deps.db, now)) this.deps.signals?.signal(topic);
     this.count('expired', messages);
     this.count('expired', deliveries);
     return sum(messages) + sum(deliveries);

@@ -77,6 +77,8 @@ export async function unregisterConsumerGroup(db: Knex, topic: string, group: st
     if (manager === undefined && attempt.uncertain && removedEarlier) return true;
     guard(manager);
     const deleted = await trx('consumer_groups').where({ topic, consumer_group: group }).delete();
+    // The group's ordering-key lines go with it.
+    await trx('ordering_heads').where({ topic, consumer_group: group }).delete();
     if (deleted > 0) await bumpCatalogRevision(trx);
     removedEarlier = deleted > 0;
     return deleted > 0;

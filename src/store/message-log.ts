@@ -5,6 +5,7 @@ export interface LogEntryRow {
   id: string;
   topic: string;
   msg_key: string | null;
+  ordering_key: string | null;
   payload: Buffer;
   metadata: string;
   retry_count: number;
@@ -13,13 +14,14 @@ export interface LogEntryRow {
   acked_at: number;
 }
 
-const LOG_COLUMNS = ['id', 'topic', 'msg_key', 'payload', 'metadata', 'retry_count', 'original_topic', 'created_at', 'acked_at'];
+const LOG_COLUMNS = ['id', 'topic', 'msg_key', 'ordering_key', 'payload', 'metadata', 'retry_count', 'original_topic', 'created_at', 'acked_at'];
 
 function normalise(raw: Record<string, unknown>): LogEntryRow {
   return {
     id: String(raw.id),
     topic: String(raw.topic),
     msg_key: raw.msg_key == null ? null : String(raw.msg_key),
+    ordering_key: raw.ordering_key == null ? null : String(raw.ordering_key),
     payload: Buffer.isBuffer(raw.payload) ? raw.payload : Buffer.from(String(raw.payload ?? '')),
     metadata: String(raw.metadata ?? '{}'),
     retry_count: Number(raw.retry_count),
@@ -36,7 +38,7 @@ function normalise(raw: Record<string, unknown>): LogEntryRow {
 export async function archiveMessages(trx: Knex.Transaction, ids: string[], ackedAt: number): Promise<void> {
   for (let i = 0; i < ids.length; i += 500) {
     const select = trx('messages')
-      .select('id', 'topic', 'msg_key', 'payload', 'metadata', 'retry_count', 'original_topic', 'created_at', trx.raw('? AS acked_at', [ackedAt]))
+      .select('id', 'topic', 'msg_key', 'ordering_key', 'payload', 'metadata', 'retry_count', 'original_topic', 'created_at', trx.raw('? AS acked_at', [ackedAt]))
       .whereIn('id', ids.slice(i, i + 500))
       .toSQL();
     await trx.raw(`INSERT INTO message_log (${LOG_COLUMNS.join(', ')}) ${select.sql}`, select.bindings as Knex.RawBinding[]);

@@ -11,6 +11,8 @@ export interface UserRow {
   updated_at: number;
   /** Raised by every password change; tokens issued under an older one are over. */
   password_version: number;
+  /** A Kubernetes service account's principal: no password (hash ""), never an admin, named by its token. */
+  service_account: boolean;
 }
 
 function normalise(raw: Record<string, unknown>): UserRow {
@@ -22,6 +24,7 @@ function normalise(raw: Record<string, unknown>): UserRow {
     created_at: Number(raw.created_at),
     updated_at: Number(raw.updated_at),
     password_version: Number(raw.password_version ?? 0),
+    service_account: Boolean(raw.service_account),
   };
 }
 
@@ -78,7 +81,7 @@ export async function updateUser(db: Knex, id: string, changes: UserChanges, now
 }
 
 /**
- * Deletes the user and its grants unless it is the last admin; same locking as updateUser. A re-run after a
+ * Deletes the user, its grants and its access keys unless it is the last admin; same locking as updateUser. A re-run after a
  * lost commit answer that finds the user gone answers "deleted", as the lost attempt did.
  */
 export async function deleteUser(db: Knex, id: string): Promise<'deleted' | 'not_found' | 'last_admin'> {
@@ -88,6 +91,7 @@ export async function deleteUser(db: Knex, id: string): Promise<'deleted' | 'not
     if (!current) return attempt.uncertain && deletedEarlier ? 'deleted' : 'not_found';
     if (Boolean(current.is_admin) && (await otherAdmins(trx, id)) === 0) return 'last_admin';
     await trx('grants').where({ user_id: id }).delete();
+    await trx('access_keys').where({ user_id: id }).delete();
     await trx('users').where({ id }).delete();
     deletedEarlier = true;
     return 'deleted';

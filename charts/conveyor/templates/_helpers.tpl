@@ -120,8 +120,27 @@ app.kubernetes.io/part-of: conveyor
 {{- end -}}
 {{- end -}}
 
+{{/* Which Conveyor this release's controller is: it reconciles only resources labelled conveyor.dev/instance=<this>. */}}
+{{- define "conveyor.controller.instance" -}}
+{{- .Values.controller.instance | default .Release.Name -}}
+{{- end -}}
+
+{{/* controller.lease_name as configured; the controller leads with <this>-<instance> (conveyor.controller.leaseObjectName). */}}
 {{- define "conveyor.controller.leaseName" -}}
-{{- .Values.controller.leaseName | default (include "conveyor.controller.fullname" .) -}}
+{{- .Values.controller.leaseName | default "conveyor-controller" -}}
+{{- end -}}
+
+{{- define "conveyor.controller.leaseObjectName" -}}
+{{- printf "%s-%s" (include "conveyor.controller.leaseName" .) (include "conveyor.controller.instance" .) -}}
+{{- end -}}
+
+{{/* controller.topic_ownership from controller.topicOwnership: team-a=orders,orders.*;team-b=payments.* ("" = no rule). */}}
+{{- define "conveyor.controller.topicOwnership" -}}
+{{- $entries := list -}}
+{{- range $namespace, $patterns := .Values.controller.topicOwnership -}}
+{{- $entries = append $entries (printf "%s=%s" $namespace (join "," $patterns)) -}}
+{{- end -}}
+{{- join ";" $entries -}}
 {{- end -}}
 
 {{/*
@@ -179,6 +198,11 @@ Everything naming the delete CronJob (the CronJob, controller.delete_reaper_cron
 
 {{- define "conveyor.auth.jwtSecretKey" -}}
 {{- if .Values.auth.existingSecret }}{{ .Values.auth.jwtSecretKey }}{{ else }}jwt-secret{{ end -}}
+{{- end -}}
+
+{{/* "true" when the API container mounts a token of its own to read the service-account issuer's keys (values.yaml, auth.kubernetes). */}}
+{{- define "conveyor.api.issuerToken" -}}
+{{- if and .Values.auth.enabled .Values.auth.kubernetes.enabled (not (and .Values.database.embedded .Values.controller.enabled)) }}true{{ end -}}
 {{- end -}}
 
 {{- define "conveyor.auth.adminPasswordKey" -}}
@@ -261,6 +285,9 @@ the controller set from the stored schedule instead of resetting them to the val
   "controller" (dict
     "namespaces" (join "," .Values.controller.watchNamespaces)
     "lease_name" (include "conveyor.controller.leaseName" .)
+    "instance" (include "conveyor.controller.instance" .)
+    "topic_ownership" (include "conveyor.controller.topicOwnership" .)
+    "adopt_existing" .Values.controller.adoptExisting
     "delete_reaper_cronjob" (ternary (include "conveyor.reaper.name" (dict "ctx" . "kind" "delete")) "" (eq (include "conveyor.reapers.deleteCronJob" .) "true"))
     "port" (int .Values.controller.containerPort))
 -}}
@@ -346,6 +373,32 @@ cover both is refused: the pods would be killed with requests still in flight.
     secretKeyRef:
       name: {{ include "conveyor.auth.secretName" . }}
       key: {{ include "conveyor.auth.adminPasswordKey" . }}
+{{- if .Values.auth.kubernetes.enabled }}
+- name: CONVEYOR_AUTH_KUBERNETES_ENABLED
+  value: "true"
+- name: CONVEYOR_AUTH_KUBERNETES_ISSUER
+  value: {{ .Values.auth.kubernetes.issuer | quote }}
+- name: CONVEYOR_AUTH_KUBERNETES_AUDIENCE
+  value: {{ .Values.auth.kubernetes.audience | quote }}
+{{- with .Values.auth.kubernetes.jwksUrl }}
+- name: CONVEYOR_AUTH_KUBERNETES_JWKS_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- with .Values.auth.credentialsKey.existingSecret }}
+- name: CONVEYOR_AUTH_CREDENTIALS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.auth.credentialsKey.key }}
+{{- if $.Values.auth.credentialsKey.previousKey }}
+- name: CONVEYOR_AUTH_PREVIOUS_CREDENTIALS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.auth.credentialsKey.previousKey }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- if include "conveyor.redis.enabled" . }}
 - name: CONVEYOR_REDIS_URL

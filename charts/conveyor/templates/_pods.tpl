@@ -56,6 +56,11 @@
       mountPath: {{ include "conveyor.tls.mountPath" . }}
       readOnly: true
     {{- end }}
+    {{- if include "conveyor.api.issuerToken" . }}
+    - name: issuer-access
+      mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+      readOnly: true
+    {{- end }}
     {{- with .Values.api.extraVolumeMounts }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -204,6 +209,22 @@ spec:
       secret:
         secretName: {{ include "conveyor.tls.secretName" . }}
         defaultMode: 288 # 0440: read by the pod's group (fsGroup) only
+    {{- end }}
+    {{- if include "conveyor.api.issuerToken" . }}
+    # auth.kubernetes.enabled: a token of the API pods' own account (which holds no RBAC of its own) and the
+    # cluster's CA, used only to read the service-account issuer's public keys from the API server.
+    - name: issuer-access
+      projected:
+        defaultMode: 292 # 0444
+        sources:
+          - serviceAccountToken:
+              path: token
+              expirationSeconds: 3607
+          - configMap:
+              name: kube-root-ca.crt
+              items:
+                - key: ca.crt
+                  path: ca.crt
     {{- end }}
     {{- with .Values.api.extraVolumes }}
     {{- toYaml . | nindent 4 }}

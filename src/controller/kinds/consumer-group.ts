@@ -11,11 +11,11 @@ export const consumerGroupKind: KindHandler = {
     const group = assertConsumerGroupName(obj.spec?.group ?? obj.metadata.name, 'group');
     return { key: `${topic}/${group}`, topic, group, describe: `consumer group "${group}" on topic "${topic}"` };
   },
-  async manager(domain, target) {
+  async holder(domain, target) {
     try {
-      return (await domain.consumerGroups.get(target.topic, target.group)).managed_by;
+      return { exists: true, manager: (await domain.consumerGroups.get(target.topic, target.group)).managed_by };
     } catch (err) {
-      if ((err as { code?: string }).code === 'not_found') return null;
+      if ((err as { code?: string }).code === 'not_found') return { exists: false, manager: null };
       throw err;
     }
   },

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { AuditAction, AuditLog } from '../../queue/audit.js';
 import type { ConsumerGroupService } from '../../queue/consumer-groups.js';
 import type { DeletionPolicy, ManagedBy } from '../../queue/managed-by.js';
@@ -6,6 +7,8 @@ import type { KubeObject } from '../kube.js';
 
 /** What the reconcilers call: the same domain services as the HTTP API. */
 export interface ControllerDomain {
+  /** Read directly where the controller must see the database as it is now, not an instance's cache. */
+  db: Knex;
   topics: TopicService;
   consumerGroups: ConsumerGroupService;
   /** Where the controller's writes are recorded, with the resource as the actor. */
@@ -32,6 +35,12 @@ export interface Applied {
   details?: Record<string, unknown>;
 }
 
+/** The row a target names as it stands: whether it exists, and which resource manages it (null: the HTTP API, or nobody). */
+export interface Holder {
+  exists: boolean;
+  manager: ManagedBy | null;
+}
+
 /** One kind: how to name its row, how to apply a spec to it and how to let go of it. */
 export interface KindHandler {
   kind: KindName;
@@ -40,7 +49,7 @@ export interface KindHandler {
   audit: { apply: AuditAction; delete: AuditAction; release: AuditAction };
   /** Throws a DomainError (invalid_argument) when the spec names no valid row. */
   target(obj: KubeObject): Target;
-  manager(domain: ControllerDomain, target: Target): Promise<ManagedBy | null>;
+  holder(domain: ControllerDomain, target: Target): Promise<Holder>;
   apply(domain: ControllerDomain, obj: KubeObject, target: Target, manager: ManagedBy): Promise<Applied>;
   release(domain: ControllerDomain, target: Target, manager: ManagedBy, policy: DeletionPolicy): Promise<void>;
 }

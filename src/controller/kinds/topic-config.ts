@@ -1,4 +1,6 @@
 import { configChanges } from '../../queue/audit.js';
+import { decodeManager } from '../../queue/managed-by.js';
+import { getTopicConfig } from '../../store/topic-configs.js';
 import type { TopicConfigInput } from '../../queue/topics.js';
 import { assertNotDeadLetterTopic, assertTopicName } from '../../queue/topic-names.js';
 import type { KindHandler } from './kind.js';
@@ -24,7 +26,10 @@ export const topicConfigKind: KindHandler = {
     const topic = assertNotDeadLetterTopic(assertTopicName(obj.spec?.topic ?? obj.metadata.name));
     return { key: topic, topic, describe: `topic "${topic}"` };
   },
-  manager: (domain, target) => domain.topics.configManager(target.topic),
+  async holder(domain, target) {
+    const row = await getTopicConfig(domain.db, target.topic);
+    return { exists: row !== null, manager: decodeManager(row?.managed_by ?? '') };
+  },
   async apply(domain, obj, target, manager) {
     const input: TopicConfigInput = {};
     for (const [specField, apiField] of Object.entries(FIELDS)) input[apiField] = obj.spec?.[specField];

@@ -1,5 +1,7 @@
 import { assertNotDeadLetterTopic, assertTopicName } from '../../queue/topic-names.js';
 import { compileSchema } from '../../queue/avro.js';
+import { decodeManager } from '../../queue/managed-by.js';
+import { getTopicSchema } from '../../store/topic-schemas.js';
 import type { KindHandler } from './kind.js';
 
 export const topicSchemaKind: KindHandler = {
@@ -10,7 +12,10 @@ export const topicSchemaKind: KindHandler = {
     const topic = assertNotDeadLetterTopic(assertTopicName(obj.spec?.topic));
     return { key: topic, topic, describe: `topic "${topic}"` };
   },
-  manager: (domain, target) => domain.topics.schemaManager(target.topic),
+  async holder(domain, target) {
+    const row = await getTopicSchema(domain.db, target.topic);
+    return { exists: row !== null, manager: decodeManager(row?.managed_by ?? '') };
+  },
   async apply(domain, obj, target, manager) {
     // The resource holds the schema as an object; the API stores (and versions) its JSON text.
     const schemaJson = obj.spec?.schema === undefined ? undefined : JSON.stringify(obj.spec.schema);

@@ -35,9 +35,13 @@ const ERRORS: Record<number, { name: string; description: string; retryAfter?: t
     description: 'Every operation answers it for a body sent with a Content-Type charset the service does not read (send UTF-8) or a Content-Encoding other than identity, gzip, deflate or br.',
   },
   422: { name: 'Unprocessable', description: 'Well-formed but refused: see `error`.' },
-  429: { name: 'TooManyRequests', description: 'The topic is full, or too many login attempts.', retryAfter: true },
+  429: { name: 'TooManyRequests', description: 'The topic is full, or too many login attempts or failed access keys from this client.', retryAfter: true },
   500: { name: 'InternalError', description: 'An unexpected failure (logged with the request id).' },
-  503: { name: 'Unavailable', description: 'The database is unavailable or busy, or the server has too many connections.', retryAfter: true },
+  503: {
+    name: 'Unavailable',
+    description: 'The database is unavailable or busy, or the server has too many connections; on the access-key operations, access keys are off (no auth.credentials_key).',
+    retryAfter: true,
+  },
 };
 
 const TAGS = [
@@ -58,6 +62,7 @@ const PATH_PARAMETERS: Record<string, string> = {
   key: 'A message key.',
   group: 'A consumer group name.',
   grantId: 'A grant id (a UUID).',
+  keyId: 'An access key id (`CVAK...`).',
 };
 
 /** `/api/messages/:id/ack` → `/api/messages/{id}/ack` */
@@ -114,14 +119,14 @@ function queryParameters(query: z.ZodType): JsonObject[] {
 
 /**
  * The operation's own errors, and those the pipeline (router.ts) answers on every operation before the
- * handler has a say: 401 where a token is needed; 400 for a body that does not parse as JSON, is cut short,
+ * handler has a say: 401 where a token is needed, and 429 there for a client over the limit of failed access keys; 400 for a body that does not parse as JSON, is cut short,
  * does not match its Content-Length, does not decompress, is not an object or holds an unknown field (an
  * operation that takes no body reads and refuses one too); 413 for a body over its limit; 415 for a charset or
  * Content-Encoding it does not read. Then 403 where a grant or the admin flag is needed, and the failures any
  * request may meet.
  */
 function errorStatuses(op: Operation): number[] {
-  const statuses = new Set([...(op.errors ?? []), 400, ...(needsToken(op) ? [401] : []), 413, 415]);
+  const statuses = new Set([...(op.errors ?? []), 400, ...(needsToken(op) ? [401, 429] : []), 413, 415]);
   if (op.access.kind === 'grant' || op.access.kind === 'admin') statuses.add(403);
   statuses.add(500);
   statuses.add(503);
@@ -187,7 +192,14 @@ export function buildOpenApiDocument(operations: readonly Operation[]): JsonObje
     components: {
       schemas,
       responses: errorResponses(),
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A token from POST /api/auth/login.' } },
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'A token from POST /api/auth/login (a JWT); an access key as `<access_key_id>.<secret>`; or, with auth.kubernetes_enabled, a projected Kubernetes ServiceAccount token (docs/auth.md).',
+        },
+      },
     },
   };
 }

@@ -37,6 +37,7 @@ export const Message = z.strictObject({
   id: uuid(),
   topic: z.string(),
   key: z.string().nullable(),
+  ordering_key: z.string().nullable().meta({ description: 'Messages of one ordering key are delivered one at a time, in enqueue order; null: none.' }),
   ...payloadFields,
   metadata: z.record(z.string(), z.string()),
   status,
@@ -64,6 +65,7 @@ export const DequeuedMessage = z.strictObject({
   id: uuid(),
   topic: z.string(),
   key: z.string().nullable(),
+  ordering_key: z.string().nullable().meta({ description: 'Messages of one ordering key are delivered one at a time, in enqueue order; null: none.' }),
   ...payloadFields,
   metadata: z.record(z.string(), z.string()),
   status: z.literal('processing'),
@@ -122,6 +124,16 @@ export const GroupStatusCount = z.strictObject({ topic: z.string(), consumer_gro
 export const Stats = z.strictObject({
   topics: z.array(TopicStatusCount).meta({ description: 'Messages by topic and status; a fan-out message counts once.' }),
   consumer_groups: z.array(GroupStatusCount).meta({ description: 'Fan-out topics: the deliveries of each group by status (acked ones not shown).' }),
+  ordering: z
+    .array(
+      z.strictObject({
+        topic: z.string(),
+        consumer_group: z.string().meta({ description: '"" for the topic itself; a group of a fan-out topic keeps lines of its own.' }),
+        keys: count().meta({ description: 'Ordering keys with a live message.' }),
+        waiting_keys: count().meta({ description: 'Of those, keys whose head a consumer holds while later messages wait behind it.' }),
+      }),
+    )
+    .meta({ description: 'Ordering keys per topic (and consumer group).' }),
 });
 
 export const Deleted = z.strictObject({ deleted: count() });
@@ -134,6 +146,7 @@ export const LogEntry = z.strictObject({
   id: uuid(),
   topic: z.string(),
   key: z.string().nullable(),
+  ordering_key: z.string().nullable(),
   payload: z.string().meta({ description: 'Base64.' }),
   retry_count: count(),
   original_topic: z.string(),
@@ -156,7 +169,14 @@ export const ArchiveReaperRun = z.strictObject({ deleted: count(), audit_deleted
 
 export const DeleteReaperSchedule = z.strictObject({ schedule: z.string().meta({ description: '"" when disabled.' }), active: z.boolean() });
 
-export const User = z.strictObject({ id: uuid(), username: z.string(), is_admin: z.boolean(), created_at: timestamp(), updated_at: timestamp() });
+export const User = z.strictObject({
+  id: uuid(),
+  username: z.string(),
+  is_admin: z.boolean(),
+  service_account: z.boolean().meta({ description: 'A Kubernetes service account\'s principal (`system:serviceaccount:<namespace>:<name>`), made on its first request: no password, never an admin.' }),
+  created_at: timestamp(),
+  updated_at: timestamp(),
+});
 
 export const UserList = z.strictObject({ items: z.array(User) });
 
@@ -170,6 +190,23 @@ export const Grant = z.strictObject({
 });
 
 export const GrantList = z.strictObject({ items: z.array(Grant) });
+
+const accessKeyId = () => z.string().meta({ description: 'The access key id: `CVAK` and 16 characters of A-Z 2-7. Not secret.' });
+
+export const AccessKey = z.strictObject({
+  access_key_id: accessKeyId(),
+  user_id: uuid(),
+  created_at: timestamp(),
+  last_used_at: timestamp().nullable().meta({ description: 'When a request last authenticated with it (recorded at most once a minute); null if never.' }),
+});
+
+export const AccessKeyList = z.strictObject({ items: z.array(AccessKey) });
+
+export const NewAccessKey = z.strictObject({
+  access_key_id: accessKeyId(),
+  secret: z.string().meta({ description: 'Shown in this answer only: send `Authorization: Bearer <access_key_id>.<secret>`.' }),
+  created_at: timestamp(),
+});
 
 export const AuditEntry = z.strictObject({
   id: z.int().min(1),

@@ -21,7 +21,7 @@ export const authOperations: Operation[] = [
     tag: 'auth',
     access: OPEN,
     success: { status: 200, schema: R.AuthStatus, description: 'The status; `user` only for a valid token.' },
-    handler: async (ctx, req, res) => sendJson(res, 200, await ctx.auth.status(req.headers.authorization)),
+    handler: async (ctx, req, res) => sendJson(res, 200, await ctx.auth.status(req.headers.authorization, (r: ApiRequest) => clientAddress(r, ctx.config.server.trust_proxy), req)),
   }),
   operation({
     method: 'POST',
@@ -53,7 +53,7 @@ export const authOperations: Operation[] = [
     path: '/api/auth/refresh',
     operationId: 'refreshToken',
     summary: 'A new token for the caller',
-    description: '422 when authentication is off.',
+    description: '422 when authentication is off, and for a caller authenticated by an access key or a ServiceAccount token (they are sent as they are; only a token from a login expires after 15 minutes).',
     tag: 'auth',
     access: TOKEN,
     audit: { notAudited: NOT_AUDITED },

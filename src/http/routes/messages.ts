@@ -9,6 +9,7 @@ import * as R from '../openapi/responses.js';
 import { sendEmpty, sendJson, sendJsonList } from '../respond.js';
 import { ackBatchBody, ackBody, dequeueBody, enqueueBatchBody, enqueueBody, listMessagesQuery, nackBody, parseBatchBody, parseBody, visibilityBody } from '../validation.js';
 import { assertTopicName } from '../../queue/topic-names.js';
+import { waitingCaller } from '../waiting-caller.js';
 import type { EnqueueInput } from '../../queue/messages.js';
 import type { MessageFilter } from '../../store/messages/browse.js';
 
@@ -20,6 +21,7 @@ function toEnqueueInput(parsed: z.output<typeof enqueueBody>): EnqueueInput {
     payload: Buffer.from(parsed.payload, 'utf8'),
     metadata: parsed.metadata ?? undefined,
     key: parsed.key ?? null,
+    orderingKey: parsed.ordering_key ?? null,
     delaySeconds: parsed.delay_seconds ?? undefined,
     deliverAt: parsed.deliver_at,
   };
@@ -125,17 +127,21 @@ export const messageOperations: Operation[] = [
     path: '/api/messages/dequeue',
     operationId: 'dequeueMessages',
     summary: 'Claim pending messages',
-    description: 'A write grant on the topic, or a consume grant for the consumer group. Never blocks: an empty list when nothing is pending.',
+    description:
+      'A write grant on the topic, or a consume grant for the consumer group. Without wait_seconds it never blocks: an empty list when nothing is pending. With wait_seconds (long polling, extension) it waits up to that long for a message; 429 when server.max_waiting_dequeues calls wait already.',
     tag: 'messages',
     access: consumeOfBody,
     audit: { notAudited: NOT_AUDITED },
     body: { name: 'DequeueRequest', schema: dequeueBody },
     success: { status: 200, schema: R.Dequeued, description: 'The claimed messages, oldest first.' },
-    errors: [400, 422],
+    errors: [400, 422, 429],
     handler: async (ctx, req, res) => {
-      const { topic, count, visibility_timeout_seconds, consumer_group } = req.body;
+      const { topic, count, visibility_timeout_seconds, consumer_group, wait_seconds } = req.body;
+      const input = { topic, count, visibilityTimeoutSeconds: visibility_timeout_seconds, consumerGroup: consumer_group };
       // A client whose connection closed while the claim ran gets no answer: what it took goes back.
-      const messages = await ctx.messages.dequeueFor({ topic, count, visibilityTimeoutSeconds: visibility_timeout_seconds, consumerGroup: consumer_group }, () => res.destroyed);
+      const messages = wait_seconds
+        ? await ctx.messages.dequeueWaiting(input, wait_seconds, waitingCaller(ctx, req, res, topic, consumer_group))
+        : await ctx.messages.dequeueFor(input, () => res.destroyed);
       sendJson(res, 200, { messages: messages.map(dequeuedMessageJson) });
     },
   }),

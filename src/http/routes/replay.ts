@@ -12,6 +12,7 @@ function logEntryJson(entry: LogEntryRow) {
     id: entry.id,
     topic: entry.topic,
     key: entry.msg_key,
+    ordering_key: entry.ordering_key,
     payload: entry.payload.toString('base64'),
     retry_count: entry.retry_count,
     original_topic: entry.original_topic,

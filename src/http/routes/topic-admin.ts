@@ -17,10 +17,14 @@ export const topicAdminOperations: Operation[] = [
     access: TOKEN,
     success: { status: 200, schema: R.Stats, description: 'The counts.' },
     handler: async (ctx, req, res) => {
-      const { messages, deliveries } = await ctx.topics.stats();
-      const visible = new Set(ctx.auth.visibleTopics(req.principal, 'read', [...new Set([...messages, ...deliveries].map((s) => s.topic))]));
-      // `topics` counts messages; the groups' deliveries (an extension) are a list of their own.
-      sendJson(res, 200, { topics: messages.filter((s) => visible.has(s.topic)), consumer_groups: deliveries.filter((s) => visible.has(s.topic)) });
+      const { messages, deliveries, lines } = await ctx.topics.stats();
+      const visible = new Set(ctx.auth.visibleTopics(req.principal, 'read', [...new Set([...messages, ...deliveries, ...lines].map((s) => s.topic))]));
+      // `topics` counts messages; the groups' deliveries and the ordering keys' lines (extensions) are lists of their own.
+      sendJson(res, 200, {
+        topics: messages.filter((s) => visible.has(s.topic)),
+        consumer_groups: deliveries.filter((s) => visible.has(s.topic)),
+        ordering: lines.filter((s) => visible.has(s.topic)),
+      });
     },
   }),
   operation({

@@ -8,7 +8,14 @@ import * as R from '../openapi/responses.js';
 import { sendEmpty, sendJson } from '../respond.js';
 import { consumerGroupGrantBody, createUserBody, grantBody, updateUserBody } from '../validation.js';
 
-const userJson = (u: User) => ({ id: u.id, username: u.username, is_admin: u.is_admin, created_at: iso(u.created_at), updated_at: iso(u.updated_at) });
+const userJson = (u: User) => ({
+  id: u.id,
+  username: u.username,
+  is_admin: u.is_admin,
+  service_account: u.service_account,
+  created_at: iso(u.created_at),
+  updated_at: iso(u.updated_at),
+});
 
 const grantJson = (g: Grant) => ({
   id: g.id,

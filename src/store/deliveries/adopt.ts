@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { capabilities } from '../capabilities.js';
+import { BEHIND_HEAD, openLine } from '../ordering/lines.js';
 
 /** `INSERT IGNORE` / `INSERT OR IGNORE`: a delivery that already exists is left as it is. */
 function insertIgnore(trx: Knex.Transaction): string {
@@ -10,8 +11,8 @@ const DELIVERY_COLUMNS = '(message_id, topic, consumer_group, status, retry_coun
 
 /**
  * Gives `group` a pending delivery of every message of the topic that no group has started (row status
- * pending; a delayed or backed-off one keeps its time), and of messages a plain consumer holds (processing
- * without any delivery). One INSERT ... SELECT,
+ * pending; a delayed or backed-off one keeps its time; one with an ordering key joins the group's line of its
+ * key), and of messages a plain consumer holds (processing without any delivery). One INSERT ... SELECT,
  * so a backlog is adopted without shipping rows through Node.
  * MySQL/MariaDB: the messages are read under a share lock. In READ COMMITTED the SELECT would otherwise read
  * rows that a transaction finishing them (an unregistration's clean-up, a purge) has locked and is deleting,
@@ -23,12 +24,19 @@ const DELIVERY_COLUMNS = '(message_id, topic, consumer_group, status, retry_coun
 export async function adoptMessages(trx: Knex.Transaction, topic: string, group: string): Promise<number> {
   const result = await trx.raw(
     `${insertIgnore(trx)} deliveries ${DELIVERY_COLUMNS}
-     SELECT m.id, m.topic, ?, 'pending', 0, '', CASE WHEN m.status = 'pending' THEN m.visible_at ELSE 0 END, m.expires_at FROM messages m
+     SELECT m.id, m.topic, ?, 'pending', 0, '', CASE WHEN m.ordering_key IS NOT NULL THEN ? WHEN m.status = 'pending' THEN m.visible_at ELSE 0 END, m.expires_at FROM messages m
      WHERE m.topic = ? AND (m.status = 'pending'
        OR (m.status = 'processing' AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)))
        AND NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.message_id = m.id AND o.consumer_group = ?)${capabilities(trx).rowLocks ? ' LOCK IN SHARE MODE' : ''}`,
-    [group, topic, group],
+    [group, BEHIND_HEAD, topic, group],
   );
+  // The adopted messages of each ordering key wait in the group's own line, from its first one on.
+  const keys = await trx('deliveries as d')
+    .join('messages as m', 'm.id', 'd.message_id')
+    .where({ 'd.topic': topic, 'd.consumer_group': group, 'd.status': 'pending', 'd.visible_at': BEHIND_HEAD })
+    .distinct('m.ordering_key')
+    .pluck('m.ordering_key');
+  for (const key of keys.map(String).sort()) await openLine(trx, { topic, group, key }, Date.now());
   return deliveriesStored(result);
 }
 
@@ -57,6 +65,8 @@ export interface DeliveryTarget {
   expiresAt: number | null;
   /** A delayed message: its deliveries are claimable from then on (epoch ms); 0 or absent: at once. */
   availableAt?: number;
+  /** Its deliveries wait behind the heads of their groups' lines until they join them. */
+  orderingKey?: string | null;
 }
 
 /** One pending delivery per (message, group) for messages just stored on fan-out topics. */
@@ -69,7 +79,7 @@ export async function insertDeliveries(trx: Knex.Transaction, messages: Delivery
       status: 'pending',
       retry_count: 0,
       last_error: '',
-      visible_at: m.availableAt ?? 0,
+      visible_at: m.orderingKey != null ? BEHIND_HEAD : (m.availableAt ?? 0),
       expires_at: m.expiresAt,
     })),
   );

@@ -13,11 +13,11 @@ export interface SettleOutcome {
 }
 
 /** Locks message rows in primary-key order; every path that can finish a fan-out message takes this lock first. */
-export async function lockMessages(trx: Knex.Transaction, ids: string[]): Promise<Array<{ id: string; topic: string }>> {
+export async function lockMessages(trx: Knex.Transaction, ids: string[]): Promise<Array<{ id: string; topic: string; orderingKey: string | null }>> {
   if (ids.length === 0) return [];
-  const query = trx('messages').select('id', 'topic').whereIn('id', ids).orderBy('id');
+  const query = trx('messages').select('id', 'topic', 'ordering_key').whereIn('id', ids).orderBy('id');
   const rows = await (capabilities(trx).rowLocks ? query.forUpdate() : query);
-  return rows.map((r: { id: string; topic: string }) => ({ id: String(r.id), topic: String(r.topic) }));
+  return rows.map((r: { id: string; topic: string; ordering_key: string | null }) => ({ id: String(r.id), topic: String(r.topic), orderingKey: r.ordering_key ?? null }));
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { repairLines } from '../ordering/lines.js';
 import { purgeTopic } from '../messages/remove.js';
 import { dropDeliveries } from './complete.js';
 
@@ -13,5 +14,6 @@ import { dropDeliveries } from './complete.js';
 export async function purgeFanOutTopic(db: Knex, topic: string, statuses: string[], replayable: boolean, now: number): Promise<number> {
   const { removed } = await dropDeliveries(db, topic, (query) => query.whereIn('status', statuses), replayable, now);
   const ownStatuses = statuses.filter((status) => status !== 'pending' && status !== 'processing');
-  return removed + (ownStatuses.length > 0 ? await purgeTopic(db, topic, ownStatuses) : 0);
+  const own = ownStatuses.length > 0 ? await purgeTopic(db, topic, ownStatuses, now) : await repairLines(db, now, topic).then(() => 0);
+  return removed + own;
 }

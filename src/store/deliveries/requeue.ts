@@ -3,6 +3,7 @@ import { capabilities } from '../capabilities.js';
 import { retryTransaction } from '../retry.js';
 import { requeueChanges, returnToPending, withoutDeadLetterGroup, type RequeueTarget, type Returned } from '../messages/settle.js';
 import { insertDeliveries } from './adopt.js';
+import { requeueIntoLines } from '../ordering/lines.js';
 
 export interface DeadLetterInfo {
   originalTopic: string;
@@ -31,7 +32,7 @@ export async function requeueToGroups(
 ): Promise<{ topic: string; outcome: Returned } | null> {
   let earlier: { topic: string; outcome: Returned } | undefined;
   return retryTransaction(db, async (trx, attempt) => {
-    const query = trx('messages').select('id', 'original_topic', 'metadata', 'consumer_group').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq');
+    const query = trx('messages').select('id', 'original_topic', 'metadata', 'consumer_group', 'ordering_key').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq');
     const row = await (capabilities(trx).rowLocks ? query.forUpdate() : query).first();
     if (!row) return attempt.uncertain && earlier ? earlier : null;
     const topic = String(row.original_topic);
@@ -43,7 +44,9 @@ export async function requeueToGroups(
     } else {
       await trx('messages').where({ id }).update({ ...changes, status: 'processing' });
     }
-    await insertDeliveries(trx, [{ id, topic, expiresAt: changes.expires_at }], () => groups);
+    const orderingKey = row.ordering_key == null ? null : String(row.ordering_key);
+    await insertDeliveries(trx, [{ id, topic, expiresAt: changes.expires_at, orderingKey }], () => groups);
+    if (orderingKey !== null) await requeueIntoLines(trx, id, topic, orderingKey, groups, target.now);
     return (earlier = { topic, outcome });
   });
 }

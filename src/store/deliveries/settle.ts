@@ -5,6 +5,7 @@ import { retryTransaction, withDbRetry } from '../retry.js';
 import { normaliseRow, type MessageRow } from '../messages/rows.js';
 import { appliedEarlier, dlqTopicOf, goneIds, type AttemptResult, type AttemptRules, type Decided } from '../messages/settle.js';
 import { lockMessages, settleMessages, type SettleOutcome } from './complete.js';
+import { leaveLine, leaveLinesOf } from '../ordering/lines.js';
 
 export interface GroupSettleContext {
   replayable: (topic: string) => boolean;
@@ -15,7 +16,7 @@ export interface GroupSettleContext {
 async function deliveryRow(trx: Knex.Transaction, id: string, group: string, status: string): Promise<MessageRow | null> {
   const query = trx('deliveries as d')
     .join('messages as m', 'm.id', 'd.message_id')
-    .select('m.id', 'm.topic', 'm.msg_key', 'm.metadata', 'm.status', 'm.max_retries', 'd.visible_at', 'm.expires_at', 'm.created_at', 'm.original_topic', 'm.dlq_moved_at', 'd.retry_count', 'd.last_error')
+    .select('m.id', 'm.topic', 'm.msg_key', 'm.metadata', 'm.status', 'm.max_retries', 'd.visible_at', 'm.expires_at', 'm.created_at', 'm.original_topic', 'm.dlq_moved_at', 'd.retry_count', 'd.last_error', 'm.ordering_key')
     .where({ 'd.message_id': id, 'd.consumer_group': group, 'd.status': status });
   const raw = await (capabilities(trx).rowLocks ? query.forUpdate() : query).first();
   return raw ? normaliseRow(raw) : null;
@@ -54,11 +55,12 @@ async function deadLetter(trx: Knex.Transaction, row: MessageRow, group: string,
       'topic',
       trx.raw('?', [now]),
       trx.raw('?', [group]),
+      'ordering_key',
     )
     .where({ id: row.id })
     .toSQL();
   await trx.raw(
-    'INSERT INTO messages (id, topic, msg_key, payload, metadata, status, retry_count, max_retries, last_error, visible_at, expires_at, created_at, original_topic, dlq_moved_at, consumer_group) ' +
+    'INSERT INTO messages (id, topic, msg_key, payload, metadata, status, retry_count, max_retries, last_error, visible_at, expires_at, created_at, original_topic, dlq_moved_at, consumer_group, ordering_key) ' +
       select.sql,
     select.bindings as Knex.RawBinding[],
   );
@@ -74,7 +76,11 @@ async function applyGroupAttempt(trx: Knex.Transaction, row: MessageRow, group: 
   if (outcome === 'retry') await delivery.update({ status: 'pending', retry_count: attempts, last_error: error, visible_at: retryAt });
   else if (outcome === 'failed') await delivery.update({ status: 'failed', retry_count: attempts, last_error: error });
   else await deadLetter(trx, row, group, attempts, error, ctx.now);
-  if (outcome !== 'retry') await settleMessages(trx, [{ id: row.id, topic: row.topic }], ctx.replayable, ctx.now);
+  if (outcome !== 'retry') {
+    // The group's turn of this message's ordering key ends: its next message becomes the group's head.
+    if (row.ordering_key !== null) await leaveLine(trx, { topic: row.topic, group, key: row.ordering_key }, row.id, ctx.now);
+    await settleMessages(trx, [{ id: row.id, topic: row.topic }], ctx.replayable, ctx.now);
+  }
   return { id: row.id, topic: row.topic, outcome };
 }
 
@@ -165,6 +171,7 @@ export async function ackDeliveries(db: Knex, ids: string[], group: string, ctx:
         acked.map((m) => m.id),
       )
       .update({ status: 'acked' });
+    await leaveLinesOf(trx, acked.flatMap((m) => (m.orderingKey === null ? [] : [{ line: { topic: m.topic, group, key: m.orderingKey }, id: m.id }])), ctx.now);
     return { acked: [...acked, ...earlier], settled: await settleMessages(trx, acked, ctx.replayable, ctx.now) };
   });
 }

@@ -5,6 +5,7 @@ import { runStatement } from '../statement.js';
 import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
+import { BEHIND_HEAD, joinLinesOf } from '../ordering/lines.js';
 
 export interface NewMessage {
   id: string;
@@ -17,6 +18,8 @@ export interface NewMessage {
   createdAt: number;
   /** A delayed message: claimable from then on (epoch ms); 0 or absent: at once. */
   availableAt?: number;
+  /** Delivered one at a time with the other messages of this key, in enqueue order (src/store/ordering/lines.ts). */
+  orderingKey?: string | null;
   /**
    * Stored already claimed, processing until then, for a waiting subscriber (src/queue/subscriptions.ts).
    * Only unkeyed messages of topics without consumer groups; others are stored pending regardless.
@@ -31,7 +34,8 @@ export interface NewMessage {
 export type InsertOutcome = { id: string; outcome: 'inserted' | 'upserted'; claimed?: boolean } | { outcome: 'full' };
 
 /** The row a new message is stored as. */
-export function newMessageRow(m: NewMessage): MessageRow {
+export function newMessageRow(m: NewMessage): MessageRow & { ordering_seq: string | null; deliver_after: number } {
+  const ordered = m.orderingKey != null;
   return {
     id: m.id,
     topic: m.topic,
@@ -44,25 +48,35 @@ export function newMessageRow(m: NewMessage): MessageRow {
     last_error: '',
     // Pending rows ready at once keep 0: the claim walks messages_queue (topic, status, visible_at, id) in id
     // order among them. A delayed one waits past `visible_at <= now` until its time.
-    visible_at: m.claimedUntil ?? m.availableAt ?? 0,
+    // A message with an ordering key waits behind its key's head until joinLine says otherwise.
+    visible_at: ordered ? BEHIND_HEAD : (m.claimedUntil ?? m.availableAt ?? 0),
     expires_at: m.expiresAt,
     created_at: m.createdAt,
     original_topic: '',
     dlq_moved_at: null,
+    ordering_key: m.orderingKey ?? null,
+    ordering_seq: ordered ? m.id : null,
+    deliver_after: ordered ? (m.availableAt ?? 0) : 0,
   };
 }
 
 /**
  * Upserts on the pending-key unique index: MySQL through the generated `pending_key` column,
  * SQLite through the partial unique index. Payload, metadata and the delay (visible_at) are overwritten: the
- * newest enqueue of a key says when it is due.
+ * newest enqueue of a key says when it is due. A holder waiting behind the head of its ordering key keeps
+ * waiting (only the delay it will have as the head changes), and it keeps its ordering key and its place.
  */
 async function upsertKeyed(trx: Knex.Transaction, message: NewMessage): Promise<{ id: string; inserted: boolean }> {
   await expireStaleKeyHolder(trx, message.topic, message.key!, message.createdAt);
   // A keyed message is always stored pending: a newer enqueue of its key may still overwrite it.
   const insert = trx('messages').insert(newMessageRow({ ...message, claimedUntil: undefined })).toSQL();
+  const availableAt = message.availableAt ?? 0;
+  const delay = [BEHIND_HEAD, availableAt, availableAt];
   if (capabilities(trx).upsert === 'onDuplicateKey') {
-    await trx.raw(`${insert.sql} ON DUPLICATE KEY UPDATE payload = VALUES(payload), metadata = VALUES(metadata), visible_at = VALUES(visible_at)`, insert.bindings);
+    await trx.raw(
+      `${insert.sql} ON DUPLICATE KEY UPDATE payload = VALUES(payload), metadata = VALUES(metadata), visible_at = IF(visible_at = ?, visible_at, ?), deliver_after = ?`,
+      [...insert.bindings, ...delay],
+    );
     // Not affectedRows: mysql2 connects with CLIENT_FOUND_ROWS, under which an update to the values a row
     // already holds (a retried enqueue of the same payload) counts 1, as an insert does. The holder of the
     // key, new or collided with, is locked by this transaction now, so this read is stable.
@@ -72,8 +86,8 @@ async function upsertKeyed(trx: Knex.Transaction, message: NewMessage): Promise<
   }
   const rows = (await trx.raw(
     `${insert.sql} ON CONFLICT (topic, msg_key) WHERE status = 'pending' AND original_topic = '' AND msg_key IS NOT NULL ` +
-      'DO UPDATE SET payload = excluded.payload, metadata = excluded.metadata, visible_at = excluded.visible_at RETURNING id',
-    insert.bindings,
+      'DO UPDATE SET payload = excluded.payload, metadata = excluded.metadata, visible_at = CASE WHEN visible_at = ? THEN visible_at ELSE ? END, deliver_after = ? RETURNING id',
+    [...insert.bindings, ...delay],
   )) as Array<{ id: string }>;
   const id = String(rows[0].id);
   return { id, inserted: id === message.id };
@@ -213,7 +227,7 @@ async function insertInTransaction(trx: Knex.Transaction, messages: NewMessage[]
     if (capped && inserted) room.set(message.topic, left - 1);
     if (inserted) fresh.push(message);
     // The groups' pending deliveries of the overwritten message take its new delay too.
-    else if (groups.has(message.topic)) await trx('deliveries').where({ message_id: id, status: 'pending' }).update({ visible_at: message.availableAt ?? 0 });
+    else if (groups.has(message.topic)) await trx('deliveries').where({ message_id: id, status: 'pending' }).whereNot({ visible_at: BEHIND_HEAD }).update({ visible_at: availableAtOf(message) });
     outcomes[i] = { id, outcome: inserted ? 'inserted' : 'upserted' };
   }
   for (const chunk of chunkRows(plain.map((p) => ({ ...p, payload: p.message.payload, metadata: p.message.metadata })))) {
@@ -225,7 +239,26 @@ async function insertInTransaction(trx: Knex.Transaction, messages: NewMessage[]
     const fanned = [...fresh, ...plain.map((p) => p.message)].filter((m) => groups.has(m.topic));
     await insertDeliveries(trx, fanned, (topic) => groups.get(topic));
   }
+  await joinLines(trx, [...fresh, ...plain.map((p) => p.message)], groups);
   return outcomes;
+}
+
+const availableAtOf = (m: NewMessage) => m.availableAt ?? 0;
+
+/**
+ * New messages with an ordering key, stored waiting (BEHIND_HEAD), join their lines: on a fan-out topic one
+ * line per group (their deliveries wait), else the topic's own. In one order (topic, group, key, then the
+ * message's place), so two batches never take two lines' locks in opposite orders.
+ */
+async function joinLines(trx: Knex.Transaction, stored: NewMessage[], groups: Map<string, string[]>): Promise<void> {
+  const joins: Array<{ line: { topic: string; group: string; key: string }; id: string; now: number; deliverAfter: number }> = [];
+  for (const m of stored) {
+    if (m.orderingKey == null) continue;
+    for (const group of groups.get(m.topic) ?? ['']) joins.push({ line: { topic: m.topic, group, key: m.orderingKey }, id: m.id, now: m.createdAt, deliverAfter: availableAtOf(m) });
+  }
+  const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  joins.sort((a, b) => compare(a.line.topic, b.line.topic) || compare(a.line.group, b.line.group) || compare(a.line.key, b.line.key) || compare(a.id, b.id));
+  await joinLinesOf(trx, joins);
 }
 
 /** The indexes of `messages` by (topic, key), unkeyed ones first, request order among equals. */
@@ -247,7 +280,7 @@ const MAX_UNION_BINARY = 65_532;
 /** Unkeyed messages of uncapped topics that fit one statement: nothing to count, upsert or lock first. */
 function isPlainBatch(messages: NewMessage[], options: InsertOptions): boolean {
   for (const m of messages) {
-    if (m.key !== null || options.maxDepthOf(m.topic) != null || options.mayHaveGroups?.(m.topic)) return false;
+    if (m.key !== null || m.orderingKey != null || options.maxDepthOf(m.topic) != null || options.mayHaveGroups?.(m.topic)) return false;
     if (messages.length > 1 && m.payload.length > MAX_UNION_BINARY) return false;
   }
   return chunkRows(messages).length === 1;

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { retryTransaction } from '../retry.js';
+import { repairLines } from '../ordering/lines.js';
 
 /**
  * Deletes in batches of `batchSize` ids, each its own short transaction, so a purge of millions of rows never
@@ -25,10 +26,15 @@ export async function deleteInBatches(db: Knex, select: () => Knex.QueryBuilder,
   }
 }
 
-export function purgeTopic(db: Knex, topic: string, statuses: string[]): Promise<number> {
-  return deleteInBatches(db, () => db('messages').where({ topic }).whereIn('status', statuses));
+/** Heads removed with the rest hand their ordering keys' lines to what is left (src/store/ordering/lines.ts). */
+export async function purgeTopic(db: Knex, topic: string, statuses: string[], now: number): Promise<number> {
+  const deleted = await deleteInBatches(db, () => db('messages').where({ topic }).whereIn('status', statuses));
+  await repairLines(db, now, topic);
+  return deleted;
 }
 
-export function deleteByKey(db: Knex, topic: string, key: string): Promise<number> {
-  return deleteInBatches(db, () => db('messages').where({ topic, msg_key: key }));
+export async function deleteByKey(db: Knex, topic: string, key: string, now: number): Promise<number> {
+  const deleted = await deleteInBatches(db, () => db('messages').where({ topic, msg_key: key }));
+  await repairLines(db, now, topic);
+  return deleted;
 }

@@ -14,6 +14,7 @@ export interface MessageRow {
   created_at: number;
   original_topic: string;
   dlq_moved_at: number | null;
+  ordering_key: string | null;
 }
 
 export type MessageStatus = 'pending' | 'processing' | 'failed' | 'expired';
@@ -33,6 +34,7 @@ export const MESSAGE_COLUMNS = [
   'created_at',
   'original_topic',
   'dlq_moved_at',
+  'ordering_key',
 ] as const;
 
 /** mysql2 hands BIGINT back as number already; SQLite may hand back bigint for large values. */
@@ -53,6 +55,7 @@ export function normaliseRow(raw: Record<string, unknown>): MessageRow {
     created_at: Number(raw.created_at),
     original_topic: String(raw.original_topic ?? ''),
     dlq_moved_at: num(raw.dlq_moved_at),
+    ordering_key: raw.ordering_key == null ? null : String(raw.ordering_key),
   };
 }
 

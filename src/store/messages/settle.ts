@@ -5,6 +5,7 @@ import { retryTransaction, withDbRetry } from '../retry.js';
 import { runStatement } from '../statement.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
 import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from './rows.js';
+import { leaveLine, leaveLinesOf, requeueIntoLines } from '../ordering/lines.js';
 
 /** What the domain decided for a failed delivery attempt (nack or visibility timeout). */
 export type AttemptOutcome = 'retry' | 'dlq' | 'failed';
@@ -68,6 +69,13 @@ export async function returnToPending(trx: Knex.Transaction, id: string, changes
 }
 
 async function applyAttempt(trx: Knex.Transaction, row: MessageRow, rules: AttemptRules, error: string, now: number): Promise<AttemptResult> {
+  const result = await applyOutcome(trx, row, rules, error, now);
+  // A retry stays the head of its ordering key's line (the key waits with it); any other outcome ends its turn.
+  if (row.ordering_key !== null && result.outcome !== 'retry') await leaveLine(trx, { topic: row.topic, group: '', key: row.ordering_key }, row.id, now);
+  return result;
+}
+
+async function applyOutcome(trx: Knex.Transaction, row: MessageRow, rules: AttemptRules, error: string, now: number): Promise<AttemptResult> {
   const outcome = rules.decide(row);
   const attempts = row.retry_count + 1;
   const result = (o: AttemptResult['outcome']): AttemptResult => ({ id: row.id, topic: row.topic, outcome: o });
@@ -181,6 +189,13 @@ export async function releaseExpired(db: Knex, topic: string, now: number, rules
 export interface AckedMessage {
   id: string;
   topic: string;
+  orderingKey?: string | null;
+}
+
+/** Acked messages with an ordering key end their turn: the next one of each key becomes its head. */
+async function leaveLines(trx: Knex.Transaction, acked: AckedMessage[], now: number): Promise<void> {
+  const lefts = acked.flatMap((a) => (a.orderingKey == null ? [] : [{ line: { topic: a.topic, group: '', key: a.orderingKey }, id: a.id }]));
+  await leaveLinesOf(trx, lefts, now);
 }
 
 /**
@@ -210,19 +225,21 @@ export interface AckTarget {
 export async function ackMessages(
   db: Knex,
   targets: AckTarget[],
+  now: number,
   beforeDelete?: (trx: Knex.Transaction, acked: AckedMessage[]) => Promise<void>,
 ): Promise<AckedMessage[]> {
   const oneStatement = !beforeDelete && (await capabilitiesOf(db)).deleteReturning;
   const which = targetCondition(targets);
   const seen = new Map<string, string>();
   return withDbRetry(db, async (attempt) => {
-    if (oneStatement && !attempt.uncertain) return deleteProcessing(db, which);
+    if (oneStatement && !attempt.uncertain) return deleteProcessing(db, which, now);
     return db.transaction(async (trx) => {
       const acked: AckedMessage[] = (
-        await lockForSettle(trx, trx('messages').select('id', 'topic').whereRaw(which.sql, which.bindings).andWhere({ status: 'processing' }).whereRaw(WITHOUT_DELIVERIES))
-      ).map(
-        (r: { id: string; topic: string }) => ({ id: String(r.id), topic: String(r.topic) }),
-      );
+        await lockForSettle(
+          trx,
+          trx('messages').select('id', 'topic', 'ordering_key').whereRaw(which.sql, which.bindings).andWhere({ status: 'processing' }).whereRaw(WITHOUT_DELIVERIES),
+        )
+      ).map((r: { id: string; topic: string; ordering_key: string | null }) => ({ id: String(r.id), topic: String(r.topic), orderingKey: r.ordering_key ?? null }));
       const gone = attempt.uncertain ? await goneIds(trx, [...new Set(targets.map((t) => t.id))]) : [];
       for (const a of acked) seen.set(a.id, a.topic);
       if (acked.length > 0) {
@@ -233,6 +250,7 @@ export async function ackMessages(
             acked.map((a) => a.id),
           )
           .delete();
+        await leaveLines(trx, acked, now);
       }
       return [...acked, ...gone.map((id) => ({ id, topic: seen.get(id) ?? '' }))];
     });
@@ -280,12 +298,21 @@ export async function goneIds(trx: Knex.Transaction, ids: string[]): Promise<str
   return ids.filter((id) => !present.has(id));
 }
 
-async function deleteProcessing(db: Knex, which: Condition): Promise<AckedMessage[]> {
-  const rows = (await runStatement(db, `DELETE FROM messages WHERE ${which.sql} AND status = 'processing' AND ${WITHOUT_DELIVERIES} RETURNING id, topic`, which.bindings)) as Array<{
+/**
+ * The one-statement ack. Messages with an ordering key are handed over after it, in a transaction of their
+ * own: an instance that dies between the two leaves the key's line on a head that is gone, which the next
+ * enqueue of the key or the expiry reaper's sweep hands over (src/store/ordering/lines.ts). Order holds
+ * either way: nothing of the key is claimable meanwhile.
+ */
+async function deleteProcessing(db: Knex, which: Condition, now: number): Promise<AckedMessage[]> {
+  const rows = (await runStatement(db, `DELETE FROM messages WHERE ${which.sql} AND status = 'processing' AND ${WITHOUT_DELIVERIES} RETURNING id, topic, ordering_key`, which.bindings)) as Array<{
     id: string;
     topic: string;
+    ordering_key: string | null;
   }>;
-  return rows.map((r) => ({ id: String(r.id), topic: String(r.topic) }));
+  const acked = rows.map((r) => ({ id: String(r.id), topic: String(r.topic), orderingKey: r.ordering_key ?? null }));
+  if (acked.some((a) => a.orderingKey !== null)) await retryTransaction(db, (trx) => leaveLines(trx, acked, now));
+  return acked;
 }
 
 export interface RequeueTarget {
@@ -333,12 +360,13 @@ export async function requeueDeadLetter(db: Knex, id: string, target: RequeueTar
   return retryTransaction(db, async (trx, attempt) => {
     const row = await lockForSettle(
       trx,
-      trx('messages').select('id', 'topic', 'original_topic', 'metadata', 'consumer_group').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq'),
+      trx('messages').select('id', 'topic', 'original_topic', 'metadata', 'consumer_group', 'ordering_key').where({ id }).andWhere('original_topic', '<>', '').andWhere('topic', 'like', '%.dlq'),
     ).first();
     if (!row) return attempt.uncertain && earlier ? earlier : null;
     const topic = String(row.original_topic);
     // The topic's groups may all be gone since a group dead-lettered it: it comes back a plain message.
     const outcome = await returnToPending(trx, id, { ...requeueChanges(topic, target), ...withoutDeadLetterGroup(row) }, target.now);
+    if (row.ordering_key != null && outcome !== 'superseded') await requeueIntoLines(trx, id, topic, String(row.ordering_key), [], target.now);
     earlier = { topic, outcome };
     return earlier;
   });

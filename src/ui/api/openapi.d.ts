@@ -137,7 +137,7 @@ export interface paths {
         put?: never;
         /**
          * A new token for the caller
-         * @description 422 when authentication is off.
+         * @description 422 when authentication is off, and for a caller authenticated by an access key or a ServiceAccount token (they are sent as they are; only a token from a login expires after 15 minutes).
          */
         post: operations["refreshToken"];
         delete?: never;
@@ -198,7 +198,7 @@ export interface paths {
         put?: never;
         /**
          * Claim pending messages
-         * @description A write grant on the topic, or a consume grant for the consumer group. Never blocks: an empty list when nothing is pending.
+         * @description A write grant on the topic, or a consume grant for the consumer group. Without wait_seconds it never blocks: an empty list when nothing is pending. With wait_seconds (long polling, extension) it waits up to that long for a message; 429 when server.max_waiting_dequeues calls wait already.
          */
         post: operations["dequeueMessages"];
         delete?: never;
@@ -682,6 +682,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/users/{id}/access-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A user's access keys
+         * @description Never their secrets. 503 while access keys are off (no auth.credentials_key).
+         */
+        get: operations["listAccessKeys"];
+        put?: never;
+        /**
+         * Create an access key for a user
+         * @description The key acts as its user: `Authorization: Bearer <access_key_id>.<secret>` on HTTP and gRPC. The secret is in this answer only. 400 for a service account; 409 when the user already holds 10 keys. 503 while access keys are off (no auth.credentials_key).
+         */
+        post: operations["createAccessKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users/{id}/access-keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an access key
+         * @description Requests with the key get 401 from the next one on, on every instance. 503 while access keys are off (no auth.credentials_key).
+         */
+        delete: operations["deleteAccessKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/audit-log": {
         parameters: {
             query?: never;
@@ -706,6 +750,22 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AccessKey: {
+            /** @description The access key id: `CVAK` and 16 characters of A-Z 2-7. Not secret. */
+            access_key_id: string;
+            /** Format: uuid */
+            user_id: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 in UTC with milliseconds.
+             */
+            created_at: string;
+            /** @description When a request last authenticated with it (recorded at most once a minute); null if never. */
+            last_used_at: string | null;
+        };
+        AccessKeyList: {
+            items: components["schemas"]["AccessKey"][];
+        };
         AckBatchResult: {
             acked: string[];
             /** @description Ids that were unknown, not UUIDs, or not being processed. */
@@ -779,6 +839,8 @@ export interface components {
             id: string;
             topic: string;
             key: string | null;
+            /** @description Messages of one ordering key are delivered one at a time, in enqueue order; null: none. */
+            ordering_key: string | null;
             /** @description The payload as text; base64 when `payload_encoding` says so. */
             payload: string;
             /**
@@ -854,6 +916,7 @@ export interface components {
             id: string;
             topic: string;
             key: string | null;
+            ordering_key: string | null;
             /** @description Base64. */
             payload: string;
             retry_count: number;
@@ -880,6 +943,8 @@ export interface components {
             id: string;
             topic: string;
             key: string | null;
+            /** @description Messages of one ordering key are delivered one at a time, in enqueue order; null: none. */
+            ordering_key: string | null;
             /** @description The payload as text; base64 when `payload_encoding` says so. */
             payload: string;
             /**
@@ -920,6 +985,17 @@ export interface components {
             limit: number;
             offset: number;
         };
+        NewAccessKey: {
+            /** @description The access key id: `CVAK` and 16 characters of A-Z 2-7. Not secret. */
+            access_key_id: string;
+            /** @description Shown in this answer only: send `Authorization: Bearer <access_key_id>.<secret>`. */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 in UTC with milliseconds.
+             */
+            created_at: string;
+        };
         /** @description This document. */
         OpenApiDocument: {
             openapi: string;
@@ -942,6 +1018,16 @@ export interface components {
             topics: components["schemas"]["TopicStatusCount"][];
             /** @description Fan-out topics: the deliveries of each group by status (acked ones not shown). */
             consumer_groups: components["schemas"]["GroupStatusCount"][];
+            /** @description Ordering keys per topic (and consumer group). */
+            ordering: {
+                topic: string;
+                /** @description "" for the topic itself; a group of a fan-out topic keeps lines of its own. */
+                consumer_group: string;
+                /** @description Ordering keys with a live message. */
+                keys: number;
+                /** @description Of those, keys whose head a consumer holds while later messages wait behind it. */
+                waiting_keys: number;
+            }[];
         };
         Token: {
             /** @description A JWT for `Authorization: Bearer <token>`, valid for 15 minutes. */
@@ -988,6 +1074,8 @@ export interface components {
             id: string;
             username: string;
             is_admin: boolean;
+            /** @description A Kubernetes service account's principal (`system:serviceaccount:<namespace>:<name>`), made on its first request: no password, never an admin. */
+            service_account: boolean;
             /**
              * Format: date-time
              * @description RFC 3339 in UTC with milliseconds.
@@ -1028,6 +1116,8 @@ export interface components {
             } | null;
             /** @description 1-255 characters; a pending message with this key on the topic is overwritten (its delay too). */
             key?: string | null;
+            /** @description 1-255 bytes of UTF-8: the messages of one ordering key on a topic (and in each consumer group) are delivered one at a time, in enqueue order. */
+            ordering_key?: string | null;
             /** @description Stored at once (pending, counted by max_depth), but no consumer gets it for this many seconds, at most queue.max_delay_seconds. Absent: the topic's delivery_delay_seconds; 0: at once whatever the topic says. Not with deliver_at; it must end before the message's TTL does. */
             delay_seconds?: number | null;
             /** @description RFC 3339 with a zone: no consumer gets it before then (a past time: at once); at most queue.max_delay_seconds ahead. Not with delay_seconds. */
@@ -1045,6 +1135,8 @@ export interface components {
             visibility_timeout_seconds?: number;
             /** @description The consumer group (fan-out topics). */
             consumer_group?: string;
+            /** @description Long polling (extension): with nothing available, wait up to this many seconds for a message and answer as soon as one comes; an empty list when none did. Absent or 0: answer at once. 429 when server.max_waiting_dequeues calls wait already. */
+            wait_seconds?: number;
         };
         AckBatchRequest: {
             ids: string[];
@@ -1208,7 +1300,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The topic is full, or too many login attempts. */
+        /** @description The topic is full, or too many login attempts or failed access keys from this client. */
         TooManyRequests: {
             headers: {
                 /** @description Seconds to wait before retrying. */
@@ -1228,7 +1320,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The database is unavailable or busy, or the server has too many connections. */
+        /** @description The database is unavailable or busy, or the server has too many connections; on the access-key operations, access keys are off (no auth.credentials_key). */
         Unavailable: {
             headers: {
                 /** @description Seconds to wait before retrying. */
@@ -1369,6 +1461,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1453,6 +1546,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1489,6 +1583,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1587,6 +1682,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1619,6 +1715,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1653,6 +1750,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1687,6 +1785,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1723,6 +1822,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1752,6 +1852,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1778,6 +1879,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1809,6 +1911,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1844,6 +1947,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1873,6 +1977,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1899,6 +2004,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1930,6 +2036,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1965,6 +2072,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -1994,6 +2102,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2020,6 +2129,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2054,6 +2164,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2086,6 +2197,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2116,6 +2228,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2149,6 +2262,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2182,6 +2296,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2214,6 +2329,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2249,6 +2365,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2282,6 +2399,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2345,6 +2463,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2372,6 +2491,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2399,6 +2519,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2426,6 +2547,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2457,6 +2579,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2484,6 +2607,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2516,6 +2640,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2552,6 +2677,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2581,6 +2707,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2612,6 +2739,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2648,6 +2776,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2684,6 +2813,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2715,6 +2845,104 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAccessKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A message id or user id (a UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keys, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessKeyList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createAccessKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A message id or user id (a UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new key with its secret. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewAccessKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteAccessKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A message id or user id (a UUID). */
+                id: string;
+                /** @description An access key id (`CVAK...`). */
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2751,6 +2979,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };

@@ -7,7 +7,19 @@ import { Timestamp } from '../components/timestamp';
 import { payloadView } from '../format';
 import type { DequeuedMessage } from './types';
 
-type Outcome = { kind: 'acked' } | { kind: 'nacked'; error: string; delay: number } | { kind: 'given back' };
+/** A nack's delay: null when none was sent, so the topic's retry backoff applies. */
+type Outcome = { kind: 'acked' } | { kind: 'nacked'; error: string; delay: number | null } | { kind: 'given back' };
+
+/**
+ * Someone debugging a consumer by hand holds up the key's line meanwhile (docs/http-api.md, Ordering keys):
+ * what the outcome means for the messages enqueued after this one with its ordering key.
+ */
+function orderingNote(outcome: Outcome, orderingKey: string | null): string {
+  if (orderingKey === null) return '';
+  if (outcome.kind === 'acked') return ' The next message of its ordering key, if there is one, can be dequeued now.';
+  if (outcome.kind === 'given back') return ' It is still first of its ordering key: the later messages of the key keep waiting for it.';
+  return ' While it is retried, the later messages of its ordering key wait for it.';
+}
 
 /** A 404 from ack, nack or a lease change means the lease is no longer this consumer's: say so in words. */
 function outcomeError(error: unknown): unknown {
@@ -32,8 +44,9 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
         await unwrap(api.POST('/api/messages/{id}/ack', { ...path, body: group }));
         return { kind: 'acked' };
       }
-      const delay = retryDelay === '' ? 0 : Number(retryDelay);
-      const body = { ...group, ...(errorText === '' ? {} : { error: errorText }), ...(delay > 0 ? { delay_seconds: delay } : {}) };
+      // A sent delay, 0 included, wins over the topic's retry backoff; so an empty field sends none.
+      const delay = retryDelay.trim() === '' ? null : Number(retryDelay);
+      const body = { ...group, ...(errorText === '' ? {} : { error: errorText }), ...(delay === null ? {} : { delay_seconds: delay }) };
       await unwrap(api.POST('/api/messages/{id}/nack', { ...path, body }));
       return { kind: 'nacked', error: errorText, delay };
     },
@@ -72,6 +85,8 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
       <dl className="details compact">
         <dt>Key</dt>
         <dd className="wrap-anywhere">{message.key ?? '— (none)'}</dd>
+        <dt>Ordering key</dt>
+        <dd className="wrap-anywhere">{message.ordering_key ?? '— (none)'}</dd>
         <dt>Retry count</dt>
         <dd>
           {message.retry_count} of {message.max_retries} retries
@@ -80,6 +95,14 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
         <dd>
           <Timestamp iso={message.created_at} />
         </dd>
+        {outcome === undefined && !leaseGone && (
+          <>
+            <dt>Leased until</dt>
+            <dd>
+              <Timestamp iso={extend.data?.available_at ?? message.available_at} />
+            </dd>
+          </>
+        )}
         {Object.entries(message.metadata ?? {}).map(([name, value]) => (
           <Fragment key={name}>
             <dt className="wrap-anywhere">Metadata: {name}</dt>
@@ -96,7 +119,7 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
           <Field label="Nack error text (optional)">
             <input value={errorText} onChange={(e) => setErrorText(e.target.value)} autoComplete="off" />
           </Field>
-          <Field label="Retry after (seconds, optional)">
+          <Field label="Retry after (seconds, optional)" hint="Empty: the topic's retry backoff; 0: at once.">
             <input type="number" min={0} max={604800} value={retryDelay} onChange={(e) => setRetryDelay(e.target.value)} />
           </Field>
           <div className="settle-buttons">
@@ -130,7 +153,8 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
             ? 'Acked: the message is done and removed from the topic.'
             : outcome.kind === 'given back'
               ? 'Given back: the message is pending again, with no attempt counted.'
-              : `Nacked${outcome.error ? ` with error "${outcome.error}"` : ''}: it is retried${outcome.delay > 0 ? ` (not before ${outcome.delay} s from now)` : ''}, dead-lettered or failed by the topic's retry rules.`}
+              : `Nacked${outcome.error ? ` with error "${outcome.error}"` : ''}: it is retried${outcome.delay === null ? ' (after the topic\'s retry backoff, if it has one)' : outcome.delay > 0 ? ` (not before ${outcome.delay} s from now)` : ' (at once)'}, dead-lettered or failed by the topic's retry rules.`}
+          {orderingNote(outcome, message.ordering_key)}
         </p>
       )}
       <ErrorMessage error={failure ? outcomeError(failure) : null} />

@@ -3,6 +3,8 @@ import { Dialog } from '../components/dialog';
 import { ErrorMessage } from '../components/error-message';
 import { Timestamp } from '../components/timestamp';
 import { payloadView } from '../format';
+import { useNow } from '../replay/time';
+import { availabilityOf } from './availability';
 import { isDeadLetter, type Message } from './types';
 
 function Detail(props: { term: string; children: ReactNode }) {
@@ -12,6 +14,31 @@ function Detail(props: { term: string; children: ReactNode }) {
       <dd>{props.children}</dd>
     </>
   );
+}
+
+/** When a consumer may get the message, in words; the clock moves on while the drawer is open. */
+function Availability(props: { message: Message }) {
+  const { message } = props;
+  const at = <Timestamp iso={message.available_at} />;
+  switch (availabilityOf(message, useNow(5_000))) {
+    case 'delayed':
+      return <span className="badge badge-delayed">delayed until {at}</span>;
+    case 'available':
+      // Most messages were never delayed: their available_at is their creation, shown just above.
+      return message.available_at === message.created_at ? <>since it was created</> : <>since {at}</>;
+    case 'waiting':
+      return (
+        <>
+          <span className="badge badge-waiting">waiting behind an earlier message of its ordering key</span>: its turn comes once the earlier messages of that key are gone (acked, dead-lettered, failed, expired or deleted)
+        </>
+      );
+    case 'leased':
+      return <>when its lease ends, {at}</>;
+    case 'lease-ended':
+      return <>its lease ended {at}</>;
+    case 'none':
+      return <>— (none: the message is {message.status})</>;
+  }
 }
 
 /** Everything about one message, as text; the payload pretty-printed when it is JSON, with the raw text a click away. */
@@ -61,6 +88,9 @@ export function MessageDrawer(props: {
         <Detail term="Key">
           <span className="wrap-anywhere">{message.key ?? '— (none)'}</span>
         </Detail>
+        <Detail term="Ordering key">
+          <span className="wrap-anywhere">{message.ordering_key ?? '— (none)'}</span>
+        </Detail>
         <Detail term="Retry count">
           {message.retry_count} of {message.max_retries} retries
         </Detail>
@@ -69,6 +99,9 @@ export function MessageDrawer(props: {
         </Detail>
         <Detail term="Created">
           <Timestamp iso={message.created_at} />
+        </Detail>
+        <Detail term="Available to consumers">
+          <Availability message={message} />
         </Detail>
         <Detail term="Expires">
           <Timestamp iso={message.expires_at} />

@@ -1,5 +1,7 @@
 import { memo } from 'react';
 import { Timestamp } from '../components/timestamp';
+import { useNow } from '../replay/time';
+import { availabilityOf, type Availability } from './availability';
 import { isDeadLetter, type Message } from './types';
 
 const PREVIEW_CHARS = 80;
@@ -11,6 +13,8 @@ function preview(payload: string): string {
 
 interface RowProps {
   message: Message;
+  /** Computed by the table, so a row re-renders only when its message's state changes, not on every tick. */
+  availability: Availability;
   selected: boolean;
   onToggle: (id: string) => void;
   onOpen: (id: string) => void;
@@ -20,7 +24,7 @@ interface RowProps {
  * One row, memoised: with 200 rows on a page, ticking one checkbox re-renders that row only (the handlers
  * are stable and the message objects keep their identity between renders of the same page).
  */
-const Row = memo(function Row({ message, selected, onToggle, onOpen }: RowProps) {
+const Row = memo(function Row({ message, availability, selected, onToggle, onOpen }: RowProps) {
   const dead = isDeadLetter(message);
   return (
     <tr className={selected ? 'selected' : undefined}>
@@ -34,8 +38,20 @@ const Row = memo(function Row({ message, selected, onToggle, onOpen }: RowProps)
       </td>
       <td className="wrap-anywhere">{message.topic}</td>
       <td className="wrap-anywhere">{message.key ?? '—'}</td>
+      <td className="wrap-anywhere">{message.ordering_key ?? '—'}</td>
       <td>
         <span className={`status status-${message.status}`}>{message.status}</span>
+        {availability === 'waiting' && <span className="badge badge-waiting">waiting behind an earlier message of its ordering key</span>}
+        {availability === 'delayed' && (
+          <span className="badge badge-delayed">
+            delayed until <Timestamp iso={message.available_at} />
+          </span>
+        )}
+        {availability === 'leased' && (
+          <span className="badge">
+            leased until <Timestamp iso={message.available_at} />
+          </span>
+        )}
       </td>
       <td className="num">{message.retry_count}</td>
       <td className="hide-narrow">
@@ -53,6 +69,8 @@ const Row = memo(function Row({ message, selected, onToggle, onOpen }: RowProps)
 export function MessageTable(props: { items: Message[]; selected: ReadonlySet<string>; onToggle: (id: string) => void; onToggleAll: (select: boolean) => void; onOpen: (id: string) => void }) {
   const deadIds = props.items.filter(isDeadLetter).map((m) => m.id);
   const allSelected = deadIds.length > 0 && deadIds.every((id) => props.selected.has(id));
+  // A delay ends while the page is open; the rows follow within seconds, without a refetch.
+  const now = useNow(5_000);
   return (
     <div className="table-wrap" tabIndex={0} role="region" aria-label="Message list">
       <table className="message-table">
@@ -65,6 +83,7 @@ export function MessageTable(props: { items: Message[]; selected: ReadonlySet<st
             <th scope="col">ID</th>
             <th scope="col">Topic</th>
             <th scope="col">Key</th>
+            <th scope="col">Ordering key</th>
             <th scope="col">Status</th>
             <th scope="col" className="num">
               Retries
@@ -77,7 +96,7 @@ export function MessageTable(props: { items: Message[]; selected: ReadonlySet<st
         </thead>
         <tbody>
           {props.items.map((m) => (
-            <Row key={m.id} message={m} selected={props.selected.has(m.id)} onToggle={props.onToggle} onOpen={props.onOpen} />
+            <Row key={m.id} message={m} availability={availabilityOf(m, now)} selected={props.selected.has(m.id)} onToggle={props.onToggle} onOpen={props.onOpen} />
           ))}
         </tbody>
       </table>

@@ -2,7 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useMemo, useRef } from 'react';
 import { api, ApiError, fetchText, unwrap } from '../api/client';
 import { ratesBetween, snapshotFrom, type MetricsSnapshot, type TopicRates } from './metrics';
-import { backlog, topicRows, type StatsRow, type TopicRow } from './topic-rows';
+import { backlog, topicRows, type OrderingStatsRow, type StatsRow, type TopicRow } from './topic-rows';
 
 /**
  * Live numbers refresh this often without a reload. Depths come from /api/stats (exact); the oldest pending
@@ -22,6 +22,8 @@ const everyUnlessUnauthorized =
 
 export interface Overview {
   rows: TopicRow[] | undefined;
+  /** Whether any topic has ordering keys: the table has a column for them only then. */
+  hasOrdering: boolean;
   statsError: unknown;
   metricsError: unknown;
   configsError: unknown;
@@ -59,11 +61,17 @@ export function useOverview(): Overview {
     const data = stats.data as { topics?: StatsRow[]; consumer_groups?: StatsRow[] } | undefined;
     return data?.topics ? [...data.topics, ...(data.consumer_groups ?? [])] : undefined;
   }, [stats.data]);
+  // A service from before ordering keys answers without the list: nothing is shown for them then.
+  const ordering = useMemo(() => {
+    const list = (stats.data as { ordering?: unknown } | undefined)?.ordering;
+    return Array.isArray(list) ? (list as OrderingStatsRow[]) : [];
+  }, [stats.data]);
   const configured = useMemo(() => ((configs.data as { items?: Array<{ topic: string }> } | undefined)?.items ?? []).map((c) => c.topic), [configs.data]);
   const rows = useMemo(
-    () => (statsRows ? topicRows(statsRows, configured, metrics.data?.snapshot, metrics.data?.rates) : undefined),
-    [statsRows, configured, metrics.data],
+    () => (statsRows ? topicRows(statsRows, configured, metrics.data?.snapshot, metrics.data?.rates, ordering) : undefined),
+    [statsRows, configured, metrics.data, ordering],
   );
   const depths = useMemo(() => (rows ? new Map(rows.map((r) => [r.topic, backlog(r)])) : undefined), [rows]);
-  return { rows, statsError: stats.error, metricsError: metrics.error, configsError: configs.error, statsAt: stats.dataUpdatedAt, depths };
+  const hasOrdering = useMemo(() => rows?.some((r) => r.ordering !== undefined || r.groups.some((g) => g.ordering !== undefined)) ?? false, [rows]);
+  return { rows, hasOrdering, statsError: stats.error, metricsError: metrics.error, configsError: configs.error, statsAt: stats.dataUpdatedAt, depths };
 }

@@ -17,6 +17,18 @@ const isMetadataError = (error: unknown) => error instanceof ApiError && error.s
 const isTopicError = (error: unknown) => error instanceof ApiError && error.status === 422 && /^topic ".*" is not registered/s.test(error.message);
 /** Answers about the payload itself (schema violation, too large) belong next to the payload editor. */
 const isPayloadError = (error: unknown) => error instanceof ApiError && (error.status === 422 || error.status === 413) && !isMetadataError(error) && !isTopicError(error);
+/**
+ * The 400s about the delay: out of range or over queue.max_delay_seconds ("delay_seconds must be ..."), and
+ * a delay reaching the message's TTL ("the delay (60 s) reaches the message's TTL ...").
+ */
+const isDelayError = (error: unknown) => error instanceof ApiError && error.status === 400 && /^(delay_seconds |the delay )/.test(error.message);
+/**
+ * The 400s about the ordering key ("ordering_key must be 1-255 bytes of UTF-8"). Its length is left to the
+ * service, which counts bytes, not characters: the one rule, stated once, for whatever is typed or pasted.
+ */
+const isOrderingKeyError = (error: unknown) => error instanceof ApiError && error.status === 400 && error.message.startsWith('ordering_key ');
+/** Text a number input holds but cannot read ("5e"): its value is "", which would enqueue without the delay. */
+const UNREADABLE_DELAY = 'Not a number: enter a whole number of seconds, or leave the field empty.';
 
 /** As the service counts keys (src/queue/message-keys.ts): Unicode code points, so an emoji is one, not two. */
 const MAX_KEY_CHARACTERS = 255;
@@ -31,8 +43,11 @@ export function EnqueueScreen() {
   const [topic, setTopic] = useState(routeTopic);
   useEffect(() => setTopic(routeTopic), [routeTopic]);
   const [key, setKey] = useState('');
+  const [orderingKey, setOrderingKey] = useState('');
   const [metadataText, setMetadataText] = useState('');
   const [payload, setPayload] = useState('');
+  const [delay, setDelay] = useState('');
+  const [delayUnreadable, setDelayUnreadable] = useState(false);
   const [checked, setChecked] = useState(false);
   const queryClient = useQueryClient();
 
@@ -43,22 +58,39 @@ export function EnqueueScreen() {
   const payloadMissing = checked && payload === '' ? 'Enter a payload: the service takes a non-empty text.' : null;
 
   const enqueue = useMutation({
-    mutationFn: (body: { topic: string; payload: string; key?: string; metadata?: Record<string, string> }) => unwrap(api.POST('/api/messages', { body })),
+    mutationFn: (body: { topic: string; payload: string; key?: string; ordering_key?: string; metadata?: Record<string, string>; delay_seconds?: number }) => unwrap(api.POST('/api/messages', { body })),
     onSuccess: () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] })]),
   });
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
     setChecked(true);
-    if (topic.trim() === '' || payload === '' || !metadata.ok || keyError !== null) return;
-    enqueue.mutate({ topic: topic.trim(), payload, key: key === '' ? undefined : key, metadata: metadata.value });
+    const delayInput = (event.currentTarget as HTMLFormElement).elements.namedItem('delay_seconds');
+    const unreadable = delayInput instanceof HTMLInputElement && delayInput.validity.badInput;
+    setDelayUnreadable(unreadable);
+    if (topic.trim() === '' || payload === '' || !metadata.ok || keyError !== null || unreadable) return;
+    // Sent as typed (1.5, -1 included): the service judges it, and its 400 is shown at the field.
+    const delaySeconds = delay.trim() === '' ? undefined : Number(delay);
+    enqueue.mutate({
+      topic: topic.trim(),
+      payload,
+      key: key === '' ? undefined : key,
+      // Not trimmed: " a" and "a" are two keys to the service, and the form sends what it shows.
+      ordering_key: orderingKey === '' ? undefined : orderingKey,
+      metadata: metadata.value,
+      delay_seconds: delaySeconds,
+    });
   };
 
   const payloadError = payloadMissing ?? (isPayloadError(enqueue.error) ? errorText(enqueue.error) : null);
   const metadataError = metadata.ok ? (isMetadataError(enqueue.error) ? errorText(enqueue.error) : null) : metadata.error;
   const topicError = topicMissing ?? (isTopicError(enqueue.error) ? errorText(enqueue.error) : null);
-  const otherError = enqueue.error && !isPayloadError(enqueue.error) && !isMetadataError(enqueue.error) && !isTopicError(enqueue.error) ? enqueue.error : null;
+  const delayError = delayUnreadable ? UNREADABLE_DELAY : isDelayError(enqueue.error) ? errorText(enqueue.error) : null;
+  const orderingKeyError = isOrderingKeyError(enqueue.error) ? errorText(enqueue.error) : null;
+  const fieldErrors = [isPayloadError, isMetadataError, isTopicError, isDelayError, isOrderingKeyError];
+  const otherError = enqueue.error && !fieldErrors.some((isFieldError) => isFieldError(enqueue.error)) ? enqueue.error : null;
   const sentTopic = enqueue.variables?.topic ?? '';
+  const sentDelay = enqueue.variables?.delay_seconds ?? 0;
 
   return (
     <section className="enqueue-screen">
@@ -71,8 +103,33 @@ export function EnqueueScreen() {
         <Field label="Key (optional)" hint="A key makes the enqueue an upsert of the pending message holding it. At most 255 characters." error={keyError}>
           <input value={key} onChange={(e) => setKey(e.target.value)} autoComplete="off" spellCheck={false} />
         </Field>
+        <Field
+          label="Ordering key (optional)"
+          hint="Messages with the same ordering key are delivered one at a time, in the order they were enqueued: each waits until the one before it is acked, dead-lettered, failed or expired. 1-255 bytes of UTF-8."
+          error={orderingKeyError}
+        >
+          <input value={orderingKey} onChange={(e) => setOrderingKey(e.target.value)} autoComplete="off" spellCheck={false} />
+        </Field>
         <Field label="Metadata (optional)" hint='A JSON object of text values, for example {"source": "shop"}.' error={metadataError}>
           <textarea className="metadata-editor" value={metadataText} onChange={(e) => setMetadataText(e.target.value)} spellCheck={false} rows={3} />
+        </Field>
+        <Field
+          label="Delay (seconds, optional)"
+          hint="The message is stored at once, but no consumer gets it before this many seconds have passed. Empty: the topic's delivery_delay_seconds, if it has one; 0: at once."
+          error={delayError}
+        >
+          <input
+            type="number"
+            inputMode="numeric"
+            name="delay_seconds"
+            min={0}
+            max={604800}
+            step={1}
+            value={delay}
+            onChange={(e) => setDelay(e.target.value)}
+            // onInput, not onChange: from "5e" to "5e+" the value stays "" and React fires no onChange.
+            onInput={() => setDelayUnreadable(false)}
+          />
         </Field>
         <SchemaPanel topic={topic} onInsert={setPayload} />
         <Field label="Payload" error={payloadError}>
@@ -88,7 +145,8 @@ export function EnqueueScreen() {
       <div role="status" className="notice">
         {enqueue.data && (
           <p>
-            Enqueued message <span className="mono">{enqueue.data.id}</span> to {sentTopic}.{' '}
+            Enqueued message <span className="mono">{enqueue.data.id}</span> to {sentTopic}
+            {sentDelay > 0 ? `; no consumer gets it for ${sentDelay} s.` : '.'}{' '}
             <a href={href('messages', { topic: sentTopic })}>Show the messages of {sentTopic}</a>
           </p>
         )}

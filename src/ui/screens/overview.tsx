@@ -27,7 +27,7 @@ export function OverviewScreen() {
       )}
       {overview.rows !== undefined && overview.rows.length > 0 && (
         <>
-          <TopicTable rows={overview.rows} chartTopics={history.topics} />
+          <TopicTable rows={overview.rows} chartTopics={history.topics} hasOrdering={overview.hasOrdering} />
           {overview.metricsError !== null && (
             <p className="muted">Rates and ages are unavailable: the service's /metrics could not be read.</p>
           )}

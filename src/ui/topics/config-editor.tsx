@@ -109,6 +109,9 @@ function ConfigForm(props: { topic: string; config: TopicConfig | null; save: Us
         {numberField('message_ttl_seconds')}
         {numberField('max_depth')}
         {numberField('throughput_limit')}
+        {numberField('delivery_delay_seconds')}
+        {numberField('retry_backoff_seconds')}
+        {numberField('retry_backoff_max_seconds')}
         <div className="field">
           <label className="checkbox-label">
             <input type="checkbox" checked={draft.replayable} onChange={(e) => change({ replayable: e.target.checked })} aria-describedby={replayableHint} />

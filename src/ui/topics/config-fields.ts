@@ -1,6 +1,14 @@
 import type { TopicConfig, TopicConfigBody } from './api';
 
-export type IntegerField = 'max_retries' | 'message_ttl_seconds' | 'max_depth' | 'throughput_limit' | 'replay_window_seconds';
+export type IntegerField =
+  | 'max_retries'
+  | 'message_ttl_seconds'
+  | 'max_depth'
+  | 'throughput_limit'
+  | 'replay_window_seconds'
+  | 'delivery_delay_seconds'
+  | 'retry_backoff_seconds'
+  | 'retry_backoff_max_seconds';
 
 /** Every integer setting of PUT /api/topic-configs/:topic, named in the hint exactly as the API names it. */
 export const INTEGER_FIELDS: ReadonlyArray<{ name: IntegerField; label: string; hint: string }> = [
@@ -29,6 +37,21 @@ export const INTEGER_FIELDS: ReadonlyArray<{ name: IntegerField; label: string; 
     label: 'Replay window (seconds)',
     hint: 'replay_window_seconds: how far back a replay may start; the archive reaper deletes older log entries. Empty: no window, the whole log.',
   },
+  {
+    name: 'delivery_delay_seconds',
+    label: 'Delivery delay (seconds)',
+    hint: 'delivery_delay_seconds: seconds a new message waits before any consumer may get it, unless its enqueue names a delay; at most queue.max_delay_seconds. Empty: none.',
+  },
+  {
+    name: 'retry_backoff_seconds',
+    label: 'Retry backoff (seconds)',
+    hint: 'retry_backoff_seconds: after the n-th failed attempt (a nack, or a lease that ran out) the retry waits this × 2^(n-1) seconds, ±10 %, up to the cap below; 0: retry at once. Empty: the server default (queue.retry_backoff_seconds).',
+  },
+  {
+    name: 'retry_backoff_max_seconds',
+    label: 'Retry backoff cap (seconds)',
+    hint: 'retry_backoff_max_seconds: the longest a retry waits, however many attempts failed. Empty: the server default (queue.retry_backoff_max_seconds).',
+  },
 ];
 
 /** The form's state: the inputs' text (empty = null, the server default) and the checkbox. */
@@ -43,6 +66,9 @@ export function draftOf(config: TopicConfig | null): ConfigDraft {
     throughput_limit: text(config?.throughput_limit),
     replayable: config?.replayable ?? false,
     replay_window_seconds: text(config?.replay_window_seconds),
+    delivery_delay_seconds: text(config?.delivery_delay_seconds),
+    retry_backoff_seconds: text(config?.retry_backoff_seconds),
+    retry_backoff_max_seconds: text(config?.retry_backoff_max_seconds),
   };
 }
 
@@ -56,6 +82,9 @@ export function bodyOf(draft: ConfigDraft): TopicConfigBody {
     throughput_limit: number(draft.throughput_limit),
     replayable: draft.replayable,
     replay_window_seconds: number(draft.replay_window_seconds),
+    delivery_delay_seconds: number(draft.delivery_delay_seconds),
+    retry_backoff_seconds: number(draft.retry_backoff_seconds),
+    retry_backoff_max_seconds: number(draft.retry_backoff_max_seconds),
   };
 }
 

@@ -6,7 +6,16 @@ import { describeManager, useTopicConfigs, useTopicSchemas, type TopicConfig, ty
 
 /** A setting as the table shows it: what null (the default) and 0 mean for that very setting. */
 const setting = (n: number | null | undefined, unset: string, zero = '0') => (n === null || n === undefined ? unset : n === 0 ? zero : n.toLocaleString());
-const seconds = (n: number | null | undefined, zero: string) => (n === null || n === undefined ? 'default' : n === 0 ? zero : formatAge(n));
+const seconds = (n: number | null | undefined, zero: string, unset = 'default') => (n === null || n === undefined ? unset : n === 0 ? zero : formatAge(n));
+/** The backoff's base and cap in one cell (null: the server default); a cap means nothing while retries go at once. */
+function backoff(config: TopicConfig | undefined): string {
+  const base = config?.retry_backoff_seconds ?? null;
+  const cap = config?.retry_backoff_max_seconds ?? null;
+  if (base === 0) return 'at once';
+  if (base === null && cap === null) return 'default';
+  const text = (n: number | null) => (n === null ? 'default' : formatAge(n));
+  return `${text(base)}, capped at ${text(cap)}`;
+}
 
 /** Every topic with a configuration or a schema, one row each. */
 export function TopicList(props: { current: string }) {
@@ -35,6 +44,8 @@ export function TopicList(props: { current: string }) {
                 <th scope="col" className="num">TTL</th>
                 <th scope="col" className="num">Max depth</th>
                 <th scope="col" className="num">Throughput limit</th>
+                <th scope="col" className="num">Delivery delay</th>
+                <th scope="col">Retry backoff</th>
                 <th scope="col">Replay</th>
                 <th scope="col">Schema</th>
                 <th scope="col">Managed by</th>
@@ -55,6 +66,8 @@ export function TopicList(props: { current: string }) {
                     <td className="num">{seconds(config?.message_ttl_seconds, 'never')}</td>
                     <td className="num">{setting(config?.max_depth, 'no cap')}</td>
                     <td className="num">{setting(config?.throughput_limit, 'unlimited', 'unlimited')}</td>
+                    <td className="num">{seconds(config?.delivery_delay_seconds, 'none', 'none')}</td>
+                    <td>{backoff(config)}</td>
                     <td>{config?.replayable ? (config.replay_window_seconds === null ? 'yes, whole log' : `yes, ${formatAge(config.replay_window_seconds)}`) : 'no'}</td>
                     <td>{schema ? `version ${schema.version}` : 'none'}</td>
                     <td>{managers.length > 0 ? managers.join(', ') : '—'}</td>

@@ -1,0 +1,344 @@
+import type { Knex } from 'knex';
+import { capabilities } from '../capabilities.js';
+import { v7 as uuidv7 } from 'uuid';
+import { retryTransaction, withDbRetry } from '../retry.js';
+
+/**
+ * visible_at of a message (or a group's delivery) waiting behind the head of its ordering key: past any
+ * claim's `visible_at <= now`, so a claim's index walk stops before it and never reads it. The largest exact
+ * integer: a BIGINT on both engines, a number in JavaScript.
+ */
+export const BEHIND_HEAD = Number.MAX_SAFE_INTEGER;
+
+/** One ordering key's line: on the topic itself (group '') or in one consumer group of a fan-out topic. */
+export interface Line {
+  topic: string;
+  group: string;
+  key: string;
+}
+
+const headRow = (trx: Knex.Transaction, line: Line) => trx('ordering_heads').where({ topic: line.topic, consumer_group: line.group, ordering_key: line.key });
+
+/**
+ * The line's head row, locked for this transaction, made for `candidate` when the line has none. Every
+ * enqueue and hand-over of a key takes this lock first, so a message never joins a line while its head
+ * leaves it unseen, and two enqueues of a new key never both become its head.
+ */
+async function lockHead(trx: Knex.Transaction, line: Line, candidate: string): Promise<string> {
+  const values = [line.topic, line.group, line.key, candidate];
+  const insert = 'INSERT INTO ordering_heads (topic, consumer_group, ordering_key, message_id) VALUES (?, ?, ?, ?)';
+  // An update of the row to itself: unlike INSERT IGNORE's shared lock, an exclusive one.
+  if (capabilities(trx).upsert === 'onDuplicateKey') await trx.raw(`${insert} ON DUPLICATE KEY UPDATE message_id = message_id`, values);
+  else await trx.raw(`${insert} ON CONFLICT (topic, consumer_group, ordering_key) DO NOTHING`, values);
+  const row = await headRow(trx, line).first('message_id');
+  return String(row.message_id);
+}
+
+/** Whether `id` is still live in the line: pending or processing (the message, or the group's delivery), on the line's topic. */
+async function isLive(trx: Knex.Transaction, line: Line, id: string): Promise<boolean> {
+  const row =
+    line.group === ''
+      ? await trx('messages').where({ id, topic: line.topic }).whereIn('status', ['pending', 'processing']).first('id')
+      : await trx('deliveries').where({ message_id: id, consumer_group: line.group }).whereIn('status', ['pending', 'processing']).first('message_id');
+  return row !== undefined;
+}
+
+/**
+ * The first message of a topic's own line still waiting and not past its TTL: a walk of messages_ordering in
+ * line order from the key's start, which stops at the first such row (test/claim-explain.test.ts).
+ */
+export function nextInTopicLine(db: Knex, line: Line, now: number): Knex.QueryBuilder {
+  return db('messages')
+    .where({ topic: line.topic, ordering_key: line.key, status: 'pending' })
+    .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', now))
+    .orderBy('ordering_seq')
+    .first('id', 'deliver_after');
+}
+
+/** The first message of the line still waiting and not past its TTL, in line order (index messages_ordering). */
+async function nextInLine(trx: Knex.Transaction, line: Line, now: number): Promise<{ id: string; deliverAfter: number } | undefined> {
+  const row =
+    line.group === ''
+      ? await nextInTopicLine(trx, line, now)
+      : await trx('messages as m')
+          .join('deliveries as d', (j) => j.on('d.message_id', '=', 'm.id').andOnVal('d.consumer_group', '=', line.group))
+          .where({ 'm.topic': line.topic, 'm.ordering_key': line.key, 'd.status': 'pending' })
+          .andWhere((q) => q.whereNull('d.expires_at').orWhere('d.expires_at', '>', now))
+          .orderBy('m.ordering_seq')
+          .first('m.id as id', 'm.deliver_after as deliver_after');
+  return row ? { id: String(row.id), deliverAfter: Number(row.deliver_after) } : undefined;
+}
+
+/** The line's head row is locked: makes its next message the head (claimable from its delay on), or closes an empty line. */
+async function handOver(trx: Knex.Transaction, line: Line, now: number): Promise<string | null> {
+  const next = await nextInLine(trx, line, now);
+  if (!next) {
+    await headRow(trx, line).delete();
+    return null;
+  }
+  await headRow(trx, line).update({ message_id: next.id });
+  if (line.group === '') await trx('messages').where({ id: next.id, status: 'pending' }).update({ visible_at: next.deliverAfter });
+  else await trx('deliveries').where({ message_id: next.id, consumer_group: line.group, status: 'pending' }).update({ visible_at: next.deliverAfter });
+  return next.id;
+}
+
+/**
+ * A message just stored (its row, or its group's delivery, at BEHIND_HEAD) joins its line: it becomes the head
+ * when the line had none, or when the head the line names is gone (left without a hand-over: an instance that
+ * died between an ack and its hand-over); otherwise it waits. Returns whether it is the head now.
+ */
+async function joinLine(trx: Knex.Transaction, line: Line, id: string, now: number): Promise<boolean> {
+  const head = await lockHead(trx, line, id);
+  if (head === id) {
+    await handOver(trx, line, now);
+    return true;
+  }
+  if (await isLive(trx, line, head)) return false;
+  return (await handOver(trx, line, now)) === id;
+}
+
+/**
+ * A requeued dead letter with an ordering key goes to the back of its key's line on its original topic (a new
+ * place, after every message of the key enqueued before the requeue), in each group's line on a fan-out
+ * topic (`groups`; its deliveries stored waiting), else the topic's own.
+ */
+export async function requeueIntoLines(trx: Knex.Transaction, id: string, topic: string, key: string, groups: string[], now: number): Promise<void> {
+  const last = await trx('messages').where({ topic, ordering_key: key }).orderBy('ordering_seq', 'desc').first('ordering_seq');
+  await trx('messages').where({ id }).update({ ordering_seq: after(last?.ordering_seq, uuidv7({ msecs: now })), deliver_after: 0, ...(groups.length === 0 ? { visible_at: BEHIND_HEAD } : {}) });
+  for (const group of groups.length === 0 ? [''] : [...groups].sort()) await joinLine(trx, { topic, group, key }, id, now);
+}
+
+/** The longest place in line the column holds. */
+const MAX_SEQ = 64;
+
+/**
+ * A place after `last`: `candidate` (a UUIDv7 of now) when it sorts after it, else `last` with a character
+ * more (a string sorts after its own prefix), since a UUIDv7 made within the millisecond of `last`, or on an
+ * instance whose clock is behind, may sort before it.
+ */
+function after(last: unknown, candidate: string): string {
+  if (last == null || candidate > String(last)) return candidate;
+  const extended = `${String(last)}0`;
+  return extended.length <= MAX_SEQ ? extended : candidate;
+}
+
+/**
+ * Makes sure a line whose messages were stored waiting without joining it (a consumer group's deliveries of a
+ * backlog it adopts) has a live head: its first message, unless the line names a live one already.
+ */
+export async function openLine(trx: Knex.Transaction, line: Line, now: number): Promise<void> {
+  const head = await lockHead(trx, line, '');
+  if (head === '' || !(await isLive(trx, line, head))) await handOver(trx, line, now);
+}
+
+/**
+ * `left` has left its line for good (acked, dead-lettered, failed, expired, superseded, removed): the next
+ * message of the key becomes the head. Nothing happens when `left` was not the head (it waited, or the line
+ * was handed over already).
+ */
+export async function leaveLine(trx: Knex.Transaction, line: Line, left: string, now: number): Promise<void> {
+  const query = headRow(trx, line);
+  const row = await (capabilities(trx).rowLocks ? query.forUpdate() : query).first('message_id');
+  if (row && String(row.message_id) === left) await handOver(trx, line, now);
+}
+
+/**
+ * Lines whose head is no longer live, handed over: the sweep behind every way a head can leave without its
+ * own hand-over (an instance killed between an ack and its hand-over, a purge, a delete by key, the expiry of a
+ * head past its TTL). Of one topic, or of all. Each line in a short transaction of its own. Resolves to the
+ * topics whose lines have a new head.
+ */
+export async function repairLines(db: Knex, now: number, topic?: string): Promise<Set<string>> {
+  const repaired = new Set<string>();
+  for (const head of await staleHeads(db, topic)) {
+    const line = { topic: String(head.topic), group: String(head.consumer_group), key: String(head.ordering_key) };
+    const done = await retryTransaction(db, async (trx) => {
+      const query = headRow(trx, line);
+      const row = await (capabilities(trx).rowLocks ? query.forUpdate() : query).first('message_id');
+      if (!row || (await isLive(trx, line, String(row.message_id)))) return false;
+      await handOver(trx, line, now);
+      return true;
+    });
+    if (done) repaired.add(line.topic);
+  }
+  return repaired;
+}
+
+type HeadRow = { topic: string; consumer_group: string; ordering_key: string };
+
+/** Heads that name no live message (or group delivery): one join each way, no read of a line's waiting messages. */
+async function staleHeads(db: Knex, topic?: string): Promise<HeadRow[]> {
+  const ofTopic = (q: Knex.QueryBuilder) => void (topic !== undefined && q.where('h.topic', topic));
+  const plain = db('ordering_heads as h')
+    .leftJoin('messages as m', (j) => j.on('m.id', '=', 'h.message_id').andOn('m.topic', '=', 'h.topic').andOnIn('m.status', ['pending', 'processing']))
+    .where('h.consumer_group', '')
+    .whereNull('m.id')
+    .modify(ofTopic)
+    .select('h.topic', 'h.consumer_group', 'h.ordering_key');
+  const grouped = db('ordering_heads as h')
+    .leftJoin('deliveries as d', (j) => j.on('d.message_id', '=', 'h.message_id').andOn('d.consumer_group', '=', 'h.consumer_group').andOnIn('d.status', ['pending', 'processing']))
+    .whereNot('h.consumer_group', '')
+    .whereNull('d.message_id')
+    .modify(ofTopic)
+    .select('h.topic', 'h.consumer_group', 'h.ordering_key');
+  return withDbRetry(db, async () => [...((await plain) as HeadRow[]), ...((await grouped) as HeadRow[])]);
+}
+
+/** `(topic = ? AND consumer_group = ? AND ordering_key = ?) OR ...` for a list of lines, with its bindings. */
+function linesCondition(lines: Line[], prefix = ''): { sql: string; bindings: string[] } {
+  const sql = lines.map(() => `(${prefix}topic = ? AND ${prefix}consumer_group = ? AND ${prefix}ordering_key = ?)`).join(' OR ');
+  return { sql: `(${sql})`, bindings: lines.flatMap((l) => [l.topic, l.group, l.key]) };
+}
+
+const lineId = (l: Line) => JSON.stringify([l.topic, l.group, l.key]);
+/** Lines per statement: three bindings each, well inside every engine's limit. */
+const LINES_PER_STATEMENT = 200;
+
+function chunks<T>(items: T[], size = LINES_PER_STATEMENT): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** The head rows of `lines` (locked for this transaction where the engine has row locks): line -> head id. */
+async function headsOf(trx: Knex.Transaction, lines: Line[]): Promise<Map<string, string>> {
+  const heads = new Map<string, string>();
+  for (const chunk of chunks(lines)) {
+    const where = linesCondition(chunk);
+    const query = trx('ordering_heads').select('topic', 'consumer_group', 'ordering_key', 'message_id').whereRaw(where.sql, where.bindings);
+    const rows = (await (capabilities(trx).rowLocks ? query.forUpdate() : query)) as Array<Record<string, unknown>>;
+    for (const r of rows) heads.set(lineId({ topic: String(r.topic), group: String(r.consumer_group), key: String(r.ordering_key) }), String(r.message_id));
+  }
+  return heads;
+}
+
+/** Sets each line's head row to its message: one statement per chunk of lines. */
+async function setHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: string }>, keepExisting: boolean): Promise<void> {
+  const mysql = capabilities(trx).upsert === 'onDuplicateKey';
+  for (const chunk of chunks(heads)) {
+    const values = chunk.map(() => '(?, ?, ?, ?)').join(', ');
+    const bindings = chunk.flatMap((h) => [h.line.topic, h.line.group, h.line.key, h.id]);
+    const insert = `INSERT INTO ordering_heads (topic, consumer_group, ordering_key, message_id) VALUES ${values}`;
+    // keepExisting: an update of a row to itself, which locks it exclusively (INSERT IGNORE's lock is shared).
+    const onConflict = mysql
+      ? ` ON DUPLICATE KEY UPDATE message_id = ${keepExisting ? 'message_id' : 'VALUES(message_id)'}`
+      : ` ON CONFLICT (topic, consumer_group, ordering_key) DO ${keepExisting ? 'NOTHING' : 'UPDATE SET message_id = excluded.message_id'}`;
+    await trx.raw(insert + onConflict, bindings);
+  }
+}
+
+/** The heads named make their turn: claimable from their delay on (the message's deliver_after). */
+async function openHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: string; deliverAfter?: number }>): Promise<void> {
+  const plain = heads.filter((h) => h.line.group === '').map((h) => h.id);
+  for (const ids of chunks(plain, 500)) await trx('messages').whereIn('id', ids).where({ status: 'pending' }).update({ visible_at: trx.ref('deliver_after') });
+  const grouped = new Map<string, string[]>();
+  for (const h of heads) {
+    if (h.line.group === '') continue;
+    const at = JSON.stringify([h.line.group, h.deliverAfter ?? 0]);
+    grouped.set(at, [...(grouped.get(at) ?? []), h.id]);
+  }
+  for (const [at, ids] of grouped) {
+    const [group, deliverAfter] = JSON.parse(at) as [string, number];
+    for (const chunk of chunks(ids, 500)) await trx('deliveries').where({ consumer_group: group, status: 'pending' }).whereIn('message_id', chunk).update({ visible_at: deliverAfter });
+  }
+}
+
+/**
+ * joinLine for many new messages at once (an enqueue's group commit): a few statements per batch, not a few
+ * per message. The first message of each line in the batch is its candidate; a line without a head takes it,
+ * a line with a live head keeps it, and a line whose head is gone is handed over one by one (rare). `joins`
+ * in the lock order (line, then place).
+ */
+export async function joinLinesOf(trx: Knex.Transaction, joins: Array<{ line: Line; id: string; now: number; deliverAfter: number }>): Promise<void> {
+  const first = new Map<string, { line: Line; id: string; now: number; deliverAfter: number }>();
+  for (const j of joins) if (!first.has(lineId(j.line))) first.set(lineId(j.line), j);
+  const candidates = [...first.values()];
+  if (candidates.length === 0) return;
+  await setHeads(trx, candidates, true);
+  // The rows are this transaction's (locked by the upsert): read without a lock, with their heads' state.
+  const heads = await headsWithState(trx, candidates.map((c) => c.line));
+  const opened = candidates.filter((c) => heads.get(lineId(c.line))?.id === c.id);
+  await openHeads(trx, opened);
+  const others = candidates.filter((c) => heads.get(lineId(c.line))?.id !== c.id);
+  const stale = others.filter((c) => c.line.group === '' && !heads.get(lineId(c.line))?.live);
+  const groupHeads = others.filter((c) => c.line.group !== '');
+  const live = await liveHeads(trx, groupHeads.map((c) => ({ line: c.line, id: heads.get(lineId(c.line))!.id })));
+  for (const c of [...stale, ...groupHeads.filter((g) => !live.has(lineId(g.line)))]) await handOver(trx, c.line, c.now);
+}
+
+/**
+ * The head rows of `lines` with, for the topic's own lines, whether their head is live (pending or processing
+ * on the line's topic): one statement per chunk. No lock: the caller holds the rows already.
+ */
+async function headsWithState(trx: Knex.Transaction, lines: Line[]): Promise<Map<string, { id: string; live: boolean }>> {
+  const heads = new Map<string, { id: string; live: boolean }>();
+  for (const chunk of chunks(lines)) {
+    const where = linesCondition(chunk, 'h.');
+    const rows = (await trx('ordering_heads as h')
+      .leftJoin('messages as m', (j) => j.on('m.id', '=', 'h.message_id').andOn('m.topic', '=', 'h.topic').andOnIn('m.status', ['pending', 'processing']))
+      .select('h.topic', 'h.consumer_group', 'h.ordering_key', 'h.message_id', 'm.id as live_id')
+      .whereRaw(where.sql, where.bindings)) as Array<Record<string, unknown>>;
+    for (const r of rows) {
+      heads.set(lineId({ topic: String(r.topic), group: String(r.consumer_group), key: String(r.ordering_key) }), { id: String(r.message_id), live: r.live_id != null });
+    }
+  }
+  return heads;
+}
+
+/** Of these heads, the lines whose head is live (pending or processing): two statements, whatever their number. */
+async function liveHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: string }>): Promise<Set<string>> {
+  const live = new Set<string>();
+  const plain = heads.filter((h) => h.line.group === '');
+  for (const chunk of chunks(plain, 500)) {
+    const rows = (await trx('messages').select('id', 'topic').whereIn('id', chunk.map((h) => h.id)).whereIn('status', ['pending', 'processing'])) as Array<{ id: string; topic: string }>;
+    const found = new Set(rows.map((r) => `${String(r.id)} ${String(r.topic)}`));
+    for (const h of chunk) if (found.has(`${h.id} ${h.line.topic}`)) live.add(lineId(h.line));
+  }
+  const grouped = heads.filter((h) => h.line.group !== '');
+  for (const chunk of chunks(grouped, 500)) {
+    const rows = (await trx('deliveries').select('message_id', 'consumer_group').whereIn('message_id', chunk.map((h) => h.id)).whereIn('status', ['pending', 'processing'])) as Array<{
+      message_id: string;
+      consumer_group: string;
+    }>;
+    const found = new Set(rows.map((r) => `${String(r.message_id)} ${String(r.consumer_group)}`));
+    for (const h of chunk) if (found.has(`${h.id} ${h.line.group}`)) live.add(lineId(h.line));
+  }
+  return live;
+}
+
+/**
+ * leaveLine for many settled messages at once (an ack's group commit): the heads among them hand their lines
+ * on in a few statements per batch. Each next message is found by one seek into messages_ordering; the seeks
+ * of a batch go as one UNION ALL.
+ */
+export async function leaveLinesOf(trx: Knex.Transaction, lefts: Array<{ line: Line; id: string }>, now: number): Promise<void> {
+  if (lefts.length === 0) return;
+  const ordered = [...lefts].sort((a, b) => (lineId(a.line) < lineId(b.line) ? -1 : lineId(a.line) > lineId(b.line) ? 1 : 0));
+  const heads = await headsOf(trx, ordered.map((l) => l.line));
+  const ending = ordered.filter((l) => heads.get(lineId(l.line)) === l.id);
+  // A group's lines: one by one (their next message needs the group's deliveries).
+  for (const l of ending.filter((e) => e.line.group !== '')) await handOver(trx, l.line, now);
+  const plain = ending.filter((e) => e.line.group === '');
+  const next = new Map<string, { id: string; deliverAfter: number }>();
+  for (const chunk of chunks(plain, 100)) {
+    const parts = chunk.map(
+      (_, i) =>
+        `SELECT * FROM (SELECT topic, ordering_key, id, deliver_after FROM messages WHERE topic = ? AND ordering_key = ? AND status = 'pending' ` +
+        `AND (expires_at IS NULL OR expires_at > ?) ORDER BY ordering_seq LIMIT 1) AS next_${i}`,
+    );
+    const result = await trx.raw(parts.join(' UNION ALL '), chunk.flatMap((l) => [l.line.topic, l.line.key, now]));
+    const rows = (capabilities(trx).dialect === 'mysql' ? (result as [Array<Record<string, unknown>>])[0] : result) as Array<Record<string, unknown>>;
+    for (const r of rows) next.set(lineId({ topic: String(r.topic), group: '', key: String(r.ordering_key) }), { id: String(r.id), deliverAfter: Number(r.deliver_after) });
+  }
+  const handed = plain.flatMap((l) => {
+    const n = next.get(lineId(l.line));
+    return n ? [{ line: l.line, id: n.id }] : [];
+  });
+  await setHeads(trx, handed, false);
+  const closed = plain.filter((l) => !next.has(lineId(l.line))).map((l) => l.line);
+  for (const chunk of chunks(closed)) {
+    const where = linesCondition(chunk);
+    await trx('ordering_heads').whereRaw(where.sql, where.bindings).delete();
+  }
+  await openHeads(trx, handed);
+}

@@ -1,0 +1,240 @@
+import { expect, it } from 'vitest';
+import { expectErrorBody } from './helpers/assert-error.js';
+import { describeEachEngine } from './helpers/engines.js';
+import { clockedSuite, sleep, StreamRecorder } from './helpers/grpc.js';
+import { enqueueId, findMessage, putTopicConfig } from './helpers/messages.js';
+import type { Api } from './helpers/http.js';
+
+const payloads = async (api: Api, topic: string, extra: Record<string, unknown> = {}) =>
+  ((await api.dequeue(topic, { count: 100, visibility_timeout_seconds: 600, ...extra })).body.messages as any[]).map((m) => m.payload);
+
+const enqueueAll = async (api: Api, topic: string, items: Array<[string, string | null]>) => {
+  const ids: Record<string, string> = {};
+  for (const [payload, orderingKey] of items) ids[payload] = await enqueueId(api, topic, payload, orderingKey === null ? {} : { ordering_key: orderingKey });
+  return ids;
+};
+
+/**
+ * Ordering keys: the messages of one key are delivered one at a time, in enqueue order; only the key's head
+ * (its oldest live message) can be claimed, and only while no consumer holds it. Messages without a key
+ * never wait for one.
+ */
+describeEachEngine('ordering keys', (engine) => {
+  const suite = clockedSuite(engine);
+  const api = () => suite.server.api;
+
+  it('one message per key at a time, in enqueue order; messages without a key flow freely', async () => {
+    const ids = await enqueueAll(api(), 'ok-basic', [
+      ['a1', 'A'],
+      ['b1', 'B'],
+      ['a2', 'A'],
+      ['free1', null],
+      ['a3', 'A'],
+      ['b2', 'B'],
+      ['free2', null],
+    ]);
+    expect(await payloads(api(), 'ok-basic')).toEqual(['a1', 'b1', 'free1', 'free2']);
+    expect(await payloads(api(), 'ok-basic')).toEqual([]);
+    const lines = (await api().get('/api/stats')).body.ordering.filter((l: any) => l.topic === 'ok-basic');
+    expect(lines).toEqual([{ topic: 'ok-basic', consumer_group: '', keys: 2, waiting_keys: 2 }]);
+    const waiting = await findMessage(api(), 'ok-basic', ids.a2);
+    expect(waiting).toMatchObject({ status: 'pending', ordering_key: 'A', available_at: null });
+    expect((await api().post(`/api/messages/${ids.a1}/ack`)).status).toBe(204);
+    expect(await payloads(api(), 'ok-basic')).toEqual(['a2']);
+    // A nack with retries left keeps the head: the key waits for its retry.
+    expect((await api().post(`/api/messages/${ids.b1}/nack`, { error: 'busy' })).status).toBe(204);
+    expect(await payloads(api(), 'ok-basic')).toEqual(['b1']);
+    expect((await api().post(`/api/messages/${ids.b1}/ack`)).status).toBe(204);
+    expect((await api().post(`/api/messages/${ids.a2}/ack`)).status).toBe(204);
+    expect(await payloads(api(), 'ok-basic')).toEqual(['a3', 'b2']);
+  });
+
+  it('the dequeue view and the list carry the ordering key, independent of the dedup key', async () => {
+    const id = await enqueueId(api(), 'ok-view', 'x', { ordering_key: 'order-7', key: 'dedup-1' });
+    expect(await findMessage(api(), 'ok-view', id)).toMatchObject({ ordering_key: 'order-7', key: 'dedup-1' });
+    const [message] = (await api().dequeue('ok-view', {})).body.messages;
+    expect(message).toMatchObject({ id, ordering_key: 'order-7', key: 'dedup-1' });
+    const plain = await enqueueId(api(), 'ok-view', 'y');
+    expect(await findMessage(api(), 'ok-view', plain)).toMatchObject({ ordering_key: null });
+  });
+
+  it('a dead-lettered head hands the key on; its requeue goes to the back of the line', async () => {
+    await putTopicConfig(api(), 'ok-dlq', { max_retries: 1 });
+    const ids = await enqueueAll(api(), 'ok-dlq', [
+      ['d1', 'K'],
+      ['d2', 'K'],
+      ['d3', 'K'],
+    ]);
+    expect(await payloads(api(), 'ok-dlq')).toEqual(['d1']);
+    expect((await api().post(`/api/messages/${ids.d1}/nack`, { error: 'bad' })).status).toBe(204);
+    expect(await findMessage(api(), 'ok-dlq.dlq', ids.d1)).toMatchObject({ ordering_key: 'K', original_topic: 'ok-dlq' });
+    expect(await payloads(api(), 'ok-dlq')).toEqual(['d2']);
+    expect((await api().post(`/api/messages/${ids.d1}/requeue`)).status).toBe(204);
+    expect(await findMessage(api(), 'ok-dlq', ids.d1)).toMatchObject({ status: 'pending', available_at: null });
+    expect((await api().post(`/api/messages/${ids.d2}/ack`)).status).toBe(204);
+    expect(await payloads(api(), 'ok-dlq')).toEqual(['d3']);
+    expect((await api().post(`/api/messages/${ids.d3}/ack`)).status).toBe(204);
+    expect(await payloads(api(), 'ok-dlq')).toEqual(['d1']);
+  });
+
+  it('a head whose visibility timeout runs out is retried first; the key never has two messages out', async () => {
+    const ids = await enqueueAll(api(), 'ok-vis', [
+      ['v1', 'K'],
+      ['v2', 'K'],
+    ]);
+    expect(await payloads(api(), 'ok-vis', { visibility_timeout_seconds: 5 })).toEqual(['v1']);
+    suite.clock.advance(5_000);
+    const again = (await api().dequeue('ok-vis', { count: 10 })).body.messages;
+    expect(again.map((m: any) => [m.payload, m.retry_count])).toEqual([['v1', 1]]);
+    expect((await api().post(`/api/messages/${ids.v1}/ack`)).status).toBe(204);
+    expect(await payloads(api(), 'ok-vis')).toEqual(['v2']);
+  });
+
+  it('a delayed head holds its key until its time; a backed-off retry too', async () => {
+    await putTopicConfig(api(), 'ok-delay', { retry_backoff_seconds: 10 });
+    const first = await enqueueId(api(), 'ok-delay', 'late', { ordering_key: 'K', delay_seconds: 20 });
+    await enqueueId(api(), 'ok-delay', 'next', { ordering_key: 'K' });
+    expect(await payloads(api(), 'ok-delay')).toEqual([]);
+    suite.clock.advance(20_000);
+    expect(await payloads(api(), 'ok-delay')).toEqual(['late']);
+    expect((await api().post(`/api/messages/${first}/nack`)).status).toBe(204);
+    expect(await payloads(api(), 'ok-delay')).toEqual([]);
+    suite.clock.advance(11_000);
+    expect(await payloads(api(), 'ok-delay')).toEqual(['late']);
+  });
+
+  it('a message later in line keeps its own delay once it is the head', async () => {
+    const first = await enqueueId(api(), 'ok-delay2', 'first', { ordering_key: 'K' });
+    await enqueueId(api(), 'ok-delay2', 'second', { ordering_key: 'K', delay_seconds: 30 });
+    expect(await payloads(api(), 'ok-delay2')).toEqual(['first']);
+    expect((await api().post(`/api/messages/${first}/ack`)).status).toBe(204);
+    expect(await payloads(api(), 'ok-delay2')).toEqual([]);
+    suite.clock.advance(30_000);
+    expect(await payloads(api(), 'ok-delay2')).toEqual(['second']);
+  });
+
+  it('a dedup-key upsert of a waiting message keeps its place in the line', async () => {
+    const head = await enqueueId(api(), 'ok-upsert', 'h', { ordering_key: 'K' });
+    const waiting = await enqueueId(api(), 'ok-upsert', 'w1', { ordering_key: 'K', key: 'dk' });
+    await enqueueId(api(), 'ok-upsert', 'last', { ordering_key: 'K' });
+    expect(await enqueueId(api(), 'ok-upsert', 'w2', { ordering_key: 'K', key: 'dk' })).toBe(waiting);
+    expect(await payloads(api(), 'ok-upsert')).toEqual(['h']);
+    expect((await api().post(`/api/messages/${head}/ack`)).status).toBe(204);
+    expect(await payloads(api(), 'ok-upsert')).toEqual(['w2']);
+  });
+
+  it('consumer groups keep each key in order per group, independently', async () => {
+    for (const group of ['g1', 'g2']) expect((await api().post('/api/topics/ok-fan/consumer-groups', { consumer_group: group })).status).toBe(201);
+    const ids = await enqueueAll(api(), 'ok-fan', [
+      ['f1', 'K'],
+      ['f2', 'K'],
+      ['f3', 'K'],
+    ]);
+    expect(await payloads(api(), 'ok-fan', { consumer_group: 'g1' })).toEqual(['f1']);
+    expect(await payloads(api(), 'ok-fan', { consumer_group: 'g2' })).toEqual(['f1']);
+    const lines = (await api().get('/api/stats')).body.ordering.filter((l: any) => l.topic === 'ok-fan');
+    expect(lines).toEqual([
+      { topic: 'ok-fan', consumer_group: 'g1', keys: 1, waiting_keys: 1 },
+      { topic: 'ok-fan', consumer_group: 'g2', keys: 1, waiting_keys: 1 },
+    ]);
+    expect((await api().post(`/api/messages/${ids.f1}/ack`, { consumer_group: 'g1' })).status).toBe(204);
+    expect(await payloads(api(), 'ok-fan', { consumer_group: 'g1' })).toEqual(['f2']);
+    expect(await payloads(api(), 'ok-fan', { consumer_group: 'g2' })).toEqual([]);
+    expect((await api().post(`/api/messages/${ids.f2}/ack`, { consumer_group: 'g1' })).status).toBe(204);
+    expect(await payloads(api(), 'ok-fan', { consumer_group: 'g1' })).toEqual(['f3']);
+    expect((await api().post(`/api/messages/${ids.f1}/ack`, { consumer_group: 'g2' })).status).toBe(204);
+    expect(await payloads(api(), 'ok-fan', { consumer_group: 'g2' })).toEqual(['f2']);
+  });
+
+  it('a group registered on a backlog takes each key in order from its first message', async () => {
+    const ids = await enqueueAll(api(), 'ok-adopt', [
+      ['x1', 'K'],
+      ['x2', 'K'],
+      ['y1', 'J'],
+    ]);
+    expect((await api().post('/api/topics/ok-adopt/consumer-groups', { consumer_group: 'late' })).status).toBe(201);
+    expect(await payloads(api(), 'ok-adopt', { consumer_group: 'late' })).toEqual(['x1', 'y1']);
+    expect((await api().post(`/api/messages/${ids.x1}/ack`, { consumer_group: 'late' })).status).toBe(204);
+    expect(await payloads(api(), 'ok-adopt', { consumer_group: 'late' })).toEqual(['x2']);
+  });
+
+  it('a purge or an expiry of the head hands the key on', async () => {
+    const ids = await enqueueAll(api(), 'ok-purge', [
+      ['p1', 'K'],
+      ['p2', 'K'],
+    ]);
+    expect(await payloads(api(), 'ok-purge')).toEqual(['p1']);
+    expect((await api().post('/api/topics/ok-purge/purge', { statuses: ['processing'] })).status).toBe(200);
+    expect(await payloads(api(), 'ok-purge')).toEqual(['p2']);
+    expect(ids.p1).toBeDefined();
+
+    await putTopicConfig(api(), 'ok-ttl', { message_ttl_seconds: 10 });
+    await enqueueId(api(), 'ok-ttl', 't1', { ordering_key: 'K' });
+    suite.clock.advance(5_000);
+    await enqueueId(api(), 'ok-ttl', 't2', { ordering_key: 'K' });
+    suite.clock.advance(6_000);
+    expect((await api().post('/api/admin/expiry-reaper/run')).status).toBe(200);
+    expect(await payloads(api(), 'ok-ttl')).toEqual(['t2']);
+  });
+
+  it('a line left on a head that is gone (its instance died between ack and hand-over) moves on at the next enqueue of the key', async () => {
+    const ids = await enqueueAll(api(), 'ok-stale', [
+      ['s1', 'K'],
+      ['s2', 'K'],
+    ]);
+    expect(await payloads(api(), 'ok-stale')).toEqual(['s1']);
+    // The ack's DELETE committed, its hand-over never ran.
+    await suite.server.db('messages').where({ id: ids.s1 }).delete();
+    expect(await payloads(api(), 'ok-stale')).toEqual([]);
+    await enqueueId(api(), 'ok-stale', 's3', { ordering_key: 'K' });
+    expect(await payloads(api(), 'ok-stale')).toEqual(['s2']);
+  });
+
+  it('over gRPC: Enqueue takes ordering_key, Dequeue and Subscribe carry it, one at a time per key', async () => {
+    const first = await suite.client.call('Enqueue', { topic: 'ok-grpc', payload: Buffer.from('g1'), ordering_key: 'K' });
+    await suite.client.call('EnqueueBatch', { requests: [{ topic: 'ok-grpc', payload: Buffer.from('g2'), ordering_key: 'K' }] });
+    const got = await suite.client.call('BatchDequeue', { topic: 'ok-grpc', count: 10, visibility_timeout_seconds: 600 });
+    expect(got.messages.map((m: any) => [m.payload.toString(), m.ordering_key])).toEqual([['g1', 'K']]);
+    await suite.client.call('Ack', { id: first.id });
+
+    const stream = new StreamRecorder(suite.client.subscribe({ topic: 'ok-grpc', max_in_flight: 10 }));
+    try {
+      await stream.until(() => stream.received.length === 1, 5_000, 'the next head');
+      expect(stream.received[0]).toMatchObject({ ordering_key: 'K' });
+      expect(stream.received[0].payload.toString()).toBe('g2');
+      await suite.client.call('Enqueue', { topic: 'ok-grpc', payload: Buffer.from('g3'), ordering_key: 'K' });
+      await sleep(1_500);
+      expect(stream.received).toHaveLength(1);
+      await suite.client.call('Ack', { id: stream.received[0].id });
+      await stream.until(() => stream.received.length === 2, 5_000, 'the third message');
+      expect(stream.received[1].payload.toString()).toBe('g3');
+    } finally {
+      stream.stream.cancel();
+    }
+  });
+
+  it('the message log keeps the ordering key, and a replay re-enqueues with it, in the log order', async () => {
+    await putTopicConfig(api(), 'ok-replay', { replayable: true });
+    const ids = await enqueueAll(api(), 'ok-replay', [
+      ['r1', 'K'],
+      ['r2', 'K'],
+    ]);
+    for (const payload of ['r1', 'r2']) {
+      expect(await payloads(api(), 'ok-replay')).toEqual([payload]);
+      expect((await api().post(`/api/messages/${ids[payload]}/ack`)).status).toBe(204);
+    }
+    const log = (await api().get('/api/topics/ok-replay/message-log')).body.items;
+    expect(log.map((e: any) => e.ordering_key)).toEqual(['K', 'K']);
+    expect((await api().post('/api/topics/ok-replay/replay', {})).body.enqueued).toBe(2);
+    expect(await payloads(api(), 'ok-replay')).toEqual(['r1']);
+  });
+
+  it('refuses an ordering key that is not 1-255 bytes of UTF-8 text', async () => {
+    for (const bad of ['', 'é'.repeat(128), 7]) {
+      const res = await api().enqueue('ok-bad', 'x', { ordering_key: bad });
+      expectErrorBody(res, 400);
+      expect(res.body.error).toMatch(/ordering_key must be/);
+    }
+    expect((await api().enqueue('ok-bad', 'x', { ordering_key: 'é'.repeat(127) })).status).toBe(201);
+  });
+});
