@@ -12,6 +12,7 @@ import * as auditActorId from './20261127020000_audit_actor_id.js';
 import * as deliveryTiming from './20261128010000_delivery_timing.js';
 import * as accessKeys from './20261128030000_access_keys.js';
 import * as orderingKeys from './20261128020000_ordering_keys.js';
+import * as grantsManagedBy from './20261128040000_grants_managed_by.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -33,6 +34,7 @@ const migrations: Record<string, Migration> = {
   '20261128010000_delivery_timing': deliveryTiming,
   '20261128030000_access_keys': accessKeys,
   '20261128020000_ordering_keys': orderingKeys,
+  '20261128040000_grants_managed_by': grantsManagedBy,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

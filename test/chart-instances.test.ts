@@ -68,7 +68,7 @@ describe('two releases in one cluster', () => {
       }
       const [edit, view] = ['aggregate-to-edit', 'aggregate-to-view'].map((label) => roles.find((r) => r.metadata.labels![`rbac.authorization.k8s.io/${label}`] === 'true')!);
       expect(edit.metadata.labels!['rbac.authorization.k8s.io/aggregate-to-admin']).toBe('true');
-      const resources = ['topicconfigs', 'topicschemas', 'consumergroups'];
+      const resources = ['topicconfigs', 'topicschemas', 'consumergroups', 'conveyoraccesses'];
       expect(edit.rules).toEqual([{ apiGroups: ['conveyor.dev'], resources, verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'] }]);
       expect(view.rules).toEqual([{ apiGroups: ['conveyor.dev'], resources, verbs: ['get', 'list', 'watch'] }]);
       expect(view.metadata.labels!['rbac.authorization.k8s.io/aggregate-to-edit']).toBeUndefined();

@@ -18,7 +18,7 @@ const examples = readDocs('deploy/examples');
 
 describe('CRDs and example manifests', () => {
   it('ships one valid CustomResourceDefinition per kind, with status, short names, category and printer columns', () => {
-    expect(crds.map((c) => c.doc.spec.names.kind).sort()).toEqual(['ConsumerGroup', 'TopicConfig', 'TopicSchema']);
+    expect(crds.map((c) => c.doc.spec.names.kind).sort()).toEqual(['ConsumerGroup', 'ConveyorAccess', 'TopicConfig', 'TopicSchema']);
     for (const { doc } of crds) {
       new CustomResourceDefinition(doc).validate();
       expect(doc.spec.group).toBe('conveyor.dev');
@@ -28,7 +28,9 @@ describe('CRDs and example manifests', () => {
       const [version] = doc.spec.versions;
       expect(version.name).toBe('v1alpha1');
       expect(version.subresources).toEqual({ status: {} });
-      expect(version.additionalPrinterColumns.map((c: any) => c.name)).toEqual(expect.arrayContaining(['Topic', 'Ready', 'Reason', 'Age']));
+      // A ConveyorAccess names a ServiceAccount, not one topic.
+      const what = doc.spec.names.kind === 'ConveyorAccess' ? 'ServiceAccount' : 'Topic';
+      expect(version.additionalPrinterColumns.map((c: any) => c.name)).toEqual(expect.arrayContaining([what, 'Ready', 'Reason', 'Age']));
     }
   });
 
@@ -63,6 +65,43 @@ describe('CRDs and example manifests', () => {
       expect(errors.join('\n')).toContain(field);
     });
   }
+
+  const access = {
+    apiVersion: 'conveyor.dev/v1alpha1',
+    kind: 'ConveyorAccess',
+    metadata: { name: 'billing', namespace: 'team-orders' },
+    spec: {
+      serviceAccount: 'billing',
+      grants: [
+        { action: 'read', topicPattern: 'orders.*' },
+        { action: 'consume', topicPattern: 'orders', consumerGroup: 'billing' },
+      ],
+    },
+  };
+  const grant = (g: Record<string, unknown>) => ({ ...access, spec: { ...access.spec, grants: [g] } });
+  const brokenAccess: Array<[string, any, string]> = [
+    ['a ConveyorAccess without its serviceAccount', { ...access, spec: { grants: [] } }, 'spec.serviceAccount'],
+    ['a ServiceAccount name that is no DNS subdomain', { ...access, spec: { ...access.spec, serviceAccount: 'Billing_SA' } }, 'spec.serviceAccount'],
+    ['an unknown grant action', grant({ action: 'delete', topicPattern: 'orders' }), 'spec.grants[0].action'],
+    ['a grant without its topicPattern', grant({ action: 'read' }), 'spec.grants[0].topicPattern'],
+    ['a topic pattern with a star inside', grant({ action: 'read', topicPattern: 'or*ders' }), 'spec.grants[0].topicPattern'],
+    ['a consume grant without its consumerGroup', grant({ action: 'consume', topicPattern: 'orders' }), 'a consume grant names its consumerGroup'],
+    ['a consumerGroup on a read grant', grant({ action: 'read', topicPattern: 'orders', consumerGroup: 'billing' }), 'a consume grant names its consumerGroup'],
+  ];
+  it('accepts a ConveyorAccess with topic and consume grants', () => {
+    expect(validate(access)).toEqual([]);
+    expect(validate({ ...access, spec: { serviceAccount: 'billing', deletionPolicy: 'Retain' } })).toEqual([]);
+  });
+  for (const [what, doc, field] of brokenAccess) {
+    it(`refuses ${what}`, () => {
+      expect(validate(doc).join('\n')).toContain(field);
+    });
+  }
+
+  it('keeps spec.serviceAccount immutable, the grants editable', () => {
+    expect(validate({ ...access, spec: { ...access.spec, serviceAccount: 'shipping' } }, access).join('\n')).toContain('spec.serviceAccount is immutable');
+    expect(validate({ ...access, spec: { ...access.spec, grants: [] } }, access)).toEqual([]);
+  });
 
   it('keeps spec.topic and spec.group immutable', () => {
     const moved = { ...group, spec: { ...group.spec, topic: 'elsewhere' } };

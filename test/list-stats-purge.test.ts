@@ -86,7 +86,7 @@ describeEachEngine('list, stats, purge and delete by key', (engine) => {
       await server.api.enqueue('fields', 'hello', { key: 'k1', metadata: { a: 'b' } });
       const [item] = (await server.api.get('/api/messages?topic=fields')).body.items;
       expect(Object.keys(item).sort()).toEqual(
-        ['created_at', 'dlq_moved_at', 'expires_at', 'id', 'key', 'last_error', 'max_retries', 'metadata', 'original_topic', 'payload', 'retry_count', 'status', 'topic'].sort(),
+        ['available_at', 'created_at', 'dlq_moved_at', 'expires_at', 'id', 'key', 'last_error', 'max_retries', 'metadata', 'ordering_key', 'original_topic', 'payload', 'retry_count', 'status', 'topic'].sort(),
       );
       expect(item).toMatchObject({ topic: 'fields', key: 'k1', payload: 'hello', metadata: { a: 'b' }, status: 'pending', last_error: '', original_topic: '', dlq_moved_at: null });
     });
@@ -166,7 +166,7 @@ describeEachEngine('list, stats, purge and delete by key', (engine) => {
       await fill('s2', 3);
       const res = await server.api.get('/api/stats');
       expect(res.status).toBe(200);
-      expect(Object.keys(res.body)).toEqual(['topics', 'consumer_groups']);
+      expect(Object.keys(res.body)).toEqual(['topics', 'consumer_groups', 'ordering']);
       expect(res.body.consumer_groups).toEqual([]);
       const sorted = [...res.body.topics].sort((x: any, y: any) => `${x.topic}/${x.status}`.localeCompare(`${y.topic}/${y.status}`));
       expect(sorted).toEqual([
@@ -179,7 +179,7 @@ describeEachEngine('list, stats, purge and delete by key', (engine) => {
     });
 
     it('is empty without messages', async () => {
-      expect((await server.api.get('/api/stats')).body).toEqual({ topics: [], consumer_groups: [] });
+      expect((await server.api.get('/api/stats')).body).toEqual({ topics: [], consumer_groups: [], ordering: [] });
     });
   });
 

@@ -166,9 +166,9 @@ describe('Grafana dashboard', () => {
   const exprs = panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
   const variables = Object.fromEntries(dashboard.templating.list.map((v: { name: string }) => [v.name, v]));
 
-  it('takes its data source, instances and topics from variables', () => {
+  it('takes its data source, namespaces, jobs, instances and topics from variables', () => {
     expect(variables.datasource).toMatchObject({ type: 'datasource', query: 'prometheus' });
-    for (const name of ['instance', 'topic']) {
+    for (const name of ['namespace', 'job', 'instance', 'topic']) {
       expect(variables[name], name).toMatchObject({
         type: 'query',
         datasource: { type: 'prometheus', uid: '${datasource}' },
@@ -176,10 +176,16 @@ describe('Grafana dashboard', () => {
         includeAll: true,
       });
       expect(variables[name].query, name).toBe(variables[name].definition);
-      expect(variables[name].query, name).toMatch(/^label_values\(.+, (instance|topic)\)$/);
+      expect(variables[name].query, name).toMatch(new RegExp(`^label_values\\(.+, ${name}\\)$`));
       expect(variables[name].allValue, name).toMatch(/^\.[*+]$/);
     }
-    expect(Object.keys(variables).sort()).toEqual(['datasource', 'instance', 'topic']);
+    // "All" namespaces must match series without the label (a plain scrape config adds none).
+    expect(variables.namespace.allValue).toBe('.*');
+    // Each variable narrows the ones after it: a release's namespace, then its jobs, then their instances.
+    expect(variables.job.query).toContain('namespace=~"$namespace"');
+    expect(variables.instance.query).toContain('namespace=~"$namespace", job=~"$job"');
+    expect(variables.topic.query).toContain('namespace=~"$namespace", job=~"$job", instance=~"$instance"');
+    expect(dashboard.templating.list.map((v: { name: string }) => v.name)).toEqual(['datasource', 'namespace', 'job', 'instance', 'topic']);
   });
 
   it('reads every panel through ${datasource}, with unique ids, a position, a description and at least one query', () => {
@@ -193,12 +199,14 @@ describe('Grafana dashboard', () => {
     }
   });
 
-  it('filters every query by $instance, rates over $__rate_interval or a fixed hour, and reads only metrics that exist', () => {
+  it('filters every query by $namespace, $job and $instance, rates over $__rate_interval or a fixed hour, and reads only metrics that exist', () => {
     let windows = 0;
     for (const panel of panels) {
       for (const { expr, refId } of panel.targets!) {
         const where = `${panel.title} ${refId}: ${expr}`;
-        expect(expr, where).toContain('instance=~"$instance"');
+        // Two releases' series only stay apart when every selector names the release.
+        expect(expr, where).toContain('namespace=~"$namespace", job=~"$job", instance=~"$instance"');
+        for (const info of expr.match(/target_info\{[^}]*\}/g) ?? []) expect(info, where).toContain('namespace=~"$namespace", job=~"$job"');
         // Rates over Grafana's interval or an hour; the one day is how long a job's targets count after they went down.
         for (const [whole, window] of expr.matchAll(/(?:target_info\{[^}]*)?\}\[([^\]]+)\]/g)) {
           expect(whole.startsWith('target_info') ? ['1d'] : ['$__rate_interval', '1h'], where).toContain(window);

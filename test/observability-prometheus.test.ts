@@ -22,7 +22,7 @@ const DASHBOARD = fileURLToPath(new URL('../deploy/grafana/conveyor-dashboard.js
 const RULES = fileURLToPath(new URL('../deploy/prometheus/conveyor-rules.yaml', import.meta.url));
 
 /** What Grafana substitutes with "All" selected and a 1 s scrape interval (rate() needs two samples). */
-const VARIABLES: Record<string, string> = { __rate_interval: '15s', instance: '.+', topic: '.*' };
+const VARIABLES: Record<string, string> = { __rate_interval: '15s', namespace: '.*', job: '.+', instance: '.+', topic: '.*' };
 
 /**
  * Panels that read conveyor_controller_* series: evaluated against a running controller (controllerTargets),
@@ -187,6 +187,7 @@ describe('observability kit against real Prometheus', () => {
       const [, selector, label] = /^label_values\((.*),\s*(\w+)\)$/.exec(definition)!;
       return prometheus.labelValues(label, substitute(selector));
     };
+    expect(await labelValues('job')).toContain('conveyor');
     expect(await labelValues('instance')).toContain(metricsTarget);
     const topics = await labelValues('topic');
     expect(topics).toEqual(expect.arrayContaining(['obs-orders', 'obs-grpc', 'obs-dlq']));

@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../store/dialect.js';
 import { deleteGrant, insertGrant, listGrants, type GrantRow } from '../store/grants.js';
 import { deleteUser, findUserByName, getUser, insertUser, listUsers, updateUser, type UserChanges, type UserRow } from '../store/users.js';
 import { conflict, DomainError, invalid, notFound } from '../queue/errors.js';
+import { assertNotManaged, describeManager } from '../queue/managed-by.js';
 import { assertConsumerGroupName } from '../queue/consumer-group-names.js';
 import { isValidPattern } from './grants-policy.js';
 import { hashPassword, MIN_PASSWORD_LENGTH } from './passwords.js';
@@ -53,6 +54,40 @@ function assertPattern(value: unknown): string {
     throw invalid('topic_pattern must be "*", a topic name, "<prefix>.*" or "<prefix>*"');
   }
   return value;
+}
+
+export interface TopicGrantInput {
+  action?: unknown;
+  topic_pattern?: unknown;
+}
+
+export interface ConsumeGrantInput {
+  consumer_group?: unknown;
+  topic_pattern?: unknown;
+}
+
+/** A grant as validated, before it belongs to anyone. */
+export interface GrantSpec {
+  action: 'read' | 'write' | 'admin' | 'consume';
+  topic_pattern: string;
+  consumer_group: string;
+}
+
+/** POST /api/users/:id/grants' rules, shared with the ConveyorAccess resource so both say the same thing. */
+export function topicGrant(input: TopicGrantInput): GrantSpec {
+  if (typeof input.action !== 'string' || !TOPIC_GRANT_ACTIONS.includes(input.action)) {
+    throw invalid('action is required and must be one of read, write, admin (consume grants: POST /api/users/:id/consumer-group-grants)');
+  }
+  return { action: input.action as GrantSpec['action'], topic_pattern: assertPattern(input.topic_pattern), consumer_group: '' };
+}
+
+/** POST /api/users/:id/consumer-group-grants' rules. */
+export function consumeGrant(input: ConsumeGrantInput): GrantSpec {
+  const group = input.consumer_group;
+  if (typeof group !== 'string' || group === '') throw invalid('consumer_group is required and must be a non-empty string');
+  // A grant names a group that registration could create (the HTTP body is checked the same way before).
+  assertConsumerGroupName(group);
+  return { action: 'consume', topic_pattern: assertPattern(input.topic_pattern), consumer_group: group };
 }
 
 /** A service account's principal is named by its token and has no password; what it may do comes from grants only. */
@@ -131,7 +166,10 @@ export class UserService {
     const user = await this.find(id);
     if (user && user.id === actingUserId) throw invalid('cannot delete the currently authenticated user');
     if (!user) throw userNotFound();
-    const outcome = await deleteUser(this.db, user.id);
+    // The resource would put its grants back on a user of the same name: delete the resource instead.
+    const outcome = await deleteUser(this.db, user.id, (manager) => {
+      if (manager) throw conflict(`user "${user.username}" holds grants managed by ${describeManager(manager)}; delete that Kubernetes resource first`);
+    });
     if (outcome === 'not_found') throw userNotFound();
     if (outcome === 'last_admin') throw invalid('cannot delete the last admin user');
     this.changed();
@@ -167,25 +205,21 @@ export class UserService {
     }
   }
 
-  async addGrant(userId: string, input: { action?: unknown; topic_pattern?: unknown }): Promise<Grant> {
-    if (typeof input.action !== 'string' || !TOPIC_GRANT_ACTIONS.includes(input.action)) {
-      throw invalid('action is required and must be one of read, write, admin (consume grants: POST /api/users/:id/consumer-group-grants)');
-    }
-    return this.insertGrant(userId, input.action, assertPattern(input.topic_pattern), '');
+  async addGrant(userId: string, input: TopicGrantInput): Promise<Grant> {
+    const grant = topicGrant(input);
+    return this.insertGrant(userId, grant.action, grant.topic_pattern, '');
   }
 
-  async addConsumeGrant(userId: string, input: { consumer_group?: unknown; topic_pattern?: unknown }): Promise<Grant> {
-    const group = input.consumer_group;
-    if (typeof group !== 'string' || group === '') throw invalid('consumer_group is required and must be a non-empty string');
-    // A grant names a group that registration could create (the HTTP body is checked the same way before).
-    assertConsumerGroupName(group);
-    return this.insertGrant(userId, 'consume', assertPattern(input.topic_pattern), group);
+  async addConsumeGrant(userId: string, input: ConsumeGrantInput): Promise<Grant> {
+    const grant = consumeGrant(input);
+    return this.insertGrant(userId, 'consume', grant.topic_pattern, grant.consumer_group);
   }
 
   async deleteGrant(userId: string, grantId: string): Promise<void> {
     const user = await this.find(userId);
     if (!user) throw userNotFound();
-    if (!UUID.test(grantId) || !(await deleteGrant(this.db, user.id, grantId.toLowerCase()))) throw notFound('grant not found');
+    const guard = (manager: string | undefined) => assertNotManaged(manager, 'this grant');
+    if (!UUID.test(grantId) || !(await deleteGrant(this.db, user.id, grantId.toLowerCase(), guard))) throw notFound('grant not found');
     this.changed();
   }
 
@@ -205,7 +239,7 @@ export class UserService {
   private async insertGrant(userId: string, action: string, topicPattern: string, consumerGroup: string): Promise<Grant> {
     const user = await this.find(userId);
     if (!user) throw userNotFound();
-    const row: GrantRow = { id: uuidv4(), user_id: user.id, action, topic_pattern: topicPattern, consumer_group: consumerGroup, created_at: this.now() };
+    const row: GrantRow = { id: uuidv4(), user_id: user.id, action, topic_pattern: topicPattern, consumer_group: consumerGroup, created_at: this.now(), managed_by: '' };
     try {
       await insertGrant(this.db, row);
     } catch (err) {

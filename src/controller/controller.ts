@@ -11,6 +11,7 @@ import { startHealthServer } from './health.js';
 import { Informer, type InformerEvent } from './informer.js';
 import { instanceScope } from './instance.js';
 import { consumerGroupKind } from './kinds/consumer-group.js';
+import { conveyorAccessKind } from './kinds/conveyor-access.js';
 import type { KindHandler } from './kinds/kind.js';
 import { topicConfigKind } from './kinds/topic-config.js';
 import { topicSchemaKind } from './kinds/topic-schema.js';
@@ -24,7 +25,7 @@ import { WorkQueue } from './work-queue.js';
 import { describeDb, type DbDescription } from '../store/db.js';
 import { VERSION } from '../version.js';
 
-const KINDS: KindHandler[] = [topicConfigKind, topicSchemaKind, consumerGroupKind];
+const KINDS: KindHandler[] = [topicConfigKind, topicSchemaKind, consumerGroupKind, conveyorAccessKind];
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
 export interface ControllerOptions {
@@ -63,7 +64,7 @@ interface KindRuntime {
   reconciler: Reconciler;
 }
 
-/** `conveyor controller`: turns TopicConfig, TopicSchema and ConsumerGroup resources into catalog rows. */
+/** `conveyor controller`: turns TopicConfig, TopicSchema and ConsumerGroup resources into catalog rows, ConveyorAccess into grants. */
 export async function startController(config: Config, options: ControllerOptions): Promise<RunningController> {
   const { logger } = options;
   const settings = config.controller;

@@ -3,6 +3,8 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
 import { RepeatedFailure } from '../log/repeated.js';
 import type { MetricsRegistry } from '../metrics/registry.js';
+import { AccessGrantService } from '../auth/access-grants.js';
+import { UserService } from '../auth/users.js';
 import { AuditLog } from '../queue/audit.js';
 import { Catalog } from '../queue/catalog.js';
 import { ConsumerGroupService } from '../queue/consumer-groups.js';
@@ -30,6 +32,8 @@ async function openDomain(config: Config, logger: Logger, metrics: MetricsRegist
       db,
       topics: new TopicService({ db, catalog, metrics }),
       consumerGroups: new ConsumerGroupService({ db, catalog, signals: new TopicSignals() }),
+      // No principal cache in this process: the API instances re-read a principal within PRINCIPAL_CACHE_MS.
+      access: new AccessGrantService(db, new UserService(db, Date.now, () => {})),
       deleteSchedule: new DeleteSchedule(db, config.queue.delete_reaper_schedule),
       audit: new AuditLog({ db, logger }),
       close: async () => {

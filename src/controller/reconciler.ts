@@ -7,7 +7,7 @@ import type { EventRecorder } from './events.js';
 import type { InstanceScope } from './instance.js';
 import { deletionPolicy, type ControllerDomain, type KindHandler, type Target } from './kinds/kind.js';
 import { creationTime, describeKubeError, GROUP, isNotFound, mergePatch, VERSION, type Condition, type KubeClients, type KubeObject } from './kube.js';
-import { ownershipRefusal, type TopicOwnership } from './topic-ownership.js';
+import { ownershipRefusal, patternsRefusal, type TopicOwnership } from './topic-ownership.js';
 
 export type ReconcileResult = 'success' | 'invalid' | 'conflict' | 'refused' | 'error';
 
@@ -96,7 +96,7 @@ export class Reconciler {
       const applied = await this.kind.apply(domain, obj, target, manager);
       // Only writes are recorded: a resync that finds the row as the spec says changes nothing.
       if (applied.changed) {
-        await domain.audit.record({ actor: managerActor(manager), action: this.kind.audit.apply, topic: target.topic, target: target.topic, ok: true, details: applied.details });
+        await domain.audit.record({ actor: managerActor(manager), action: this.kind.audit.apply, ...auditWhere(target), ok: true, details: applied.details });
       }
       await this.report(obj, { status: 'True', reason: 'Applied', message: applied.message }, applied.status, applied.changed);
       return { result: 'success', retry: false, ready: true };
@@ -112,7 +112,12 @@ export class Reconciler {
     try {
       target = this.kind.target(obj);
     } catch {
-      target = undefined; // a spec that names no valid row never wrote one
+      // A spec that names no valid row never wrote one, unless the kind can still name what it wrote.
+      try {
+        target = this.kind.releaseTarget?.(obj);
+      } catch {
+        target = undefined;
+      }
     }
     if (target) {
       const domain = this.deps.domain();
@@ -143,8 +148,7 @@ export class Reconciler {
     await domain.audit.record({
       actor: managerActor(manager),
       action: policy === 'Delete' ? this.kind.audit.delete : this.kind.audit.release,
-      topic: target.topic,
-      target: target.topic,
+      ...auditWhere(target),
       ok: true,
       details: target.group ? { consumer_group: target.group } : {},
     });
@@ -209,7 +213,9 @@ export class Reconciler {
 
   /** A resource outside its namespace's topic patterns (controller.topic_ownership) is never applied, nor counted as a claimant. */
   private ownershipRefusal(obj: KubeObject, target: Target): string | undefined {
-    return ownershipRefusal(this.deps.ownership, obj.metadata.namespace ?? '', target.topic);
+    const namespace = obj.metadata.namespace ?? '';
+    if (target.topicPatterns) return patternsRefusal(this.deps.ownership, namespace, target.topicPatterns);
+    return ownershipRefusal(this.deps.ownership, namespace, target.topic);
   }
 
   /** A replace carrying the cached resourceVersion: a stale cache gets 409 and the key is retried. */
@@ -267,6 +273,9 @@ export class Reconciler {
     }
   }
 }
+
+/** An audit record's topic and target: the row's topic, or for grants the principal (no single topic). */
+const auditWhere = (target: Target) => (target.auditTarget === undefined ? { topic: target.topic, target: target.topic } : { topic: null, target: target.auditTarget });
 
 function compareAge(a: KubeObject, b: KubeObject): number {
   return (

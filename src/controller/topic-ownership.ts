@@ -43,3 +43,33 @@ export function ownershipRefusal(ownership: TopicOwnership, namespace: string, t
   const allowed = patterns.length > 0 ? `may manage only topics matching ${patterns.join(', ')}` : 'may manage no topic';
   return `topic "${topic}" is not this namespace's: resources in namespace "${namespace}" ${allowed} (controller.topic_ownership)`;
 }
+
+const stem = (pattern: string) => pattern.slice(0, pattern.endsWith('.*') ? -2 : -1);
+
+/**
+ * Whether every topic `pattern` can match is matched by `allowed` (both in the grants' syntax). Conservative:
+ * an open-ended pattern (`orders.*`, `orders*`) is only within an open-ended pattern that covers its whole
+ * prefix, never within a list of exact topics, however long.
+ */
+export function patternWithin(pattern: string, allowed: string): boolean {
+  if (allowed === '*') return true;
+  if (pattern === '*') return false;
+  if (!pattern.endsWith('*')) return patternMatches(allowed, pattern);
+  if (!allowed.endsWith('*')) return false;
+  const prefix = stem(pattern);
+  const allowedPrefix = stem(allowed);
+  // `orders.*` covers `orders` and `orders.<anything>`; `orders*` everything beginning with `orders`.
+  if (!allowed.endsWith('.*')) return prefix.startsWith(allowedPrefix);
+  if (pattern.endsWith('.*') && prefix === allowedPrefix) return true;
+  return prefix.startsWith(`${allowedPrefix}.`);
+}
+
+/** Why a resource in `namespace` may not hold grants on `patterns`, or undefined when every one is within its topics. */
+export function patternsRefusal(ownership: TopicOwnership, namespace: string, patterns: readonly string[]): string | undefined {
+  if (!ownership) return undefined;
+  const allowedPatterns = ownership.get(namespace) ?? [];
+  const outside = patterns.find((p) => !allowedPatterns.some((allowed) => patternWithin(p, allowed)));
+  if (outside === undefined) return undefined;
+  const allowed = allowedPatterns.length > 0 ? `may grant only within topics matching ${allowedPatterns.join(', ')}` : 'may grant on no topic';
+  return `topic pattern "${outside}" is not within this namespace's topics: resources in namespace "${namespace}" ${allowed} (controller.topic_ownership)`;
+}

@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
+import { capabilities } from './capabilities.js';
 import { isUniqueViolation } from './dialect.js';
+import type { ManagerGuard } from './managed-rows.js';
 import { retryTransaction, withDbRetry } from './retry.js';
 
 export interface GrantRow {
@@ -9,6 +11,8 @@ export interface GrantRow {
   topic_pattern: string;
   consumer_group: string;
   created_at: number;
+  /** The resource that owns the grant (`Kind/namespace/name`, a ConveyorAccess); "" = the HTTP API's. */
+  managed_by: string;
 }
 
 function normalise(raw: Record<string, unknown>): GrantRow {
@@ -19,6 +23,7 @@ function normalise(raw: Record<string, unknown>): GrantRow {
     topic_pattern: String(raw.topic_pattern),
     consumer_group: String(raw.consumer_group ?? ''),
     created_at: Number(raw.created_at),
+    managed_by: String(raw.managed_by ?? ''),
   };
 }
 
@@ -42,14 +47,17 @@ export async function insertGrant(db: Knex, row: GrantRow): Promise<void> {
 }
 
 /**
- * Scoped to the user, so a grant id of another user deletes nothing (404). The row is read first in
- * the same transaction, so a re-run after a lost commit answer knows the grant existed and answers "deleted".
+ * Scoped to the user, so a grant id of another user deletes nothing (404). The row is read first (locked) in
+ * the same transaction, so a re-run after a lost commit answer knows the grant existed and answers "deleted",
+ * and `guard` sees the grant's manager where the controller cannot adopt it between the check and the delete.
  */
-export async function deleteGrant(db: Knex, userId: string, grantId: string): Promise<boolean> {
+export async function deleteGrant(db: Knex, userId: string, grantId: string, guard: ManagerGuard = () => {}): Promise<boolean> {
   let existed = false;
   return retryTransaction(db, async (trx, attempt) => {
-    const found = (await trx('grants').where({ id: grantId, user_id: userId }).first('id')) !== undefined;
+    const query = trx('grants').where({ id: grantId, user_id: userId });
+    const found = await (capabilities(trx).rowLocks ? query.forUpdate() : query).first('managed_by');
     if (!found) return attempt.uncertain && existed;
+    guard(String(found.managed_by ?? ''));
     existed = true;
     return (await trx('grants').where({ id: grantId, user_id: userId }).delete()) > 0;
   });

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation } from './dialect.js';
+import type { ManagerGuard } from './managed-rows.js';
 import { retryTransaction, withDbRetry } from './retry.js';
 
 export interface UserRow {
@@ -84,12 +85,15 @@ export async function updateUser(db: Knex, id: string, changes: UserChanges, now
  * Deletes the user, its grants and its access keys unless it is the last admin; same locking as updateUser. A re-run after a
  * lost commit answer that finds the user gone answers "deleted", as the lost attempt did.
  */
-export async function deleteUser(db: Knex, id: string): Promise<'deleted' | 'not_found' | 'last_admin'> {
+/** `guard` sees the manager of one of the user's grants a Kubernetes resource owns (undefined: none), and may refuse. */
+export async function deleteUser(db: Knex, id: string, guard: ManagerGuard = () => {}): Promise<'deleted' | 'not_found' | 'last_admin'> {
   let deletedEarlier = false;
   return retryTransaction(db, async (trx, attempt) => {
     const current = await trx('users').where({ id }).forUpdate().first('is_admin');
     if (!current) return attempt.uncertain && deletedEarlier ? 'deleted' : 'not_found';
     if (Boolean(current.is_admin) && (await otherAdmins(trx, id)) === 0) return 'last_admin';
+    const managed = await trx('grants').where({ user_id: id }).whereNot({ managed_by: '' }).first('managed_by');
+    guard(managed ? String(managed.managed_by) : undefined);
     await trx('grants').where({ user_id: id }).delete();
     await trx('access_keys').where({ user_id: id }).delete();
     await trx('users').where({ id }).delete();

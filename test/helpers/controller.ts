@@ -81,7 +81,7 @@ export async function startControllerProcess(kubeconfig: string, dbUrl: string, 
 }
 
 export interface ResourceRef {
-  plural: 'topicconfigs' | 'topicschemas' | 'consumergroups';
+  plural: 'topicconfigs' | 'topicschemas' | 'consumergroups' | 'conveyoraccesses';
   namespace: string;
   name: string;
 }

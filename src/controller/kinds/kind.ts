@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import type { AccessGrantService } from '../../auth/access-grants.js';
+import type { GrantSpec } from '../../auth/users.js';
 import type { AuditAction, AuditLog } from '../../queue/audit.js';
 import type { ConsumerGroupService } from '../../queue/consumer-groups.js';
 import type { DeletionPolicy, ManagedBy } from '../../queue/managed-by.js';
@@ -11,11 +13,13 @@ export interface ControllerDomain {
   db: Knex;
   topics: TopicService;
   consumerGroups: ConsumerGroupService;
+  /** The grants of service accounts' principals (ConveyorAccess). */
+  access: AccessGrantService;
   /** Where the controller's writes are recorded, with the resource as the actor. */
   audit: AuditLog;
 }
 
-export type KindName = 'TopicConfig' | 'TopicSchema' | 'ConsumerGroup';
+export type KindName = 'TopicConfig' | 'TopicSchema' | 'ConsumerGroup' | 'ConveyorAccess';
 
 /** The catalog row a resource claims. Two resources with one key conflict: the oldest wins. */
 export interface Target {
@@ -24,6 +28,14 @@ export interface Target {
   group?: string;
   /** For messages: `topic "orders"`, `consumer group "billing" on topic "orders"`. */
   describe: string;
+  /**
+   * Kinds that reach many topics through grant patterns (ConveyorAccess) rather than one `topic`: the patterns
+   * controller.topic_ownership checks, and what their audit records name (`topic` is "" then).
+   */
+  topicPatterns?: string[];
+  auditTarget?: string;
+  /** ConveyorAccess: the spec's grants, validated as the HTTP API validates them. */
+  grants?: GrantSpec[];
 }
 
 export interface Applied {
@@ -49,6 +61,11 @@ export interface KindHandler {
   audit: { apply: AuditAction; delete: AuditAction; release: AuditAction };
   /** Throws a DomainError (invalid_argument) when the spec names no valid row. */
   target(obj: KubeObject): Target;
+  /**
+   * The row a resource being deleted may hold when `target` refuses its spec: a kind whose spec can turn invalid
+   * after it was applied (a ConveyorAccess's grants are mutable) still lets go of what it wrote.
+   */
+  releaseTarget?(obj: KubeObject): Target;
   holder(domain: ControllerDomain, target: Target): Promise<Holder>;
   apply(domain: ControllerDomain, obj: KubeObject, target: Target, manager: ManagedBy): Promise<Applied>;
   release(domain: ControllerDomain, target: Target, manager: ManagedBy, policy: DeletionPolicy): Promise<void>;

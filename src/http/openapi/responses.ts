@@ -187,6 +187,7 @@ export const Grant = z.strictObject({
   topic_pattern: z.string(),
   consumer_group: z.string().meta({ description: 'Consume grants only; "" otherwise.' }),
   created_at: timestamp(),
+  managed_by: ManagedBy.nullable().meta({ description: 'The ConveyorAccess resource that owns the grant (the HTTP API cannot revoke it: 409); null for a grant made through the API.' }),
 });
 
 export const GrantList = z.strictObject({ items: z.array(Grant) });

@@ -1,5 +1,6 @@
 import type { Grant, User } from '../../auth/users.js';
 import { short, userTarget, username, uuid, fieldsSet } from '../audit-details.js';
+import { decodeManager } from '../../queue/managed-by.js';
 import { iso } from '../format.js';
 import type { AuditCall, AuditSpec } from '../middleware/audit.js';
 import type { HttpContext } from '../context.js';
@@ -24,6 +25,7 @@ const grantJson = (g: Grant) => ({
   topic_pattern: g.topic_pattern,
   consumer_group: g.consumer_group,
   created_at: iso(g.created_at),
+  managed_by: decodeManager(g.managed_by),
 });
 
 /** The user's name, read before the change, for the audit record. */
@@ -123,12 +125,12 @@ export const userOperations: Operation[] = [
     path: '/api/users/:id',
     operationId: 'deleteUser',
     summary: 'Delete a user',
-    description: '400 for the caller itself or the last admin.',
     tag: 'users',
     access: ADMIN,
     audit: { action: 'user.delete', target: userTarget, before: nameBefore, details: (c: AuditCall<string | undefined>) => ({ username: c.state }) },
     success: { status: 204, schema: 'empty', description: 'Deleted, with its grants.' },
-    errors: [400, 404],
+    description: '400 for the caller itself or the last admin; 409 for a user holding grants a Kubernetes ConveyorAccess manages.',
+    errors: [400, 404, 409],
     handler: async (ctx, req, res) => {
       await ctx.users.delete(req.params.id, req.principal?.userId ?? null);
       sendEmpty(res, 204);
@@ -170,8 +172,9 @@ export const userOperations: Operation[] = [
       before: nameBefore,
       details: (c: AuditCall<string | undefined>) => ({ username: c.state, grant_id: uuid(c.params.grantId) ?? undefined }),
     },
+    description: '409 for a grant a Kubernetes ConveyorAccess manages (`managed_by`): change that resource instead.',
     success: { status: 204, schema: 'empty', description: 'Revoked.' },
-    errors: [404],
+    errors: [404, 409],
     handler: async (ctx, req, res) => {
       await ctx.users.deleteGrant(req.params.id, req.params.grantId);
       sendEmpty(res, 204);

@@ -622,7 +622,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a user
-         * @description 400 for the caller itself or the last admin.
+         * @description 400 for the caller itself or the last admin; 409 for a user holding grants a Kubernetes ConveyorAccess manages.
          */
         delete: operations["deleteUser"];
         options?: never;
@@ -675,7 +675,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a grant */
+        /**
+         * Revoke a grant
+         * @description 409 for a grant a Kubernetes ConveyorAccess manages (`managed_by`): change that resource instead.
+         */
         delete: operations["deleteGrant"];
         options?: never;
         head?: never;
@@ -896,6 +899,8 @@ export interface components {
              * @description RFC 3339 in UTC with milliseconds.
              */
             created_at: string;
+            /** @description The ConveyorAccess resource that owns the grant (the HTTP API cannot revoke it: 409); null for a grant made through the API. */
+            managed_by: components["schemas"]["ManagedBy"] | null;
         };
         GrantList: {
             items: components["schemas"]["Grant"][];
@@ -2705,6 +2710,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -2843,6 +2849,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];

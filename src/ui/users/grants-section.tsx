@@ -2,6 +2,7 @@ import { useCallback, useState } from 'react';
 import { ConfirmDialog } from '../components/confirm-dialog';
 import { ErrorMessage } from '../components/error-message';
 import { Timestamp } from '../components/timestamp';
+import { describeManager } from '../topics/api';
 import { useDeleteGrant, useGrants, type Grant, type User } from './api';
 import { AddConsumeGrantForm, AddGrantForm } from './grant-forms';
 
@@ -26,6 +27,11 @@ export function GrantsSection(props: { user: User }) {
       {user.is_admin && <p className="hint">{user.username} is an administrator: grants take effect only if the admin flag is removed.</p>}
       <ErrorMessage error={grants.error} />
       {grants.data && grants.data.length === 0 && <p className="hint">No grants: {user.username} may not touch any topic.</p>}
+      {grants.data?.some((g) => g.managed_by) && (
+        <p className="managed-notice">
+          Grants managed by a Kubernetes ConveyorAccess are read-only here: change that resource instead.
+        </p>
+      )}
       {grants.data && grants.data.length > 0 && (
         <div className="table-wrap" tabIndex={0} role="region" aria-label="Grant list">
           <table aria-label={`Grants of ${user.username}`}>
@@ -35,6 +41,7 @@ export function GrantsSection(props: { user: User }) {
                 <th scope="col">Topic pattern</th>
                 <th scope="col">Consumer group</th>
                 <th scope="col">Created</th>
+                <th scope="col">Managed by</th>
                 <th scope="col">
                   <span className="visually-hidden">Actions</span>
                 </th>
@@ -51,10 +58,13 @@ export function GrantsSection(props: { user: User }) {
                   <td>
                     <Timestamp iso={grant.created_at} />
                   </td>
+                  <td>{grant.managed_by ? describeManager(grant.managed_by) : '—'}</td>
                   <td>
-                    <button type="button" aria-label={`Delete grant ${describe(grant)}`} onClick={() => setDeleting(grant)}>
-                      Delete
-                    </button>
+                    {!grant.managed_by && (
+                      <button type="button" aria-label={`Delete grant ${describe(grant)}`} onClick={() => setDeleting(grant)}>
+                        Delete
+                      </button>
+                    )}
                   </td>
                 </tr>
               ))}

@@ -40,6 +40,12 @@ export function UserDetails(props: { user: User }) {
     <section className="user-details" aria-labelledby="user-details-title">
       <h2 id="user-details-title">{user.username}</h2>
       <dl className="facts">
+        {user.service_account && (
+          <>
+            <dt>Kind</dt>
+            <dd>Kubernetes service account: signs in with its ServiceAccount token, has no password and is never an administrator</dd>
+          </>
+        )}
         <dt>Administrator</dt>
         <dd>{user.is_admin ? 'Yes: may do everything; grants do not apply' : 'No: needs grants'}</dd>
         <dt>Created</dt>
@@ -52,12 +58,17 @@ export function UserDetails(props: { user: User }) {
         </dd>
       </dl>
       <div className="toolbar">
-        <button type="button" onClick={() => setOpen('password')}>
-          Change password
-        </button>
-        <button type="button" onClick={toggleAdmin} disabled={update.isPending}>
-          {user.is_admin ? 'Remove administrator rights' : 'Make administrator'}
-        </button>
+        {/* The API refuses both for a service account: its token is its credential, and it is never an admin. */}
+        {!user.service_account && (
+          <>
+            <button type="button" onClick={() => setOpen('password')}>
+              Change password
+            </button>
+            <button type="button" onClick={toggleAdmin} disabled={update.isPending}>
+              {user.is_admin ? 'Remove administrator rights' : 'Make administrator'}
+            </button>
+          </>
+        )}
         <button type="button" className="danger" onClick={() => setOpen('delete')}>
           Delete user
         </button>

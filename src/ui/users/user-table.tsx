@@ -22,6 +22,7 @@ export function UserTable(props: { users: User[]; selectedId: string | null }) {
                 <a href={href('users', { user: user.id })} aria-current={user.id === props.selectedId ? 'true' : undefined}>
                   {user.username}
                 </a>
+                {user.service_account && <span className="badge">service account</span>}
               </td>
               <td>{user.is_admin ? 'Yes' : 'No'}</td>
               <td>
