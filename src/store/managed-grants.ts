@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation } from './dialect.js';
-import type { GrantRow } from './grants.js';
-import { retryTransaction, withDbRetry } from './retry.js';
+import { insertGrant, type GrantRow } from './grants.js';
+import { retryTransaction } from './retry.js';
 
 /**
  * The controller's writes to grants a ConveyorAccess owns. Each is conditional on the row's manager, so a grant
@@ -11,14 +11,7 @@ import { retryTransaction, withDbRetry } from './retry.js';
 /** False when the identical grant exists already (made through the HTTP API meanwhile): the caller reads again. */
 export async function insertManagedGrant(db: Knex, row: GrantRow): Promise<boolean> {
   try {
-    await withDbRetry(db, async (attempt) => {
-      try {
-        await db('grants').insert({ ...row });
-      } catch (err) {
-        if (attempt.uncertain && isUniqueViolation(err) && (await db('grants').where({ id: row.id }).first('id'))) return;
-        throw err;
-      }
-    });
+    await insertGrant(db, row);
     return true;
   } catch (err) {
     if (isUniqueViolation(err)) return false;

@@ -48,7 +48,7 @@ export function newMessageRow(m: NewMessage): MessageRow & { ordering_seq: strin
     last_error: '',
     // Pending rows ready at once keep 0: the claim walks messages_queue (topic, status, visible_at, id) in id
     // order among them. A delayed one waits past `visible_at <= now` until its time.
-    // A message with an ordering key waits behind its key's head until joinLine says otherwise.
+    // A message with an ordering key waits behind its key's head until joinLinesOf says otherwise.
     visible_at: ordered ? BEHIND_HEAD : (m.claimedUntil ?? m.availableAt ?? 0),
     expires_at: m.expiresAt,
     created_at: m.createdAt,

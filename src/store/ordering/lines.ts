@@ -83,21 +83,6 @@ async function handOver(trx: Knex.Transaction, line: Line, now: number): Promise
 }
 
 /**
- * A message just stored (its row, or its group's delivery, at BEHIND_HEAD) joins its line: it becomes the head
- * when the line had none, or when the head the line names is gone (left without a hand-over: an instance that
- * died between an ack and its hand-over); otherwise it waits. Returns whether it is the head now.
- */
-async function joinLine(trx: Knex.Transaction, line: Line, id: string, now: number): Promise<boolean> {
-  const head = await lockHead(trx, line, id);
-  if (head === id) {
-    await handOver(trx, line, now);
-    return true;
-  }
-  if (await isLive(trx, line, head)) return false;
-  return (await handOver(trx, line, now)) === id;
-}
-
-/**
  * A requeued dead letter with an ordering key goes to the back of its key's line on its original topic (a new
  * place, after every message of the key enqueued before the requeue), in each group's line on a fan-out
  * topic (`groups`; its deliveries stored waiting), else the topic's own.
@@ -105,7 +90,7 @@ async function joinLine(trx: Knex.Transaction, line: Line, id: string, now: numb
 export async function requeueIntoLines(trx: Knex.Transaction, id: string, topic: string, key: string, groups: string[], now: number): Promise<void> {
   const last = await trx('messages').where({ topic, ordering_key: key }).orderBy('ordering_seq', 'desc').first('ordering_seq');
   await trx('messages').where({ id }).update({ ordering_seq: after(last?.ordering_seq, uuidv7({ msecs: now })), deliver_after: 0, ...(groups.length === 0 ? { visible_at: BEHIND_HEAD } : {}) });
-  for (const group of groups.length === 0 ? [''] : [...groups].sort()) await joinLine(trx, { topic, group, key }, id, now);
+  await joinLinesOf(trx, (groups.length === 0 ? [''] : [...groups].sort()).map((group) => ({ line: { topic, group, key }, id, now, deliverAfter: 0 })));
 }
 
 /** The longest place in line the column holds. */
@@ -244,7 +229,7 @@ async function openHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: s
 }
 
 /**
- * joinLine for many new messages at once (an enqueue's group commit): a few statements per batch, not a few
+ * New messages, or a requeued one, join their lines (an enqueue's group commit): a few statements per batch, not a few
  * per message. The first message of each line in the batch is its candidate; a line without a head takes it,
  * a line with a live head keeps it, and a line whose head is gone is handed over one by one (rare). `joins`
  * in the lock order (line, then place).
