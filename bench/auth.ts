@@ -16,6 +16,8 @@ export function authEnv(mode: AuthMode): Record<string, string> {
     CONVEYOR_AUTH_JWT_SECRET: randomBytes(32).toString('hex'),
     CONVEYOR_AUTH_USERNAME: USER,
     CONVEYOR_AUTH_PASSWORD: PASSWORD,
+    // Access keys on: the SQS phases sign their requests with one (bench/sqs.ts).
+    CONVEYOR_AUTH_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
   };
 }
 

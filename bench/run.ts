@@ -11,13 +11,16 @@ import { loadAverage, machineInfo } from './machine.js';
 import { dequeueAckPhase, enqueuePhase, pipelinePhase, preload, type PhaseResult, type Processes } from './phases.js';
 import { referenceCosts, type ReferenceCosts } from './reference.js';
 import { longPollPhase } from './long-poll.js';
+import { sqsPhases } from './sqs.js';
 import { SERVICE_NODE_ARGS, startService } from './server-process.js';
+import { startTraceSink, type TraceSink } from './trace-sink.js';
 
 const USAGE = `usage: npm run bench -- [options]
 
   --engine sqlite|mysql   engines to run, repeatable or comma-separated (BENCH_ENGINES; default both)
   --auth on|off|both      authentication of the service (BENCH_AUTH; default both, on first: production runs with it)
-  --transport http|grpc|both  transports to measure per engine (BENCH_TRANSPORT; default both)
+  --transport http|grpc|sqs|both  transports to measure per engine (BENCH_TRANSPORT; default both: HTTP, gRPC and
+                          the SQS-compatible API's two phases)
   --count N               messages per phase (BENCH_COUNT; default 20000)
   --duration S            time limit per phase in seconds (BENCH_DURATION; default 30)
   --concurrency N         concurrent enqueue clients (default 64)
@@ -29,6 +32,8 @@ const USAGE = `usage: npm run bench -- [options]
   --warmup N              unmeasured enqueue+ack round first, so the JIT is warm (default 2000; 0 skips)
   --node-arg ARG          extra node flag for the service, repeatable (e.g. --cpu-prof)
   --server-env K=V        extra environment for the service, repeatable (e.g. CONVEYOR_DB_POOL_SIZE=8)
+  --tracing RATIO         tracing on, at this sample ratio (0 to 1), exported to a collector inside the bench
+                          process (BENCH_TRACING; default off: no telemetry.traces_endpoint)
   --server-script FILE    experiments: start this script instead of dist/src/cli.js (same env, same API)
   --out FILE              JSON results (default bench/results/latest.json)
 
@@ -67,6 +72,7 @@ const parse = () =>
       warmup: { type: 'string' },
       'node-arg': { type: 'string', multiple: true },
       'server-env': { type: 'string', multiple: true },
+      tracing: { type: 'string' },
       out: { type: 'string' },
       'server-script': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -100,9 +106,10 @@ const authSetting = values.auth ?? process.env.BENCH_AUTH ?? 'both';
 if (authSetting !== 'on' && authSetting !== 'off' && authSetting !== 'both') fail(`--auth must be on, off or both, got "${authSetting}"`);
 const authModes: AuthMode[] = authSetting === 'both' ? ['on', 'off'] : [authSetting];
 const transport = values.transport ?? process.env.BENCH_TRANSPORT ?? 'both';
-if (transport !== 'http' && transport !== 'grpc' && transport !== 'both') fail(`--transport must be http, grpc or both, got "${transport}"`);
-const runHttp = transport !== 'grpc';
-const runGrpc = transport !== 'http';
+if (transport !== 'http' && transport !== 'grpc' && transport !== 'sqs' && transport !== 'both') fail(`--transport must be http, grpc, sqs or both, got "${transport}"`);
+const runHttp = transport === 'http' || transport === 'both';
+const runGrpc = transport === 'grpc' || transport === 'both';
+const runSqs = transport === 'sqs' || transport === 'both';
 const ackModes: Array<'single' | 'batch'> =
   values.ack === undefined || values.ack === 'both' ? ['single', 'batch'] : values.ack === 'none' ? [] : [values.ack as 'single' | 'batch'];
 for (const m of ackModes) if (m !== 'single' && m !== 'batch') fail(`--ack must be single, batch, both or none`);
@@ -125,6 +132,10 @@ const serverEnv = Object.fromEntries(
     return [kv.slice(0, at), kv.slice(at + 1)];
   }),
 );
+const tracingRatio = values.tracing ?? process.env.BENCH_TRACING;
+if (tracingRatio !== undefined && tracingRatio !== '' && !(Number(tracingRatio) >= 0 && Number(tracingRatio) <= 1)) fail(`--tracing must be a sample ratio from 0 to 1, got "${tracingRatio}"`);
+/** With --tracing: the collector the service exports to, for the whole run. */
+let traceSink: TraceSink | undefined;
 const outFile = values.out ?? fileURLToPath(new URL('../../bench/results/latest.json', import.meta.url));
 
 interface EngineResult {
@@ -164,6 +175,11 @@ async function benchEngine(engine: Engine, auth: AuthMode): Promise<EngineResult
         await token.renew(client);
         const grpcOptions = { count: options.count, deadlineMs, payloadBytes: options.payloadBytes, concurrency: options.concurrency, batchCallers: options.consumers, batchSize: options.dequeueCount, token: () => token.value(), phases: process.env.BENCH_GRPC_PHASES ? parsePhases(process.env.BENCH_GRPC_PHASES) : undefined };
         await grpcPhases(grpcPortOf(service.output()), procs, grpcOptions, report);
+      }
+      if (runSqs) {
+        await token.renew(client);
+        const sqsOptions = { port: service.port, count: options.count, deadlineMs, payloadBytes: options.payloadBytes, concurrency: options.concurrency, consumers: options.consumers, authOn: auth === 'on' };
+        await sqsPhases(client, procs, sqsOptions, report);
       }
     } finally {
       client.close();
@@ -250,7 +266,7 @@ function summaryTable(results: EngineResult[], noopCallUs: number): string {
   const lines = ['| engine | auth | phase | msg/s | p50 ms | p99 ms | server CPU µs/msg | db CPU µs/msg | server CPU in no-op gRPC calls |', '|---|---|---|---:|---:|---:|---:|---:|---:|'];
   for (const r of results) {
     for (const p of r.phases) {
-      const main = p.latency['enqueue-to-delivery'] ?? p.latency.enqueue ?? p.latency['enqueue-batch'] ?? p.latency.ack ?? p.latency['ack-batch'] ?? p.latency.dequeue;
+      const main = p.latency['enqueue-to-delivery'] ?? p.latency.enqueue ?? p.latency['enqueue-batch'] ?? p.latency.ack ?? p.latency['ack-batch'] ?? p.latency.dequeue ?? p.latency['send-batch'] ?? p.latency['delete-batch'];
       lines.push(`| ${r.database} | ${r.auth} | ${p.phase} | ${p.msgsPerSecond}${behind(p) ? ' (behind)' : ''} | ${main?.p50Ms ?? ''} | ${main?.p99Ms ?? ''} | ${p.serverCpuUsPerMessage ?? ''} | ${p.dbCpuUsPerMessage ?? ''} | ${inCalls(p.serverCpuUsPerMessage)} |`);
     }
   }
@@ -261,7 +277,7 @@ async function main(): Promise<void> {
   // Bounded by construction (count and per-phase deadline); this is the backstop for a hung server.
   // gRPC: three throughput phases plus three Subscribe phases (each 2 s warm-up, 10 s of sending, up to 10 s
   // draining, 0.5 s setup twice).
-  const phasesPerEngine = (runHttp ? 1 + ackModes.length + (ackModes.includes('single') ? 2 : 0) + (ackModes.includes('batch') ? 1 : 0) + (ackModes.length > 0 ? 1 : 0) : 0) + (runGrpc ? 3 : 0);
+  const phasesPerEngine = (runHttp ? 1 + ackModes.length + (ackModes.includes('single') ? 2 : 0) + (ackModes.includes('batch') ? 1 : 0) + (ackModes.length > 0 ? 1 : 0) : 0) + (runGrpc ? 3 : 0) + (runSqs ? 2 : 0);
   // The long-poll phase: 10 s of traffic, 5 s idle, and its waits running out (20 s).
   const extraSeconds = (runGrpc ? 100 : 0) + (runHttp && process.env.BENCH_LONG_POLL !== 'off' ? 60 : 0);
   // Plus two reference measurements of about 10 s each.
@@ -276,6 +292,12 @@ async function main(): Promise<void> {
     `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}, load ${machine.loadAverage ?? '?'}\n` +
       `options: ${JSON.stringify({ ...options, transport })}${nodeArgs.length ? ` node args ${nodeArgs.join(' ')}` : ''}${Object.keys(serverEnv).length ? ` env ${JSON.stringify(serverEnv)}` : ''}\n`,
   );
+  if (tracingRatio !== undefined && tracingRatio !== '') {
+    traceSink = await startTraceSink();
+    serverEnv.CONVEYOR_TELEMETRY_TRACES_ENDPOINT = traceSink.url;
+    serverEnv.CONVEYOR_TELEMETRY_TRACES_SAMPLE_RATIO = tracingRatio;
+    process.stdout.write(`tracing: on, sample ratio ${tracingRatio}, exported to ${traceSink.url}\n`);
+  }
   const referenceBefore = await referenceCosts(SERVICE_NODE_ARGS);
   process.stdout.write(`${formatReference('before', referenceBefore)}\n`);
   const results: EngineResult[] = [];
@@ -291,6 +313,9 @@ async function main(): Promise<void> {
   process.stdout.write(`${formatReference('after', referenceAfter)}\n`);
   const noopCallUs = (referenceBefore.grpcNoopUs + referenceAfter.grpcNoopUs) / 2;
   process.stdout.write(`\n${summaryTable(results, noopCallUs)}\n`);
+  const traced = traceSink?.received();
+  if (traced) process.stdout.write(`tracing: the collector received ${traced.exports} exports, ${Math.round(traced.bytes / 1024)} KiB\n`);
+  await traceSink?.close();
   const report = {
     date: new Date().toISOString(),
     machine: { ...machine, loadAverageAfter: loadAverage(), reference: { before: referenceBefore, after: referenceAfter } },
@@ -298,6 +323,7 @@ async function main(): Promise<void> {
     nodeArgs,
     serverEnv,
     serverScript: values['server-script'],
+    tracing: traced ? { sampleRatio: Number(tracingRatio), ...traced } : undefined,
     results,
   };
   mkdirSync(dirname(outFile), { recursive: true });

@@ -13,6 +13,7 @@ import * as deliveryTiming from './20261128010000_delivery_timing.js';
 import * as accessKeys from './20261128030000_access_keys.js';
 import * as orderingKeys from './20261128020000_ordering_keys.js';
 import * as grantsManagedBy from './20261128040000_grants_managed_by.js';
+import * as sqsApi from './20261128050000_sqs_api.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -35,6 +36,7 @@ const migrations: Record<string, Migration> = {
   '20261128030000_access_keys': accessKeys,
   '20261128020000_ordering_keys': orderingKeys,
   '20261128040000_grants_managed_by': grantsManagedBy,
+  '20261128050000_sqs_api': sqsApi,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

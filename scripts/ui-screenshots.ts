@@ -86,7 +86,8 @@ async function main(): Promise<void> {
   const browser = await launchBrowser();
   try {
     const login = await server.api.post('/api/auth/login', ADMIN);
-    const api = server.api.withToken((login.body as { token: string }).token);
+    const token = (login.body as { token: string }).token;
+    const api = server.api.withToken(token);
     const userId = await seed(api);
     mkdirSync(OUT, { recursive: true });
     const shots: Array<{ name: string; hash: string; width?: number; dark?: boolean; full?: boolean; before?: (page: Page) => Promise<unknown> }> = [
@@ -98,16 +99,18 @@ async function main(): Promise<void> {
       { name: 'topics', hash: '#/topics?topic=shop.orders' },
       { name: 'replay', hash: '#/replay?topic=shop.orders' },
       { name: 'users', hash: `#/users?user=${userId}` },
-      { name: 'maintenance', hash: '#/maintenance' },
+      { name: 'maintenance', hash: '#/maintenance', full: true },
       { name: 'overview-phone', hash: '#/overview', width: 375 },
+      { name: 'messages-phone', hash: '#/messages?topic=shop.orders', width: 375 },
+      { name: 'menu-phone', hash: '#/messages?topic=shop.orders.dlq', width: 375, before: async (page) => page.getByRole('button', { name: /Menu/ }).click() },
     ];
     for (const shot of shots) {
       const context = await browser.newContext({ viewport: { width: shot.width ?? 1280, height: shot.width ? 760 : 800 }, colorScheme: shot.dark ? 'dark' : 'light' });
+      // Signed in as the UI keeps it (the tab's sessionStorage): one login in all, not one per shot, which
+      // would meet the login rate limit (ten a minute per address).
+      await context.addInitScript((t) => sessionStorage.setItem('conveyor.token', t), token);
       const page = await context.newPage();
       await page.goto(`${server.url}/${shot.hash}`);
-      await page.getByLabel('Username').fill(ADMIN.username);
-      await page.getByLabel('Password').fill(ADMIN.password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
       await settle(page);
       await shot.before?.(page);
       await page.waitForTimeout(500);

@@ -32,6 +32,8 @@ import { observeRetries } from './store/retry.js';
 import { DbRetryMetrics } from './metrics/db-retry-metrics.js';
 import { CertificateFiles, httpTls, tlsPaths } from './tls/certificate-files.js';
 import { VERSION } from './version.js';
+import { Tracing } from './tracing/tracing.js';
+import { traceStatements } from './tracing/statement-spans.js';
 
 export interface ServerOptions {
   logger?: Logger;
@@ -106,6 +108,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 
   const now = options.now ?? clock!.now;
   const metrics = new MetricsRegistry();
+  const tracing = Tracing.fromConfig(config, logger);
+  if (tracing.enabled) traceStatements(db, describeDb(config.db.url).kind);
   observeRetries(db, new DbRetryMetrics(metrics.meter));
   const catalog = new Catalog(db, config.queue.config_refresh_interval, logger);
   await catalog.start();
@@ -143,13 +147,13 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     if (caches.includes('principals')) authRuntime.auth.invalidate();
   });
 
-  const ctx: HttpContext = { config, logger, db, metrics, messages, topics, auth: authRuntime.auth, users: authRuntime.users, accessKeys: authRuntime.accessKeys, maintenance };
+  const ctx: HttpContext = { config, logger, db, metrics, messages, topics, auth: authRuntime.auth, users: authRuntime.users, accessKeys: authRuntime.accessKeys, maintenance, tracing };
   const app = createApp(ctx);
   const httpServer = createHttpServer(withCors(parseAllowedOrigins(config.server.cors_allowed_origins), app.listener), tls && httpTls(tls), app.classes);
   applyHttpLimits(httpServer, httpLimitsOf(config.server), logger);
   trackConnections(httpServer);
   const httpPort = await listen(httpServer, config.server.http_port, config.server.host);
-  const grpcServer = await startGrpcServer({ config, logger, db, metrics, messages, guard: authorizerGuard(authRuntime.auth, messages), peers: peerRelay, tls });
+  const grpcServer = await startGrpcServer({ config, logger, db, metrics, messages, guard: authorizerGuard(authRuntime.auth, messages), peers: peerRelay, tls, tracing });
   const grpcPort = grpcServer.port;
 
   let metricsServer: Server | undefined;
@@ -204,6 +208,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       catalog.stop();
       clock?.stop();
       await metrics.shutdown();
+      // The last spans go out, unless the collector keeps them waiting: shutdown is not held for it.
+      await Promise.race([tracing.shutdown().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
       await db.destroy();
       logger.info('conveyor stopped');
     })());

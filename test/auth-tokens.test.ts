@@ -27,9 +27,17 @@ describeEachEngine('auth: login, tokens and status', (engine) => {
     expect(claims.iat).toBe(Math.floor(clock.now() / 1000));
   });
 
+  const expectError = (res: Awaited<ReturnType<typeof server.api.post>>, error: string) => {
+    expectErrorBody(res, 400);
+    expect(res.body.error).toBe(error);
+  };
+
   it('answers 400 for a missing field and the same 401 for an unknown user and a wrong password', async () => {
-    expectErrorBody(await server.api.post('/api/auth/login', { username: 'admin' }), 400);
-    expectErrorBody(await server.api.post('/api/auth/login', { password: 'x' }), 400);
+    expectError(await server.api.post('/api/auth/login', { username: 'admin' }), 'password is required');
+    expectError(await server.api.post('/api/auth/login', { password: 'x' }), 'username is required');
+    // The wrong type is named as such, not reported as missing.
+    expectError(await server.api.post('/api/auth/login', { username: 'admin', password: 12345678 }), 'password must be a string');
+    expectError(await server.api.post('/api/auth/login', { username: ['admin'], password: 'x' }), 'username must be a string');
     const wrong = await server.api.post('/api/auth/login', { username: 'admin', password: 'not-the-password' });
     const unknown = await server.api.post('/api/auth/login', { username: 'nobody', password: 'not-the-password' });
     expectErrorBody(wrong, 401);

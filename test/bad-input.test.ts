@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
 import { describeEachEngine, engineByName } from './helpers/engines.js';
+import { SQS_ACTIONS } from '../src/sqs/actions.js';
 import { startTcpProxy } from './helpers/tcp-proxy.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { inject } from 'vitest';
@@ -203,6 +204,8 @@ describeEachEngine('bad input', (engine) => {
     ['GET', '/api/topics/t/purge', 'POST'],
     ['GET', '/api/topics/t/messages/by-key/k', 'DELETE'],
     ['POST', '/api/stats', 'GET, HEAD'],
+    ['POST', '/api/topics', 'GET, HEAD'],
+    ['PUT', `/api/messages/${MISSING_ID}`, 'GET, HEAD'],
     ['POST', '/healthz', 'GET, HEAD'],
     ['DELETE', '/api/version', 'GET, HEAD'],
     ['POST', '/metrics', 'GET, HEAD'],
@@ -370,11 +373,13 @@ const ROUTES = [
   '/api/messages/:id/nack',
   '/api/messages/:id/visibility',
   '/api/messages/:id/requeue',
+  '/api/messages/:id',
   '/api/topic-configs',
   '/api/topic-configs/:topic',
   '/api/topic-schemas',
   '/api/topic-schemas/:topic',
   '/api/stats',
+  '/api/topics',
   '/api/topics/:topic/purge',
   '/api/topics/:topic/messages/by-key/:key',
   '/api/topics/:topic/consumer-groups',
@@ -392,6 +397,13 @@ const ROUTES = [
   '/api/users/:id/consumer-group-grants',
   '/api/users/:id/access-keys',
   '/api/users/:id/access-keys/:keyId',
+];
+
+/** The request fields of the SQS actions (src/sqs/actions), filled with hostile values. */
+const SQS_FIELDS = [
+  'QueueUrl', 'QueueName', 'Attributes', 'AttributeNames', 'MessageBody', 'DelaySeconds', 'MessageAttributes', 'MessageGroupId', 'MessageDeduplicationId',
+  'Entries', 'ReceiptHandle', 'VisibilityTimeout', 'MaxNumberOfMessages', 'WaitTimeSeconds', 'MessageAttributeNames', 'MessageSystemAttributeNames',
+  'QueueNamePrefix', 'MaxResults', 'NextToken',
 ];
 
 const FIELDS = [
@@ -441,6 +453,33 @@ describeEachEngine('no request gets a 500', (engine) => {
           else if (res.status >= 400) {
             const shaped = (res.headers.get('content-type') ?? '').startsWith('application/json') && Object.keys(res.body ?? {}).join() === 'error' && typeof res.body.error === 'string' && res.body.error !== '';
             if (!shaped) failures.push(`badly shaped error: ${where}`);
+            if (/\bER_[A-Z_]+|SQLITE_[A-Z]+|node_modules|\n\s+at /.test(res.text)) failures.push(`leaks internals: ${where}`);
+          }
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('the SQS-compatible API: every action, hostile bodies and headers, answered with AWS-style 4xx errors', async () => {
+    const failures: string[] = [];
+    const targets = [...SQS_ACTIONS.map((a) => `AmazonSQS.${a.name}`), 'AmazonSQS.Nope', 'Other.ListQueues', ''];
+    const bodies = [...HOSTILE_BODIES.slice(0, 4).map(([, b]) => b), ...HOSTILE_VALUES.map((v) => JSON.stringify(Object.fromEntries(SQS_FIELDS.map((f) => [f, v]))))];
+    // Queues that exist, so the requests get past "no such queue" to their fields.
+    for (const [QueueName, Attributes] of [['fz', {}], ['fz.fifo', { FifoQueue: 'true' }]] as const) {
+      const created = await server.api.request('POST', '/', JSON.stringify({ QueueName, Attributes }), { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'AmazonSQS.CreateQueue' });
+      expect(created.status, created.text).toBe(200);
+    }
+    for (const path of ['/000000000000/fz', '/000000000000/fz.fifo']) {
+      for (const target of targets) {
+        for (const body of bodies) {
+          const headers: Record<string, string> = { 'content-type': 'application/x-amz-json-1.0' };
+          if (target) headers['x-amz-target'] = target;
+          const res = await server.api.request('POST', path, body, headers);
+          const where = `POST ${path} ${target} ${body.slice(0, 60)} -> ${res.status} ${res.text.slice(0, 160)}`;
+          if (res.status >= 500) failures.push(where);
+          else if (res.status >= 400) {
+            if (!/^com\.amazonaws\.sqs#[A-Za-z]+$/.test(res.body?.__type ?? '') || typeof res.body.message !== 'string') failures.push(`badly shaped error: ${where}`);
             if (/\bER_[A-Z_]+|SQLITE_[A-Z]+|node_modules|\n\s+at /.test(res.text)) failures.push(`leaks internals: ${where}`);
           }
         }

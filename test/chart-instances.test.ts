@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
 import type { Config } from '../src/config/schema.js';
-import { CHART, helm, helmTemplate, validateObject, type K8sObject } from './helpers/helm.js';
+import { CHART, EXPLICIT_AUTH, helm, helmTemplate, validateObject, type K8sObject } from './helpers/helm.js';
 
-const EXTERNAL = ['--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor'];
+// The auth values given (helm template cannot look up a generated Secret): test/chart-gitops.test.ts.
+const EXTERNAL = [...EXPLICIT_AUTH, '--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor'];
 
 /** The controller's conveyor.yaml as rendered (the ConfigMap the controller Deployment mounts). */
 function controllerConfig(objects: K8sObject[]): Config {

@@ -11,11 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { CHART, ROOT, helmTemplate, validateObject, type K8sObject } from './helpers/helm.js';
+import { CHART, EXPLICIT_AUTH, ROOT, helmTemplate, validateObject, type K8sObject } from './helpers/helm.js';
 import { PROMTOOL_BIN } from './helpers/prometheus.js';
 
 const MONITORING = ['--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.dashboard.enabled=true'];
-const EXTERNAL = ['--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor'];
+// The auth values given (helm template cannot look up a generated Secret): test/chart-gitops.test.ts.
+const EXTERNAL = [...EXPLICIT_AUTH, '--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor'];
 
 interface Rule {
   alert: string;
@@ -243,7 +244,7 @@ describe('monitoring of two releases side by side', () => {
 describe('the single-release rules file', () => {
   it('is what the chart renders for a release named conveyor, without the namespace matchers', async () => {
     const namespace = 'drift-check';
-    const objects = (await helmTemplate(['--set', 'metrics.prometheusRule.enabled=true'], { release: 'conveyor', namespace })).objects;
+    const objects = (await helmTemplate([...EXPLICIT_AUTH, '--set', 'metrics.prometheusRule.enabled=true'], { release: 'conveyor', namespace })).objects;
     const groups = groupsOf(objects);
     // absent() keeps no labels of its selector, so the chart names the namespace as a label of the alert.
     const allDown = groups.flatMap((g) => g.rules).find((r) => r.alert === 'ConveyorAllInstancesDown')!;

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { loadConfig, validateConfig } from '../src/config/load.js';
 import { configSchema, type Config } from '../src/config/schema.js';
-import { CHART, ROOT, helm, helmTemplate, parseManifests, validateObject, type K8sObject } from './helpers/helm.js';
+import { CHART, EXPLICIT_AUTH, ROOT, helm, helmTemplate, parseManifests, validateObject, type K8sObject } from './helpers/helm.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { TestPki } from './helpers/certs.js';
 import { engineByName } from './helpers/engines.js';
@@ -25,11 +25,15 @@ const PRODUCTION_VALUES = join(CHART, 'ci', 'production-values.yaml');
 const chartValues = parseYaml(readFileSync(join(CHART, 'values.yaml'), 'utf8'));
 const productionValues = parseYaml(readFileSync(PRODUCTION_VALUES, 'utf8'));
 
-/** The value sets every generic check runs on. `values` is what the test knows of them (for existingSecret names). */
+/**
+ * The value sets every generic check runs on. `values` is what the test knows of them (for existingSecret names).
+ * Sets with auth on and no auth.existingSecret give the auth values (EXPLICIT_AUTH): `helm template` refuses to
+ * generate them (test/chart-gitops.test.ts).
+ */
 const VALUE_SETS: Record<string, { args: string[]; values: any }> = {
-  default: { args: [], values: {} },
+  default: { args: [...EXPLICIT_AUTH], values: {} },
   embedded: {
-    args: ['--set', 'database.embedded=true', '--set', 'database.persistence.size=2Gi', '--set', 'networkPolicy.enabled=true', '--set', 'metrics.serviceMonitor.enabled=true'],
+    args: [...EXPLICIT_AUTH, '--set', 'database.embedded=true', '--set', 'database.persistence.size=2Gi', '--set', 'networkPolicy.enabled=true', '--set', 'metrics.serviceMonitor.enabled=true'],
     values: { database: { embedded: true } },
   },
   'embedded, auth off': {
@@ -38,6 +42,7 @@ const VALUE_SETS: Record<string, { args: string[]; values: any }> = {
   },
   'external, chart-made secrets': {
     args: [
+      ...EXPLICIT_AUTH,
       '--set', 'database.embedded=false',
       '--set', 'database.url=mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor',
       '--set', 'redis.url=redis://redis.db.svc:6379',
@@ -49,6 +54,7 @@ const VALUE_SETS: Record<string, { args: string[]; values: any }> = {
   production: { args: ['-f', PRODUCTION_VALUES], values: productionValues },
   'tls via cert-manager, mutual': {
     args: [
+      ...EXPLICIT_AUTH,
       '--set', 'tls.enabled=true', '--set', 'tls.clientCA=true',
       '--set', 'tls.certManager.issuerRef.name=internal-ca', '--set', 'tls.certManager.issuerRef.kind=ClusterIssuer',
       '--set', 'tls.certManager.extraDnsNames={conveyor.example.com}', '--set', 'tls.certManager.duration=2160h',
@@ -58,6 +64,7 @@ const VALUE_SETS: Record<string, { args: string[]; values: any }> = {
   },
   'tls via existingSecret': {
     args: [
+      ...EXPLICIT_AUTH,
       '--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor',
       '--set', 'tls.enabled=true', '--set', 'tls.existingSecret=conveyor-serving-cert',
     ],
@@ -66,6 +73,7 @@ const VALUE_SETS: Record<string, { args: string[]; values: any }> = {
   // Credentials for programs (docs/auth.md): ServiceAccount tokens, and access keys under a key from an existing Secret.
   'workload identity and access keys': {
     args: [
+      ...EXPLICIT_AUTH,
       '--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor',
       '--set', 'auth.kubernetes.enabled=true', '--set', 'auth.kubernetes.jwksUrl=https://kubernetes.default.svc/openid/v1/jwks',
       '--set', 'auth.credentialsKey.existingSecret=conveyor-credentials', '--set', 'auth.credentialsKey.previousKey=previous-credentials-key',
@@ -77,7 +85,7 @@ const VALUE_SETS: Record<string, { args: string[]; values: any }> = {
   },
   // An IPv6-only cluster: the listen addresses are the user's (the API and the controller sidecar).
   'IPv6 listen addresses': {
-    args: ['--set', 'config.server.host=::', '--set', 'config.controller.host=::'],
+    args: [...EXPLICIT_AUTH, '--set', 'config.server.host=::', '--set', 'config.controller.host=::'],
     values: { config: { server: { host: '::' }, controller: { host: '::' } } },
   },
 };
@@ -109,9 +117,19 @@ interface Workload {
   podLabels: Record<string, string>;
 }
 
-/** Every pod template the chart renders (Deployments, StatefulSets, CronJobs, Jobs, Pods). */
+/**
+ * The delete-reaper CronJob the controller creates, as the chart hands it over (the ConfigMap key its
+ * controller.delete_reaper_cronjob_template names), or undefined when the controller creates none.
+ */
+function controllerCronJob(objects: K8sObject[]): K8sObject | undefined {
+  const text = objects.find((o) => o.kind === 'ConfigMap' && o.data?.['delete-reaper-cronjob.yaml'])?.data['delete-reaper-cronjob.yaml'];
+  return text ? parseYaml(text) : undefined;
+}
+
+/** Every pod template the chart renders (Deployments, StatefulSets, CronJobs, Jobs, Pods), and the controller's CronJob. */
 function workloads(set: string): Workload[] {
-  return all(set).flatMap((obj): Workload[] => {
+  const cronJob = controllerCronJob(all(set));
+  return [...all(set), ...(cronJob ? [cronJob] : [])].flatMap((obj): Workload[] => {
     if (obj.kind === 'Deployment' || obj.kind === 'StatefulSet' || obj.kind === 'Job')
       return [{ obj, podSpec: obj.spec.template.spec, podLabels: obj.spec.template.metadata?.labels ?? {} }];
     if (obj.kind === 'CronJob') return [{ obj, podSpec: obj.spec.jobTemplate.spec.template.spec, podLabels: obj.spec.jobTemplate.spec.template.metadata?.labels ?? {} }];
@@ -172,8 +190,9 @@ function resolveEnv(set: string, container: any, namespace = NAMESPACE): Record<
         env[e.name] = DUMMY[e.name];
       }
     } else if (e.valueFrom?.fieldRef) {
-      expect(e.valueFrom.fieldRef.fieldPath).toBe('metadata.namespace');
-      env[e.name] = namespace;
+      const path = e.valueFrom.fieldRef.fieldPath;
+      expect(['metadata.namespace', 'metadata.name']).toContain(path);
+      env[e.name] = path === 'metadata.namespace' ? namespace : 'conveyor-controller-5d8f7c9b4-x2kqz';
     } else throw new Error(`unsupported env source in ${container.name}: ${JSON.stringify(e)}`);
   }
   return env;
@@ -370,13 +389,25 @@ describe.each(Object.keys(VALUE_SETS))('rendered with %s values', (set) => {
         expect(config.controller.port).toBe(ports.controller);
         expect(config.controller.namespace).toBe(NAMESPACE);
         expect(config.controller.host, where).toBe(VALUE_SETS[set].values.config?.controller?.host ?? '0.0.0.0');
-        const deleteJob = ofKind(set, 'CronJob').find((c) => c.metadata.name.endsWith('-reap-delete'));
+        // The delete CronJob is the controller's to create (from the template in the ConfigMap), never rendered.
+        const deleteJob = controllerCronJob(all(set));
         expect(config.controller.delete_reaper_cronjob).toBe(deleteJob?.metadata.name ?? '');
+        expect(ofKind(set, 'CronJob').filter((c) => c.metadata.name.endsWith('-reap-delete'))).toEqual([]);
         if (deleteJob) {
+          // The template is a file of the ConfigMap the controller mounts.
+          const file = config.controller.delete_reaper_cronjob_template;
+          const mount = w.container.volumeMounts.find((m: any) => file.startsWith(`${m.mountPath}/`));
+          const volume = w.podSpec.volumes.find((v: any) => v.name === mount?.name);
+          expect(named(set, 'ConfigMap', volume?.configMap?.name).data[posix.relative(mount.mountPath, file)], where).toBeDefined();
           expect(deleteJob.metadata.namespace).toBe(config.controller.namespace);
+          expect(deleteJob.metadata.labels?.['app.kubernetes.io/managed-by']).toBe('conveyor-controller');
+          expect(validateObject(deleteJob)).toEqual([]);
           // The schedule the controller falls back to (nothing stored yet) is the one the chart starts the CronJob with.
           expect(config.queue.delete_reaper_schedule).toBe(deleteJob.spec.schedule);
-        }
+          // Its own pod, from the downward API: the way to its Deployment, the CronJob's owner.
+          const fieldRefs = Object.fromEntries(w.container.env.filter((e: any) => e.valueFrom?.fieldRef).map((e: any) => [e.name, e.valueFrom.fieldRef.fieldPath]));
+          expect(fieldRefs).toMatchObject({ POD_NAME: 'metadata.name', POD_NAMESPACE: 'metadata.namespace' });
+        } else expect(config.controller.delete_reaper_cronjob_template).toBe('');
         const watched = config.controller.namespaces.split(',').filter(Boolean);
         expect(watched).toEqual(VALUE_SETS[set].values.controller?.watchNamespaces ?? []);
         // Scoped to the release: it reconciles only resources labelled conveyor.dev/instance=<release>.
@@ -517,7 +548,18 @@ describe.each(Object.keys(VALUE_SETS))('rendered with %s values', (set) => {
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [`${config.controller.lease_name}-${config.controller.instance}`], verbs: ['get', 'update'] },
     ];
     if (config.controller.delete_reaper_cronjob) {
-      ownRules.push({ apiGroups: ['batch'], resources: ['cronjobs'], resourceNames: [config.controller.delete_reaper_cronjob], verbs: ['get', 'patch'] });
+      const deployment = controller.obj.metadata.name;
+      expect(controller.obj.kind).toBe('Deployment');
+      ownRules.push(
+        // It creates the CronJob, then reads and puts back only that one.
+        { apiGroups: ['batch'], resources: ['cronjobs'], verbs: ['create'] },
+        { apiGroups: ['batch'], resources: ['cronjobs'], resourceNames: [config.controller.delete_reaper_cronjob], verbs: ['get', 'update'] },
+        // Its owner: pod -> ReplicaSet -> its Deployment; blockOwnerDeletion needs the Deployment's finalizers.
+        { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
+        { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['get'] },
+        { apiGroups: ['apps'], resources: ['deployments'], resourceNames: [deployment], verbs: ['get'] },
+        { apiGroups: ['apps'], resources: ['deployments/finalizers'], resourceNames: [deployment], verbs: ['update'] },
+      );
     }
     const bindingsOf = (kind: 'Role' | 'ClusterRole', role: K8sObject) =>
       rbac.filter((b) => b.kind === (kind === 'Role' ? 'RoleBinding' : 'ClusterRoleBinding') && b.roleRef.kind === kind && b.roleRef.name === role.metadata.name && b.metadata.namespace === role.metadata.namespace);
@@ -578,21 +620,16 @@ describe('default install (embedded database)', () => {
     expect(ofKind('embedded', 'StatefulSet')[0].spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe('2Gi');
   });
 
-  it('auth is on by default with a generated JWT secret (64 characters) and admin password (24), new on every fresh render', async () => {
+  it('auth is on by default; explicit values go into the auth Secret, which outlives helm uninstall', () => {
     const secret = named('default', 'Secret', 'conveyor-auth');
-    const jwt = Buffer.from(secret.data['jwt-secret'], 'base64').toString();
-    const password = Buffer.from(secret.data['admin-password'], 'base64').toString();
-    expect(jwt).toMatch(/^[A-Za-z0-9]{64}$/);
-    expect(password).toMatch(/^[A-Za-z0-9]{24}$/);
+    expect(Buffer.from(secret.data['jwt-secret'], 'base64').toString()).toBe(EXPLICIT_AUTH[1].split('=')[1]);
+    expect(Buffer.from(secret.data['admin-password'], 'base64').toString()).toBe(EXPLICIT_AUTH[3].split('=')[1]);
     expect(secret.metadata.annotations?.['helm.sh/resource-policy']).toBe('keep');
-    const again = named('default', 'Secret', 'conveyor-auth');
-    expect(again).toBe(secret);
-    const other = (await helmTemplate([])).objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'conveyor-auth')!;
-    expect(other.data['jwt-secret']).not.toBe(secret.data['jwt-secret']);
+    // Generated values (a render that can look up): test/chart-gitops.test.ts.
   });
 
   it('helm install --dry-run prints NOTES that tell how to reach the API and the metrics, where the admin UI is, how to read the password, and that embedded mode does not scale out', async () => {
-    const result = await helm(['install', 'conveyor', CHART, '--dry-run=client', '--namespace', NAMESPACE]);
+    const result = await helm(['install', 'conveyor', CHART, '--dry-run=client', '--namespace', NAMESPACE, ...EXPLICIT_AUTH]);
     expect(result.code, result.stderr).toBe(0);
     const notes = result.stdout.slice(result.stdout.indexOf('NOTES:'));
     expect(notes).toMatch(/WARNING: embedded database/);
@@ -654,12 +691,12 @@ describe('production install (external MySQL, existing secrets)', () => {
     expect(named(set, 'Deployment', 'conveyor').spec.template.spec.serviceAccountName).toBe('conveyor');
   });
 
-  it('reaper CronJobs run `reap <kind>` on the configured schedules with concurrencyPolicy Forbid', () => {
-    const cronJobs = ofKind(set, 'CronJob');
+  it('reaper CronJobs run `reap <kind>` on the configured schedules with concurrencyPolicy Forbid (the delete one is the controller\'s)', () => {
+    const cronJobs = [...ofKind(set, 'CronJob'), controllerCronJob(all(set))!];
     expect(cronJobs.map((c) => [c.metadata.name, c.spec.schedule, c.spec.concurrencyPolicy, c.spec.suspend, c.spec.timeZone])).toEqual([
       ['conveyor-reap-expiry', '* * * * *', 'Forbid', false, 'Etc/UTC'],
-      ['conveyor-reap-delete', '30 2 * * *', 'Forbid', false, 'Etc/UTC'],
       ['conveyor-reap-archive', '15 * * * *', 'Forbid', false, 'Etc/UTC'],
+      ['conveyor-reap-delete', '30 2 * * *', 'Forbid', false, 'Etc/UTC'],
     ]);
     for (const c of cronJobs) {
       const pod = c.spec.jobTemplate.spec.template.spec;
@@ -717,7 +754,7 @@ describe('production install (external MySQL, existing secrets)', () => {
 describe('API pods: disruption budget and shutdown', () => {
   const apiPod = (objects: K8sObject[]) => objects.find((o) => (o.kind === 'Deployment' || o.kind === 'StatefulSet') && o.metadata.labels?.['app.kubernetes.io/component'] === 'server')!.spec.template.spec;
   const failing = async (args: string[]) => {
-    const result = await helm(['template', 'conveyor', CHART, ...args]);
+    const result = await helm(['template', 'conveyor', CHART, ...EXPLICIT_AUTH, ...args]);
     expect(result.code, result.stdout).not.toBe(0);
     return result.stderr;
   };
@@ -725,7 +762,7 @@ describe('API pods: disruption budget and shutdown', () => {
   it('pods roll when a secret value changes, and their annotation does not give the value away to a bare hash', async () => {
     const url = 'mysql://u:p@h:3306/db';
     const annotation = async (args: string[]) => {
-      const { objects } = await helmTemplate(['--set', 'database.embedded=false', ...args]);
+      const { objects } = await helmTemplate([...EXPLICIT_AUTH, '--set', 'database.embedded=false', ...args]);
       const api = objects.find((o) => o.kind === 'Deployment' && o.metadata.labels?.['app.kubernetes.io/component'] === 'server')!;
       return api.spec.template.metadata.annotations['checksum/secret-values'];
     };
@@ -734,14 +771,15 @@ describe('API pods: disruption budget and shutdown', () => {
     expect(await annotation(['--set', `database.url=${url}`])).toBe(first);
     expect(await annotation(['--set', 'database.url=mysql://u:q@h:3306/db'])).not.toBe(first);
     expect(await annotation(['--set', `database.url=${url}`, '--set', 'auth.adminPassword=another-admin-password'])).not.toBe(first);
-    const bare = createHash('sha256').update(JSON.stringify([url, '', true, '', '', '', '', ''])).digest('hex');
+    const explicit = (key: string) => EXPLICIT_AUTH.find((a) => a.startsWith(`${key}=`))!.split('=')[1];
+    const bare = createHash('sha256').update(JSON.stringify([url, '', true, explicit('auth.jwtSecret'), explicit('auth.adminPassword'), '', '', ''])).digest('hex');
     expect(first).not.toBe(bare);
   });
 
   it('the migration hook Job and the helm test pod take their own node selector, tolerations and affinity (tainted or dedicated nodes)', async () => {
     const toleration = { key: 'dedicated', operator: 'Equal', value: 'queue', effect: 'NoSchedule' };
     const affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }] } } };
-    const args = ['--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor'];
+    const args = [...EXPLICIT_AUTH, '--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:s3cret@mysql.db.svc:3306/conveyor'];
     for (const section of ['migrations', 'tests']) {
       args.push(
         '--set', `${section}.nodeSelector.pool=queue`,
@@ -763,7 +801,7 @@ describe('API pods: disruption budget and shutdown', () => {
   });
 
   it('PodDisruptionBudget: maxUnavailable 0 stays 0 (not the default 1); a percentage passes; unset is maxUnavailable 1', async () => {
-    const pdb = async (args: string[]) => (await helmTemplate(args)).objects.find((o) => o.kind === 'PodDisruptionBudget')!.spec;
+    const pdb = async (args: string[]) => (await helmTemplate([...EXPLICIT_AUTH, ...args])).objects.find((o) => o.kind === 'PodDisruptionBudget')!.spec;
     const zero = await pdb(['--set', 'api.podDisruptionBudget.maxUnavailable=0']);
     expect(zero.maxUnavailable).toBe(0);
     expect(zero.minAvailable).toBeUndefined();
@@ -788,7 +826,7 @@ describe('API pods: disruption budget and shutdown', () => {
 
   it('terminationGracePeriodSeconds follows api.preStopSleepSeconds and config.server.shutdown_timeout; a too small explicit value is refused', async () => {
     const grace = async (args: string[]) => {
-      const pod = apiPod((await helmTemplate(args)).objects);
+      const pod = apiPod((await helmTemplate([...EXPLICIT_AUTH, ...args])).objects);
       return [pod.terminationGracePeriodSeconds, pod.containers[0].lifecycle?.preStop?.exec?.command];
     };
     expect(await grace(['--set', 'api.preStopSleepSeconds=10', '--set', 'config.server.shutdown_timeout=1.5m'])).toEqual([105, ['sleep', '10']]);
@@ -839,7 +877,7 @@ describe('long release names', () => {
   const release = 'a-very-long-release-name-for-testing-name-limits-xyzw';
   const sets: Record<string, string[]> = {
     production: ['-f', PRODUCTION_VALUES],
-    embedded: ['--set', 'networkPolicy.enabled=true', '--set', 'networkPolicy.allowExternal=false'],
+    embedded: [...EXPLICIT_AUTH, '--set', 'networkPolicy.enabled=true', '--set', 'networkPolicy.allowExternal=false'],
   };
   const renders: Record<string, K8sObject[]> = {};
   beforeAll(async () => {
@@ -847,8 +885,9 @@ describe('long release names', () => {
     for (const [name, args] of Object.entries(sets)) renders[name] = (await helmTemplate(args, { release })).objects;
   }, 60_000);
 
+  const withControllerCronJob = (objects: K8sObject[]) => [...objects, ...[controllerCronJob(objects)].filter((o): o is K8sObject => !!o)];
   const podTemplates = (objects: K8sObject[]) =>
-    objects.flatMap((o) => {
+    withControllerCronJob(objects).flatMap((o) => {
       if (o.kind === 'CronJob') return [o.spec.jobTemplate.spec.template];
       if (o.kind === 'Pod') return [o];
       return o.spec?.template?.spec ? [o.spec.template] : [];
@@ -856,7 +895,7 @@ describe('long release names', () => {
   const configOf = (objects: K8sObject[]) => parseYaml(objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-config'))!.data['conveyor.yaml']);
 
   it.each(Object.keys(sets))('%s: every name and label fits its limit; CronJob and StatefulSet names are at most 52 characters', (set) => {
-    const objects = renders[set];
+    const objects = withControllerCronJob(renders[set]);
     expect(objects.flatMap(validateObject)).toEqual([]);
     const labelled: Array<[string, Record<string, string> | undefined]> = [
       ...objects.map((o): [string, Record<string, string> | undefined] => [`${o.kind}/${o.metadata.name}`, o.metadata.labels]),
@@ -874,23 +913,24 @@ describe('long release names', () => {
     for (const o of limited) expect(o.metadata.name.length, `${o.kind}/${o.metadata.name}`).toBeLessThanOrEqual(52);
     // Shortened, they still tell the reapers apart by name.
     const cronJobs = objects.filter((o) => o.kind === 'CronJob').map((o) => o.metadata.name);
-    if (cronJobs.length) expect(cronJobs.map((n) => n.replace(/^.*-(reap-\w+)$/, '$1'))).toEqual(['reap-expiry', 'reap-delete', 'reap-archive']);
+    if (cronJobs.length) expect(cronJobs.map((n) => n.replace(/^.*-(reap-\w+)$/, '$1'))).toEqual(['reap-expiry', 'reap-archive', 'reap-delete']);
   });
 
   it('Redis keys and channels are the release\'s own unless config.redis.key_prefix says otherwise', async () => {
     for (const set of Object.keys(sets)) expect(configOf(renders[set]).redis.key_prefix).toBe(`conveyor:conveyor.${release}:`);
-    const other = await helmTemplate(['--set', 'config.redis.key_prefix=shared:'], { release: 'other', namespace: 'team-b' });
+    const other = await helmTemplate([...EXPLICIT_AUTH, '--set', 'config.redis.key_prefix=shared:'], { release: 'other', namespace: 'team-b' });
     expect(configOf(other.objects).redis.key_prefix).toBe('shared:');
-    const own = await helmTemplate([], { release: 'other', namespace: 'team-b' });
+    const own = await helmTemplate(EXPLICIT_AUTH, { release: 'other', namespace: 'team-b' });
     expect(configOf(own.objects).redis.key_prefix).toBe('conveyor:team-b.other:');
   }, 60_000);
 
-  it('the controller setting and RBAC name the delete CronJob as rendered; Services and NetworkPolicies select the pods', () => {
+  it('the controller setting and RBAC name the delete CronJob as its template does; Services and NetworkPolicies select the pods', () => {
     const objects = renders.production;
-    const deleteJob = objects.find((o) => o.kind === 'CronJob' && o.metadata.name.endsWith('-reap-delete'))!;
+    const deleteJob = controllerCronJob(objects)!;
+    expect(deleteJob.metadata.name).toMatch(/-reap-delete$/);
     expect(configOf(objects).controller.delete_reaper_cronjob).toBe(deleteJob.metadata.name);
     const cronRules = objects.filter((o) => o.kind === 'Role').flatMap((r) => r.rules).filter((r: any) => r.resources.includes('cronjobs'));
-    expect(cronRules.map((r: any) => r.resourceNames)).toEqual([[deleteJob.metadata.name]]);
+    expect(cronRules.map((r: any) => [r.verbs, r.resourceNames])).toEqual([[['create'], undefined], [['get', 'update'], [deleteJob.metadata.name]]]);
     for (const set of Object.keys(sets)) {
       const pods = podTemplates(renders[set]).map((t) => t.metadata.labels ?? {});
       for (const svc of renders[set].filter((o) => o.kind === 'Service')) {
@@ -905,13 +945,13 @@ describe('long release names', () => {
   });
 
   it('shortened names are stable and keep two long releases that begin alike apart; short names are unchanged', async () => {
-    const names = (objects: K8sObject[]) => objects.filter((o) => o.kind === 'CronJob' || o.kind === 'StatefulSet').map((o) => o.metadata.name);
+    const names = (objects: K8sObject[]) => withControllerCronJob(objects).filter((o) => o.kind === 'CronJob' || o.kind === 'StatefulSet').map((o) => o.metadata.name);
     const again = (await helmTemplate(sets.production, { release })).objects;
     expect(names(again)).toEqual(names(renders.production));
     const sibling = (await helmTemplate(sets.production, { release: `${release.slice(0, -1)}q` })).objects;
     for (const name of names(sibling)) expect(names(renders.production)).not.toContain(name);
     expect(ofKind('default', 'StatefulSet').map((o) => o.metadata.name)).toEqual(['conveyor']);
-    expect(ofKind('production', 'CronJob').map((o) => o.metadata.name)).toEqual(['conveyor-reap-expiry', 'conveyor-reap-delete', 'conveyor-reap-archive']);
+    expect(names(all('production'))).toEqual(['conveyor-reap-expiry', 'conveyor-reap-archive', 'conveyor-reap-delete']);
   });
 });
 
@@ -935,12 +975,13 @@ describe('external database with chart-made secrets', () => {
     expect(Buffer.from(named(set, 'Secret', 'conveyor-redis').data.url, 'base64').toString()).toBe('redis://redis.db.svc:6379');
   });
 
-  it('the API pods run no reaper (CronJobs do) and get Redis; the controller may patch exactly the delete CronJob', () => {
+  it('the API pods run no reaper (CronJobs do) and get Redis; the controller creates the delete CronJob', () => {
     const api = conveyorContainers(set).find((w) => w.container.args[0] === 'serve')!;
     const { config } = containerConfig(set, api);
     expect(config.reapers.mode).toBe('external');
     expect(config.redis.url).toBe('redis://redis.db.svc:6379');
-    expect(ofKind(set, 'CronJob').map((c) => c.metadata.name)).toEqual(['conveyor-reap-expiry', 'conveyor-reap-delete', 'conveyor-reap-archive']);
+    expect(ofKind(set, 'CronJob').map((c) => c.metadata.name)).toEqual(['conveyor-reap-expiry', 'conveyor-reap-archive']);
+    expect(controllerCronJob(all(set))?.metadata.name).toBe('conveyor-reap-delete');
     expect(named(set, 'Deployment', 'conveyor').spec.replicas).toBe(2);
   });
 });
@@ -1024,7 +1065,7 @@ describe('TLS (tls.*)', () => {
 
   it('refuses TLS without a certificate source, with two, and mutual TLS without the metrics port', async () => {
     const failing = async (args: string[]) => {
-      const result = await helm(['template', 'conveyor', CHART, ...args]);
+      const result = await helm(['template', 'conveyor', CHART, ...EXPLICIT_AUTH, ...args]);
       expect(result.code, result.stdout).not.toBe(0);
       return result.stderr;
     };
@@ -1039,7 +1080,7 @@ describe('TLS (tls.*)', () => {
 
 describe('values.schema.json and impossible combinations', () => {
   const failing = async (args: string[]) => {
-    const result = await helm(['template', 'conveyor', CHART, ...args]);
+    const result = await helm(['template', 'conveyor', CHART, ...EXPLICIT_AUTH, ...args]);
     expect(result.code, result.stdout).not.toBe(0);
     return result.stderr;
   };
@@ -1077,6 +1118,8 @@ describe('values.schema.json and impossible combinations', () => {
       'server.http_port', 'server.grpc_port', 'db.url', 'queue.delete_reaper_schedule', 'reapers.mode',
       'auth.enabled', 'auth.jwt_secret', 'auth.username', 'auth.password', 'redis.url', 'metrics.port',
       'controller.namespaces', 'controller.namespace', 'controller.lease_name', 'controller.delete_reaper_cronjob', 'controller.port',
+      // The delete CronJob the controller creates: its template, a file of the chart's ConfigMap.
+      'controller.delete_reaper_cronjob_template',
       // controller.instance (the release name), controller.topicOwnership and controller.adoptExisting.
       'controller.instance', 'controller.topic_ownership', 'controller.adopt_existing',
       'server.tls_cert_file', 'server.tls_key_file', 'server.tls_client_ca_file',
@@ -1085,6 +1128,8 @@ describe('values.schema.json and impossible combinations', () => {
       // Credentials for programs: auth.kubernetes.* and auth.credentialsKey.* (a Secret's keys, as the other secrets).
       'auth.kubernetes_enabled', 'auth.kubernetes_issuer', 'auth.kubernetes_audience', 'auth.kubernetes_jwks_url',
       'auth.credentials_key', 'auth.credentials_key_file', 'auth.previous_credentials_key', 'auth.previous_credentials_key_file',
+      // Tracing's export headers (an API key): telemetry.tracesHeaders.* (a Secret's key).
+      'telemetry.traces_headers', 'telemetry.traces_headers_file',
     ];
     const serviceKeys = Object.entries(configSchema.shape).flatMap(([section, schema]) =>
       Object.keys((schema as unknown as { def: { innerType: { shape: object } } }).def.innerType.shape).map((key) => `${section}.${key}`),
@@ -1106,7 +1151,7 @@ describe('values.schema.json and impossible combinations', () => {
 
 describe('values kept across upgrades (lookup)', () => {
   // helm template and --dry-run=client have no cluster, so `lookup` answers nothing there. The chart isolates its
-  // two lookups in one define each; this copy of the chart replaces the lookup call with a fixed object, exactly
+  // lookups in one define each; this copy of the chart replaces the Secret's lookup with a fixed object, exactly
   // what lookup returns on an upgrade, and renders the real templates around it.
   let fakeChart: string;
   const liveJwt = 'kept-jwt-secret-from-the-first-install-0123456789';
@@ -1118,16 +1163,9 @@ describe('values kept across upgrades (lookup)', () => {
     const helpers = join(fakeChart, 'templates', '_helpers.tpl');
     const text = readFileSync(helpers, 'utf8');
     const secretLookup = '{{- $secret := lookup "v1" "Secret" .namespace .name -}}';
-    const cronJobLookup = '{{- $cronJob := lookup "batch/v1" "CronJob" .namespace .name -}}';
     expect(text).toContain(secretLookup);
-    expect(text).toContain(cronJobLookup);
     const b64 = (s: string) => Buffer.from(s).toString('base64');
-    writeFileSync(
-      helpers,
-      text
-        .replace(secretLookup, `{{- $secret := dict "data" (dict "jwt-secret" "${b64(liveJwt)}" "admin-password" "${b64(livePassword)}") -}}`)
-        .replace(cronJobLookup, `{{- $cronJob := dict "spec" (dict "schedule" "*/10 * * * *" "suspend" true) -}}`),
-    );
+    writeFileSync(helpers, text.replace(secretLookup, `{{- $secret := dict "data" (dict "jwt-secret" "${b64(liveJwt)}" "admin-password" "${b64(livePassword)}") -}}`));
   });
   afterAll(() => {
     if (fakeChart) rmSync(fakeChart, { recursive: true, force: true });
@@ -1148,18 +1186,12 @@ describe('values kept across upgrades (lookup)', () => {
     expect(Buffer.from(secret.data['admin-password'], 'base64').toString()).toBe(livePassword);
   });
 
-  it('an upgrade keeps the delete CronJob\'s schedule and suspend as the controller set them; the other CronJobs follow the values', async () => {
-    const { objects } = await helmTemplate(['-f', PRODUCTION_VALUES], { chart: fakeChart });
-    const cron = (name: string) => objects.find((o) => o.kind === 'CronJob' && o.metadata.name === name)!;
-    expect([cron('conveyor-reap-delete').spec.schedule, cron('conveyor-reap-delete').spec.suspend]).toEqual(['*/10 * * * *', true]);
-    expect([cron('conveyor-reap-expiry').spec.schedule, cron('conveyor-reap-expiry').spec.suspend]).toEqual(['* * * * *', false]);
-  });
-
-  it('without the controller nothing manages the delete CronJob: an upgrade applies the values\' schedule, not the live one', async () => {
-    const { objects } = await helmTemplate(['-f', PRODUCTION_VALUES, '--set', 'controller.enabled=false', '--set', 'reapers.delete.schedule=45 4 * * *'], { chart: fakeChart });
+  it('without the controller nothing changes the delete CronJob\'s schedule, so the chart renders it as the others, on the values\' schedule', async () => {
+    const { objects } = await helmTemplate(['-f', PRODUCTION_VALUES, '--set', 'controller.enabled=false', '--set', 'reapers.delete.schedule=45 4 * * *']);
     const cron = objects.find((o) => o.kind === 'CronJob' && o.metadata.name === 'conveyor-reap-delete')!;
-    expect([cron.spec.schedule, cron.spec.suspend]).toEqual(['45 4 * * *', false]);
+    expect([cron.spec.schedule, cron.spec.suspend, cron.metadata.labels?.['app.kubernetes.io/managed-by']]).toEqual(['45 4 * * *', false, 'Helm']);
     expect(objects.some((o) => o.kind === 'Deployment' && o.metadata.name === 'conveyor-controller')).toBe(false);
+    expect(controllerCronJob(objects)).toBeUndefined();
   });
 });
 
@@ -1167,7 +1199,7 @@ describe('an upgrade that would flip database.embedded (lookup)', () => {
   // As above: copies of the chart whose lookup of the release's live API workload answers what a cluster
   // running the embedded (StatefulSet) or the external (Deployment) configuration would.
   const charts: Record<'StatefulSet' | 'Deployment', string> = { StatefulSet: '', Deployment: '' };
-  const external = ['--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:pw@mysql:3306/conveyor'];
+  const external = [...EXPLICIT_AUTH, '--set', 'database.embedded=false', '--set', 'database.url=mysql://conveyor:pw@mysql:3306/conveyor'];
 
   beforeAll(() => {
     for (const kind of ['StatefulSet', 'Deployment'] as const) {
@@ -1201,7 +1233,7 @@ describe('an upgrade that would flip database.embedded (lookup)', () => {
     const allowed = await helmTemplate([...external, '--set', 'database.allowSwitch=true'], { chart: charts.StatefulSet });
     expect(allowed.objects.some((o) => o.kind === 'Deployment' && o.metadata.name === 'conveyor')).toBe(true);
     // The same configuration upgrades as before: nothing is refused.
-    const kept = await helmTemplate([], { chart: charts.StatefulSet });
+    const kept = await helmTemplate(EXPLICIT_AUTH, { chart: charts.StatefulSet });
     expect(kept.objects.some((o) => o.kind === 'StatefulSet' && o.metadata.name === 'conveyor')).toBe(true);
     // Another release, or the same name in another namespace, is a first install: its own choice.
     for (const where of [{ release: 'other' }, { namespace: 'elsewhere' }]) {
@@ -1211,8 +1243,8 @@ describe('an upgrade that would flip database.embedded (lookup)', () => {
   });
 
   it('a release on an external database is not switched to a new, empty SQLite volume unless database.allowSwitch=true', async () => {
-    expect(await failing(charts.Deployment, [])).toMatch(/database\.embedded=true, but release conveyor runs on an external database \(Deployment conveyor\).*empty SQLite volume/);
-    const allowed = await helmTemplate(['--set', 'database.allowSwitch=true'], { chart: charts.Deployment });
+    expect(await failing(charts.Deployment, EXPLICIT_AUTH)).toMatch(/database\.embedded=true, but release conveyor runs on an external database \(Deployment conveyor\).*empty SQLite volume/);
+    const allowed = await helmTemplate([...EXPLICIT_AUTH, '--set', 'database.allowSwitch=true'], { chart: charts.Deployment });
     expect(allowed.objects.some((o) => o.kind === 'StatefulSet' && o.metadata.name === 'conveyor')).toBe(true);
     const kept = await helmTemplate(external, { chart: charts.Deployment });
     expect(kept.objects.some((o) => o.kind === 'Deployment' && o.metadata.name === 'conveyor')).toBe(true);

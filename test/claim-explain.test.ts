@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { claimSelectMysql, type ClaimRequest } from '../src/store/messages/claim.js';
 import { overdueMessages, WITHOUT_DELIVERIES } from '../src/store/messages/settle.js';
-import { nextInTopicLine } from '../src/store/ordering/lines.js';
+import { joinTopicLinesStatements, leaveTopicLinesStatements, nextInLineStatement } from '../src/store/ordering/lines.js';
 import { engineByName } from './helpers/engines.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -51,9 +51,9 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
         expect((await api.post('/api/messages/batch', { messages })).status).toBe(201);
       }
     }
-    // An ordered topic: 50 keys of 40 messages, each key's first the head, the rest waiting behind it.
+    // An ordered topic: 1,000 keys of 2 messages, each key's first the head, the other waiting behind it.
     for (let i = 0; i < 2; i++) {
-      const messages = Array.from({ length: 1000 }, (_, n) => ({ topic: 'ordered', payload: `o${i * 1000 + n}`, ordering_key: `key-${n % 50}` }));
+      const messages = Array.from({ length: 1000 }, (_, n) => ({ topic: 'ordered', payload: `o${i * 1000 + n}`, ordering_key: `key-${n}` }));
       expect((await api.post('/api/messages/batch', { messages })).status).toBe(201);
     }
     expect((await api.dequeue('orders', { count: 600 })).status).toBe(200);
@@ -61,7 +61,7 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
     // Statuses the API reaches only with time (expiry) or repeated failure, set directly for the fixture.
     await server.db('messages').where({ topic: 'orders', status: 'pending' }).orderBy('id').limit(300).update({ status: 'expired' });
     await server.db('messages').where({ topic: 'emails', status: 'pending' }).orderBy('id').limit(200).update({ status: 'failed' });
-    await server.db.raw('ANALYZE TABLE messages');
+    await server.db.raw('ANALYZE TABLE messages, ordering_heads');
   });
   afterAll(async () => {
     await server?.close();
@@ -115,15 +115,32 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
   });
 
   it("the next message of an ordering key's line is one seek into messages_ordering, not a walk of the topic", async () => {
-    const native = nextInTopicLine(server.db, { topic: 'ordered', group: '', key: 'key-7' }, now).toSQL().toNative();
-    const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${native.sql}`, native.bindings as any[])) as [Array<{ EXPLAIN: string }>];
+    const native = nextInLineStatement({ topic: 'ordered', group: '', key: 'key-7' }, now);
+    const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${native.sql}`, native.bindings)) as [Array<{ EXPLAIN: string }>];
     const text = json[0].EXPLAIN;
     expect(text).not.toMatch(/filesort/i);
     expect(tablesOf(JSON.parse(text)).find((t) => t.table_name === 'messages')).toMatchObject({ key: 'messages_ordering' });
     // The claim takes only heads: one per key, whatever the backlog behind them.
     const claimed = (await claimSelectMysql(server.db, { topic: 'ordered', limit: 1000, now: Date.now(), visibleUntil: 0 }, 1000).clone().clearSelect().select('id', 'ordering_key')) as Array<{ ordering_key: string }>;
-    expect(new Set(claimed.map((r) => r.ordering_key)).size).toBe(50);
-    expect(claimed).toHaveLength(50);
+    expect(new Set(claimed.map((r) => r.ordering_key)).size).toBe(1000);
+    expect(claimed).toHaveLength(1000);
+  });
+
+  it("the one-trip hand-over and join statements of ordering keys seek each line by its key, never a scan", async () => {
+    const heads = (await server.db('ordering_heads').where({ topic: 'ordered', consumer_group: '' }).orderBy('ordering_key').limit(30)) as Array<{ ordering_key: string; message_id: string }>;
+    expect(heads).toHaveLength(30);
+    const lines = heads.map((h) => ({ line: { topic: 'ordered', group: '', key: h.ordering_key }, id: h.message_id }));
+    for (const statement of [...leaveTopicLinesStatements(lines, now), ...joinTopicLinesStatements(lines)]) {
+      const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${statement.sql}`, statement.bindings as any[])) as [Array<{ EXPLAIN: string }>];
+      const text = json[0].EXPLAIN;
+      for (const t of tablesOf(JSON.parse(text))) {
+        // Heads by their whole primary key (range or eq_ref), messages by key: never a walk of every head.
+        expect(['ALL', 'index'], `${t.table_name} in ${statement.sql}`).not.toContain(t.access_type);
+        if (t.table_name === 'h') expect(Number(t.rows), statement.sql).toBeLessThanOrEqual(30);
+      }
+      // The join's INSERT sorts its batch's own rows into the lock order; nothing else sorts.
+      if (!statement.sql.startsWith('INSERT')) expect(text, statement.sql).not.toMatch(/filesort/i);
+    }
   });
 
   it("the ack's DELETE finds its rows by primary key and looks each one's deliveries up by key, never a scan", async () => {

@@ -193,6 +193,7 @@ describe('secrets from files (*_file keys)', () => {
     { key: 'auth.password', fileKey: 'auth.password_file', env: 'CONVEYOR_AUTH_PASSWORD_FILE', value: 'password-from-file-42' },
     { key: 'db.url', fileKey: 'db.url_file', env: 'CONVEYOR_DB_URL_FILE', value: 'mysql://app:db-pass-from-file@db.example:3306/queue' },
     { key: 'redis.url', fileKey: 'redis.url_file', env: 'CONVEYOR_REDIS_URL_FILE', value: 'redis://:redis-pass-from-file@redis.example:6379/0' },
+    { key: 'telemetry.traces_headers', fileKey: 'telemetry.traces_headers_file', env: 'CONVEYOR_TELEMETRY_TRACES_HEADERS_FILE', value: 'api-key=key-from-file-9876' },
   ];
   const valueOf = (config: unknown, key: string) => {
     const [section, name] = key.split('.');

@@ -95,6 +95,21 @@ describeEachEngine('controller: GitOps with the example manifests', (engine) => 
     expect((await server.api.enqueue('orders', JSON.stringify({ id: 'o-1' }))).status).toBe(422);
   });
 
+  it('marks the topics it manages in GET /api/topics', async () => {
+    const topics = (await server.api.get('/api/topics?limit=200')).body.items;
+    const orders = topics.find((t: any) => t.topic === 'orders');
+    expect(orders).toMatchObject({
+      managed: true,
+      configured: true,
+      managed_by: { config: { kind: 'TopicConfig', namespace: 'team-orders', name: 'orders' }, schema: { kind: 'TopicSchema', namespace: 'team-orders', name: 'orders' } },
+    });
+    expect(orders.consumer_groups.map((g: any) => [g.consumer_group, g.managed_by?.kind])).toEqual([
+      ['billing', 'ConsumerGroup'],
+      ['shipping', 'ConsumerGroup'],
+    ]);
+    expect(topics.find((t: any) => t.topic === 'payments.v1')).toMatchObject({ managed: true, managed_by: { schema: null } });
+  });
+
   it('refuses HTTP changes to managed rows with 409 naming the resource', async () => {
     const cases = [
       await server.api.put('/api/topic-configs/orders', { max_retries: 1 }),

@@ -132,10 +132,19 @@ function problem(chunk: Chunk, outcome: Outcome): string | undefined {
   const [, status, rest] = expectation;
   let body = outcome.stdout;
   if (body.startsWith('HTTP/')) body = body.slice(body.indexOf('\r\n\r\n') + 4);
+  // A command that shows its status itself (`curl -w ' %{http_code}\n'`, the README's tour) prints it after
+  // the body; its own --write-out replaces the one the wrapper adds, so the status is read from there.
+  let shown: string | undefined;
+  if (chunk.code.includes('%{http_code}')) {
+    const tail = /(?:^| )(\d{3})\n?$/.exec(body);
+    if (!tail) return `no status after the output: ${body.slice(-200)}`;
+    shown = tail[1];
+    body = body.slice(0, tail.index);
+  }
   if (status) {
     const statuses = outcome.stderr.split('\n').filter((l) => /^\d{3}$/.test(l.trim()));
     const fromStdout = /^(\d{3})\s*$/m.exec(body)?.[1];
-    const actual = statuses.at(-1)?.trim() ?? fromStdout;
+    const actual = shown ?? statuses.at(-1)?.trim() ?? fromStdout;
     if (actual !== status) return `status ${actual ?? 'none'}, documented ${status}`;
   }
   if (rest.startsWith('{') || rest.startsWith('[')) {

@@ -641,3 +641,83 @@ describe('fake kube-apiserver with the real @kubernetes/client-node', () => {
     expect(((await co.getNamespacedCustomObject({ ...ref, namespace: ns, name: 'b' })) as any).metadata.name).toBe('b');
   });
 });
+
+// =====================================================================================================
+describe('fake kube-apiserver: workloads, owner references and garbage collection', () => {
+  let fk: FakeKube;
+  let core: k8s.CoreV1Api;
+  let apps: k8s.AppsV1Api;
+  let batch: k8s.BatchV1Api;
+  const ns = 'owners';
+  const spec = { containers: [{ name: 'c', image: 'busybox' }] };
+  const ownerRef = (obj: { metadata?: k8s.V1ObjectMeta }, kind: string, controller = true) => ({
+    apiVersion: 'apps/v1',
+    kind,
+    name: obj.metadata!.name!,
+    uid: obj.metadata!.uid!,
+    controller,
+    blockOwnerDeletion: true,
+  });
+
+  beforeAll(async () => {
+    fk = await startFakeKube();
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(fk.writeKubeconfig());
+    core = kc.makeApiClient(k8s.CoreV1Api);
+    apps = kc.makeApiClient(k8s.AppsV1Api);
+    batch = kc.makeApiClient(k8s.BatchV1Api);
+  });
+  afterAll(async () => {
+    await fk?.close();
+  });
+
+  it('serves pods, replicasets and deployments (short names for kubectl), with 404s for what is not there', async () => {
+    const r = await fk.kubectl(['api-resources', '--api-group', 'apps']);
+    expect(r.stdout).toMatch(/^deployments\s+deploy\s+apps\/v1\s+true\s+Deployment\s*$/m);
+    expect(r.stdout).toMatch(/^replicasets\s+rs\s+apps\/v1\s+true\s+ReplicaSet\s*$/m);
+    expect(statusOf(await rejection(core.readNamespacedPod({ name: 'nope', namespace: ns }))).message).toBe('pods "nope" not found');
+    expect(statusOf(await rejection(apps.readNamespacedDeployment({ name: 'nope', namespace: ns }))).message).toBe('deployments.apps "nope" not found');
+    const pod = await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'solo' }, spec } });
+    expect(pod.metadata?.resourceVersion).toMatch(/^\d+$/);
+    expect((await core.readNamespacedPod({ name: 'solo', namespace: ns })).metadata?.uid).toBe(pod.metadata?.uid);
+  });
+
+  it('refuses owner references without a uid, and two controllers, with the API server\'s messages', async () => {
+    const missing = statusOf(
+      await rejection(core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'p1', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: '' }] }, spec } })),
+    );
+    expect(missing.reason).toBe('Invalid');
+    expect(missing.message).toContain('metadata.ownerReferences.uid: Invalid value: "": must not be empty');
+    const refs = [
+      { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'a', uid: '1', controller: true },
+      { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'b', uid: '2', controller: true },
+    ];
+    const two = statusOf(await rejection(core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'p2', ownerReferences: refs }, spec } })));
+    expect(two.message).toContain('Only one reference can have Controller set to true. Found "true" in references for ReplicaSet/a and ReplicaSet/b');
+  });
+
+  it('deleting an owner deletes its dependents down the chain; one with another live owner only loses the reference; Orphan keeps them', async () => {
+    const deployment = await apps.createNamespacedDeployment({ namespace: ns, body: { metadata: { name: 'web' }, spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec } } } });
+    const rs = await apps.createNamespacedReplicaSet({ namespace: ns, body: { metadata: { name: 'web-1', ownerReferences: [ownerRef(deployment, 'Deployment')] }, spec: { selector: { matchLabels: { a: 'b' } } } } });
+    await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'web-1-x', ownerReferences: [ownerRef(rs, 'ReplicaSet')] }, spec } });
+    const keeper = await apps.createNamespacedDeployment({ namespace: ns, body: { metadata: { name: 'keeper' }, spec: { selector: { matchLabels: { k: 'v' } }, template: { metadata: { labels: { k: 'v' } }, spec } } } });
+    const shared = await batch.createNamespacedCronJob({
+      namespace: ns,
+      body: {
+        metadata: { name: 'shared', ownerReferences: [ownerRef(deployment, 'Deployment'), ownerRef(keeper, 'Deployment', false)] },
+        spec: { schedule: '* * * * *', jobTemplate: { spec: { template: { spec: { ...spec, restartPolicy: 'Never' } } } } },
+      },
+    });
+
+    expect((await fk.kubectl(['-n', ns, 'delete', 'deployment', 'web'])).code).toBe(0);
+    expect(fk.get({ group: 'apps', version: 'v1', plural: 'replicasets', namespace: ns, name: 'web-1' })).toBeUndefined();
+    expect(fk.get({ group: '', version: 'v1', plural: 'pods', namespace: ns, name: 'web-1-x' })).toBeUndefined();
+    const left = fk.get({ group: 'batch', version: 'v1', plural: 'cronjobs', namespace: ns, name: 'shared' });
+    expect(left.metadata.ownerReferences.map((r: any) => r.name)).toEqual(['keeper']);
+    expect(Number(left.metadata.resourceVersion)).toBeGreaterThan(Number(shared.metadata!.resourceVersion));
+
+    // Orphan: the dependents stay, without the reference.
+    await apps.deleteNamespacedDeployment({ name: 'keeper', namespace: ns, body: { propagationPolicy: 'Orphan' } });
+    expect(fk.get({ group: 'batch', version: 'v1', plural: 'cronjobs', namespace: ns, name: 'shared' }).metadata.ownerReferences).toBeUndefined();
+  });
+});

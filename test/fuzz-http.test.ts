@@ -45,11 +45,13 @@ const ROUTES: Array<[string, string[]]> = [
   ['/api/messages/:id/nack', ['POST']],
   ['/api/messages/:id/visibility', ['POST']],
   ['/api/messages/:id/requeue', ['POST']],
+  ['/api/messages/:id', ['GET']],
   ['/api/topic-configs', ['GET']],
   ['/api/topic-configs/:topic', ['GET', 'PUT', 'DELETE']],
   ['/api/topic-schemas', ['GET']],
   ['/api/topic-schemas/:topic', ['GET', 'PUT', 'DELETE']],
   ['/api/stats', ['GET']],
+  ['/api/topics', ['GET']],
   ['/api/topics/:topic/purge', ['POST']],
   ['/api/topics/:topic/messages/by-key/:key', ['DELETE']],
   ['/api/topics/:topic/consumer-groups', ['GET', 'POST']],
@@ -70,7 +72,9 @@ const ROUTES: Array<[string, string[]]> = [
   ['/api/audit-log', ['GET']],
   ['/api/topics/:topic', []],
   ['/api/nope', []],
-  ['/', []],
+  // The SQS-compatible API (docs/sqs.md): POST on / and on a queue URL's path, answering AWS-style errors.
+  ['/', ['POST']],
+  ['/000000000000/:topic', ['POST']],
 ];
 
 /** Routes that hold or move messages come up three times as often. */
@@ -437,12 +441,29 @@ async function send(ctx: Context, c: Case): Promise<RawResponse> {
   }
 }
 
+const SQS_TYPE = 'application/x-amz-json-1.0';
+
+/** An SQS error (`{__type, message}`), and only from the SQS endpoint: a POST on / or on a queue URL's path. */
+function sqsErrorProblem(c: Case, res: RawResponse): string | undefined {
+  if (c.method !== 'POST' || (c.template !== '/' && !c.template.startsWith('/000000000000/'))) return 'an SQS answer off the SQS endpoint';
+  let body: { __type?: unknown; message?: unknown };
+  try {
+    body = JSON.parse(res.text) as typeof body;
+  } catch {
+    return 'SQS error body is not JSON';
+  }
+  if (Object.keys(body ?? {}).join() !== '__type,message') return `SQS error keys are ${JSON.stringify(Object.keys(body ?? {}))}`;
+  if (typeof body.__type !== 'string' || !/^com\.amazonaws\.sqs#[A-Za-z]+$/.test(body.__type)) return 'SQS error __type is malformed';
+  if (typeof body.message !== 'string' || body.message === '' || /node_modules|node:internal|\.ts:\d+|\bER_[A-Z_]+|SQLITE_[A-Z]+/.test(body.message)) return 'SQS error message is empty or leaks internals';
+  return undefined;
+}
+
 /** What is wrong with one answer, or undefined. */
 function answerProblem(c: Case, res: RawResponse): string | undefined {
   if (res.status === 0) return `no response (${res.failure})`;
   if (res.status >= 500) return `status ${res.status}`;
   if (c.method === 'HEAD') return undefined;
-  if (res.status >= 400) return errorShapeProblem(res);
+  if (res.status >= 400) return String(res.headers['content-type'] ?? '').startsWith(SQS_TYPE) ? sqsErrorProblem(c, res) : errorShapeProblem(res);
   const type = String(res.headers['content-type'] ?? '');
   if (type.startsWith('application/json') && res.text.length > 0) {
     try {

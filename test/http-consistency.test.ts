@@ -37,7 +37,9 @@ const BODY_ROUTES: Array<[string, string, Record<string, unknown>]> = [
 /** Routes that take no body fields. */
 const NO_BODY_ROUTES: Array<[string, string]> = [
   ['GET', '/api/stats'],
+  ['GET', '/api/topics'],
   ['GET', '/api/messages'],
+  ['GET', `/api/messages/${MISSING_ID}`],
   ['GET', '/api/topic-configs/cons'],
   ['DELETE', '/api/topic-schemas/cons'],
   ['POST', `/api/messages/${MISSING_ID}/requeue`],

@@ -148,7 +148,26 @@ describeEachEngine('list, stats, purge and delete by key', (engine) => {
       expect((await server.api.get('/api/messages?topic=nothing&status=pending')).body).toEqual({ items: [], total: 0, limit: 50, offset: 0 });
     });
 
+    it('lists newest first with order=newest (extension), paged and filtered alike; oldest first by default', async () => {
+      const s = await everyStatus('ord', 3);
+      const oldest = (await server.api.get('/api/messages?topic=ord&status=pending')).body.items.map((m: any) => m.id);
+      expect(oldest).toEqual(s.pending);
+      const newest = await server.api.get('/api/messages?topic=ord&status=pending&order=newest');
+      expect(newest.status).toBe(200);
+      expect(newest.body.items.map((m: any) => m.id)).toEqual([...s.pending].reverse());
+      expect((await server.api.get('/api/messages?topic=ord&status=pending&order=oldest')).body.items.map((m: any) => m.id)).toEqual(s.pending);
+      const page = await server.api.get('/api/messages?topic=ord&order=newest&limit=2&offset=1');
+      const all = (await server.api.get('/api/messages?topic=ord&order=newest')).body.items.map((m: any) => m.id);
+      expect(page.body).toMatchObject({ total: 12, limit: 2, offset: 1 });
+      expect(page.body.items.map((m: any) => m.id)).toEqual(all.slice(1, 3));
+      // Unfiltered too: the latest enqueue of any topic comes first.
+      const latest = (await server.api.enqueue('ord-latest', 'x')).body.id;
+      expect((await server.api.get('/api/messages?order=newest&limit=1')).body.items[0].id).toBe(latest);
+    });
+
     it.each([
+      ['order=latest', 'unrecognised order "latest"; use oldest or newest'],
+      ['order=newest&order=oldest', 'order must be given once, as a string'],
       ['status=done', 'unrecognised status "done"; use pending, processing, failed, expired'],
       ['status=', 'unrecognised status ""; use pending, processing, failed, expired'],
       ['status=PENDING', 'unrecognised status "PENDING"; use pending, processing, failed, expired'],

@@ -93,6 +93,22 @@ describeEachEngine('long polling', (engine) => {
     expect(Math.max(...latencies), latencies.join(', ')).toBeLessThan(500);
   });
 
+  it('an enqueue here is handed to the waiting dequeue as it is stored: no claim, its visibility timeout', async () => {
+    const waiting = post(server.url, { topic: 'lp-hand', count: 5, visibility_timeout_seconds: 120, wait_seconds: 10 });
+    await untilWaiting(server, 1);
+    const claimsBefore = await metricValue(server.api, 'conveyor_claims_total', { topic: 'lp-hand', result: 'found' });
+    const id = await enqueueId(server.api, 'lp-hand', 'a');
+    const answer = await waiting;
+    expect(answer.body.messages.map((m: any) => m.id)).toEqual([id]);
+    expect(await metricValue(server.api, 'conveyor_messages_handed_over_total', { topic: 'lp-hand' })).toBe(1);
+    expect(await metricValue(server.api, 'conveyor_claims_total', { topic: 'lp-hand', result: 'found' })).toBe(claimsBefore);
+    const [stored] = (await server.api.get('/api/messages?topic=lp-hand')).body.items;
+    expect(stored).toMatchObject({ id, status: 'processing', retry_count: 0 });
+    // Held for the waiting call's visibility timeout (120 s), not the server's default (30 s).
+    expect(Date.parse(stored.available_at) - Date.now()).toBeGreaterThan(60_000);
+    expect((await server.api.post(`/api/messages/${id}/ack`, {})).status).toBe(204);
+  });
+
   it('gRPC: Dequeue and BatchDequeue wait, and answer right after an enqueue', async () => {
     const latencies: number[] = [];
     for (let i = 0; i < 4; i++) {

@@ -41,7 +41,7 @@ describe('metrics tallied in memory', () => {
     expect(valueOf(samples, 'test_call_duration_seconds_sum', { method: 'One' })).toBeCloseTo(20.0011, 6);
   });
 
-  it('counters are cumulative counters per topic, and a series unused so far is not shown', async () => {
+  it('counters are cumulative counters per topic; one not used yet shows its placeholders at 0, until its first series', async () => {
     registry = new MetricsRegistry();
     registry.message('enqueued', 'orders', 3);
     registry.message('enqueued', 'orders');
@@ -50,8 +50,14 @@ describe('metrics tallied in memory', () => {
     registry.nacked('orders', 'dlq');
     const text = await scrape();
     expect(text).toContain('# TYPE conveyor_messages_enqueued_total counter');
-    expect(text).not.toContain('conveyor_messages_expired_total');
     const samples = parseMetrics(text);
+    // Not used yet: one series at 0 without a topic (a panel reads 0, not "No data").
+    expect(samples.filter((s) => s.name === 'conveyor_messages_expired_total').map((s) => [s.labels.topic, s.value])).toEqual([[undefined, 0]]);
+    // Used: only its real series, no placeholder beside them.
+    expect(samples.filter((s) => s.name === 'conveyor_messages_enqueued_total').map((s) => s.labels.topic)).toEqual(['orders']);
+    // Placeholders per value of the label the alerts select on, replaced by the first real series.
+    expect(samples.filter((s) => s.name === 'conveyor_enqueue_rejected_total').map((s) => `${s.labels.reason}=${s.value}`)).toEqual(['depth=0', 'schema=0', 'registration=0', 'invalid=0']);
+    expect(samples.filter((s) => s.name === 'conveyor_messages_nacked_total')).toHaveLength(1);
     expect(valueOf(samples, 'conveyor_messages_enqueued_total', { topic: 'orders', otel_scope_name: 'conveyor' })).toBe(4);
     expect(valueOf(samples, 'conveyor_messages_acked_total', { topic: 'orders' })).toBe(2);
     expect(valueOf(samples, 'conveyor_claims_total', { topic: 'orders', result: 'empty' })).toBe(1);

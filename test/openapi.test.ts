@@ -289,6 +289,13 @@ describeEachEngine('OpenAPI document', (engine) => {
     expect((await admin.delete(`/api/topics/orders/message-log?before=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).body.deleted).toBe(2);
     expect((await admin.delete('/api/topics/orders/message-log')).status).toBe(400);
 
+    // Topics, and one message by id.
+    const topics = (await admin.get('/api/topics?limit=200')).body;
+    expect(topics.items.find((t: Json) => t.topic === 'orders')).toMatchObject({ configured: true, managed: false });
+    expect((await admin.get('/api/topics?limit=0')).status).toBe(400);
+    expect((await admin.get(`/api/messages/${claimed[1].id}`)).body).toMatchObject({ id: claimed[1].id, topic: 'orders', status: 'pending' });
+    expect((await admin.get('/api/messages/not-a-message')).status).toBe(404);
+
     // Stats, purge, delete by key.
     expect((await admin.get('/api/stats')).body.topics.length).toBeGreaterThan(0);
     expect((await admin.delete('/api/topics/orders/messages/by-key/k3')).body.deleted).toBeGreaterThanOrEqual(1);

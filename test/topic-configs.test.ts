@@ -139,7 +139,9 @@ describeEachEngine('topic configurations', (engine) => {
   it('lists configurations under items, each with every field', async () => {
     const res = await server.api.get('/api/topic-configs');
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body)).toEqual(['items']);
+    expect(Object.keys(res.body)).toEqual(['items', 'defaults']);
+    // What a null setting means on this service (its queue.* settings), for the UI's "empty: 3".
+    expect(res.body.defaults).toEqual({ max_retries: 3, message_ttl_seconds: 86_400, retry_backoff_seconds: 0, retry_backoff_max_seconds: 3600 });
     expect(res.body.items.map((c: any) => c.topic)).toEqual(expect.arrayContaining(['tc-full', 'tc-empty', 'tc-live']));
     for (const item of res.body.items) expect(Object.keys(item).sort()).toEqual(Object.keys(unset('x')).sort());
   });

@@ -77,8 +77,8 @@ describe('admin UI messages screen (SQLite, auth off)', () => {
     await expect.poll(() => rows(page).count()).toBe(50);
     await expect.poll(() => page.getByRole('navigation', { name: 'Message pages' }).textContent()).toContain('201–250 of 250');
     expect(page.url()).toContain('offset=200');
-    // The page's rows are the API's second page, in the same order.
-    const second = await listOf(server.api, 'topic=page.t&limit=200&offset=200');
+    // The page's rows are the API's second page, in the same order (newest first, the list's default).
+    const second = await listOf(server.api, 'topic=page.t&limit=200&offset=200&order=newest');
     expect(await rows(page).nth(0).getByRole('button').getAttribute('title')).toBe(second.items[0].id);
 
     await page.reload();
@@ -271,7 +271,7 @@ describe('admin UI messages screen (SQLite, auth off)', () => {
     await expect.poll(() => pager.textContent()).toContain('51–51 of 51');
     // The pager may show the new page a render before the table does.
     await expect.poll(() => rows(page).count()).toBe(1);
-    const last = (await listOf(server.api, 'topic=lastpage.dlq&offset=50')).items[0].id;
+    const last = (await listOf(server.api, 'topic=lastpage.dlq&offset=50&order=newest')).items[0].id;
 
     await page.getByRole('button', { name: `Details of message ${last}` }).click();
     await page.getByRole('dialog', { name: 'Message details' }).getByRole('button', { name: 'Requeue' }).click();
@@ -281,7 +281,7 @@ describe('admin UI messages screen (SQLite, auth off)', () => {
     await expect.poll(() => rows(page).count()).toBe(50);
     expect(await page.getByText('No messages').count()).toBe(0);
     expect(page.url()).not.toContain('offset=');
-    expect(await rows(page).nth(0).getByRole('button').getAttribute('title')).toBe((await listOf(server.api, 'topic=lastpage.dlq')).items[0].id);
+    expect(await rows(page).nth(0).getByRole('button').getAttribute('title')).toBe((await listOf(server.api, 'topic=lastpage.dlq&order=newest')).items[0].id);
     expect(errors).toEqual([]);
   });
 
@@ -351,7 +351,8 @@ describe('admin UI messages screen (SQLite, auth off)', () => {
     expect((await server.api.enqueue('xss', img, { key: script, metadata: { [script]: img } })).status).toBe(201);
     expect((await server.api.enqueue('xss', json, { key: img, metadata: { note: script } })).status).toBe(201);
 
-    const { page, errors } = await openUi(browser, server, { path: '#/messages?topic=xss' });
+    // Oldest first: the rows in the order they were enqueued.
+    const { page, errors } = await openUi(browser, server, { path: '#/messages?topic=xss&order=oldest' });
     await expect.poll(() => rows(page).count()).toBe(2);
     expect(await rows(page).nth(0).textContent()).toContain(img);
     expect(await rows(page).nth(0).textContent()).toContain(script);

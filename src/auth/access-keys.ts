@@ -107,6 +107,27 @@ export class AccessKeyService {
     return row.user_id;
   }
 
+  /**
+   * The id of the user whose key `accessKeyId` is, when `verify` accepts the key's secret, else null (unknown,
+   * revoked, a signature made with another secret, access keys off). For requests signed with the secret
+   * instead of carrying it (AWS Signature Version 4, src/sqs): the secret is handed to `verify` only, never
+   * returned.
+   */
+  async userOfSigned(accessKeyId: string, verify: (secret: string) => boolean | Promise<boolean>): Promise<string | null> {
+    const cipher = this.deps.cipher;
+    if (!cipher || !isAccessKeyId(accessKeyId)) return null;
+    const row = await getAccessKey(this.deps.db, accessKeyId);
+    if (!row) return null;
+    const stored = cipher.open({ ciphertext: row.secret_ciphertext, keyId: row.key_id }, row.id);
+    if (stored === null) {
+      this.warnUnreadable(row);
+      return null;
+    }
+    if (!(await verify(stored))) return null;
+    this.touch(row);
+    return row.user_id;
+  }
+
   private cipher(): CredentialsCipher {
     if (!this.deps.cipher) throw new DomainError('unavailable', ACCESS_KEYS_OFF);
     return this.deps.cipher;

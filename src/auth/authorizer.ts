@@ -206,13 +206,13 @@ export class Authorizer {
   async login(attempt: LoginAttempt, username: unknown, password: unknown): Promise<string> {
     // A programming error, not the client's: a login that was not counted, or an attempt used twice.
     if (!this.countedAttempts.delete(attempt)) throw new Error('login attempt not counted by countLoginAttempt, or already used');
-    if (typeof username !== 'string' || username === '') throw invalid('username is required');
-    if (typeof password !== 'string' || password === '') throw invalid('password is required');
+    const name = loginField('username', username);
+    const secret = loginField('password', password);
     const tokens = this.tokenIssuer();
-    const found = await this.deps.users.findByName(username);
+    const found = await this.deps.users.findByName(name);
     // A service account has no password: it costs the same verification as an unknown name, and fails alike.
     const user = found?.service_account ? null : found;
-    const valid = await this.deps.passwords.verify(user?.password_hash ?? null, password);
+    const valid = await this.deps.passwords.verify(user?.password_hash ?? null, secret);
     if (!user || !valid) throw unauthenticated('invalid username or password');
     return tokens.issue({ uid: user.id, sub: user.username, adm: user.is_admin, pwv: user.password_version });
   }
@@ -319,6 +319,24 @@ export class Authorizer {
     return { ...principal, credential: 'access_key' };
   }
 
+  /**
+   * The principal of a request signed with an access key's secret (AWS Signature Version 4, src/sqs): `verify`
+   * recomputes the signature with the stored secret. Null with authentication off. A failure (unknown key, a
+   * signature that does not match) counts against the client as a failed access key does, and is refused as
+   * 401 (`unauthenticated`); the transport says which of the two it was from `verify`'s verdict.
+   */
+  async authenticateSigned(accessKeyId: string, verify: (secret: string) => boolean | Promise<boolean>, address: string): Promise<Principal | null> {
+    if (!this.enabled) return null;
+    this.deps.keyFailures.assertAllowed(address);
+    const userId = await this.deps.accessKeys.userOfSigned(accessKeyId, verify);
+    const principal = userId === null ? null : await this.principalOf(userId, this.deps.now());
+    if (!principal || principal.serviceAccount) {
+      await this.deps.keyFailures.fail(address);
+      throw unauthenticated(INVALID_TOKEN);
+    }
+    return { ...principal, credential: 'access_key' };
+  }
+
   private principalOf(userId: string, now: number): Principal | null | Promise<Principal | null> {
     const cached = this.cache.get(userId);
     return cached && now - cached.loadedAt < PRINCIPAL_CACHE_MS && now >= cached.loadedAt ? cached.principal : this.load(userId, now);
@@ -357,4 +375,15 @@ export class Authorizer {
     const isAdmin = user.is_admin && !user.service_account;
     return { userId: user.id, username: user.username, isAdmin, grants, passwordVersion: user.password_version, serviceAccount: user.service_account };
   }
+}
+
+/**
+ * A login field as the client sent it: absent, null or empty is "required"; any other JSON type (a number, an
+ * object, an array) "must be a string", so a client that sent the wrong type is told so. The login route and
+ * its OpenAPI text (src/http/validation.ts, loginBody) say the same.
+ */
+function loginField(name: 'username' | 'password', value: unknown): string {
+  if (value === undefined || value === null || value === '') throw invalid(`${name} is required`);
+  if (typeof value !== 'string') throw invalid(`${name} must be a string`);
+  return value;
 }

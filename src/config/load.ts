@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { configSchema, type Config } from './schema.js';
+import { configSchema, tracesHeadersValid, type Config } from './schema.js';
 import { readSecretFiles, withoutSecrets } from './secret-files.js';
 import { credentialsKeyProblem } from '../auth/credentials-cipher.js';
 
@@ -125,6 +125,10 @@ export function validateConfig(tree: unknown): Config {
     throw new ConfigError(`invalid configuration: auth.jwt_secret${source}: must be at least 32 bytes when auth.enabled is true`);
   }
   authProblems(config, fromFiles);
+  // The schema checked a value given directly; one read from its file is checked here.
+  if (fromFiles.has('telemetry.traces_headers') && !tracesHeadersValid(config.telemetry.traces_headers)) {
+    throw new ConfigError(`invalid configuration: telemetry.traces_headers (read from ${config.telemetry.traces_headers_file}): expected name=value pairs separated by commas`);
+  }
   // The request timeout counts from the first byte of the headers, so a longer headers timeout could never fire.
   if (config.server.http_headers_timeout > config.server.http_request_timeout) {
     throw new ConfigError('invalid configuration: server.http_headers_timeout: must not exceed server.http_request_timeout');

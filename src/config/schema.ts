@@ -48,6 +48,15 @@ function nonBlank<T extends z.ZodType>(schema: T) {
 
 const PORT_ERROR = 'expected a port number from 0 to 65535';
 const port = nonBlank(z.coerce.number({ error: PORT_ERROR }).int({ error: PORT_ERROR }).min(0, { error: PORT_ERROR }).max(65535, { error: PORT_ERROR }));
+const isHttpUrl = (value: string) => {
+  try {
+    return ['http:', 'https:'].includes(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+};
+/** `name=value,name=value`, as OTEL_EXPORTER_OTLP_HEADERS (src/tracing/tracing.ts parses it). */
+export const tracesHeadersValid = (value: string) => value.split(',').every((pair) => pair.trim() === '' || pair.indexOf('=') > 0);
 const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')], { error: 'expected true or false' });
 
 /**
@@ -187,6 +196,26 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   metrics: z.strictObject({ port: port.default(0).describe('> 0: an unauthenticated, plaintext listener on that port for /metrics, /healthz and /readyz (even with TLS on)') }).prefault({}),
+  // Distributed tracing (docs/observability.md, Tracing): off until an endpoint is set.
+  telemetry: z
+    .strictObject({
+      traces_endpoint: z
+        .string()
+        .default('')
+        .refine((v) => v === '' || isHttpUrl(v), { error: 'expected the http:// or https:// URL of an OTLP/HTTP traces endpoint, such as http://tempo:4318/v1/traces' })
+        .describe('OTLP/HTTP URL spans are exported to (http://collector:4318/v1/traces); "" = tracing off'),
+      traces_headers: z
+        .string()
+        .default('')
+        .refine(tracesHeadersValid, { error: 'expected name=value pairs separated by commas' })
+        .meta({ description: 'headers of every export, name=value,name=value (an API key of a hosted collector)', sensitive: 'secret' }),
+      traces_headers_file: z.string().default('').describe('file holding telemetry.traces_headers (a mounted Secret); not together with telemetry.traces_headers'),
+      traces_sample_ratio: nonBlank(z.coerce.number().min(0).max(1))
+        .default(0.1)
+        .describe('fraction of new traces recorded (0 to 1); a request with a traceparent follows its sampled flag; 0 = none at all'),
+      traces_export_interval: positiveDuration('5s').describe('how long finished spans wait to be exported in one batch'),
+    })
+    .prefault({}),
   // `conveyor controller` only: the Kubernetes operator (leader election timings default to client-go's).
   controller: z
     .strictObject({
@@ -213,7 +242,11 @@ export const configSchema = z.strictObject({
       lease_duration: positiveDuration('15s').describe("how long a leader's Lease lasts without renewal"),
       renew_deadline: positiveDuration('10s').describe('a leader that could not renew for this long steps down'),
       retry_period: positiveDuration('2s').describe('how often candidates try and the leader renews'),
-      delete_reaper_cronjob: z.string().default('').describe('name of the delete-reaper CronJob kept equal to the stored schedule; "" = none'),
+      delete_reaper_cronjob: z.string().default('').describe('name of the delete-reaper CronJob the controller creates and keeps on the stored schedule; "" = none'),
+      delete_reaper_cronjob_template: z
+        .string()
+        .default('')
+        .describe('file (YAML or JSON) holding that CronJob: its labels, annotations and spec; required with controller.delete_reaper_cronjob'),
       schedule_sync_interval: positiveDuration('5s').describe('how often the stored schedule is compared with the CronJob'),
       watch_timeout: positiveDuration('5m').describe('a watch with no event and no bookmark for this long is restarted; a list or watch request unanswered for this long is abandoned and retried'),
       port: port.default(8081).describe("the controller's /healthz, /readyz and /metrics port"),
@@ -225,6 +258,9 @@ export const configSchema = z.strictObject({
       if (!(c.lease_duration > c.renew_deadline)) ctx.addIssue({ code: 'custom', path: ['lease_duration'], message: 'must be longer than controller.renew_deadline' });
       if (!(c.renew_deadline > c.retry_period * 1.2)) ctx.addIssue({ code: 'custom', path: ['renew_deadline'], message: 'must be longer than 1.2 x controller.retry_period' });
       if (!(c.retry_period > 0)) ctx.addIssue({ code: 'custom', path: ['retry_period'], message: 'expected a duration above 0' });
+      // The controller creates the CronJob: it cannot without knowing what the CronJob runs.
+      if (c.delete_reaper_cronjob && !c.delete_reaper_cronjob_template)
+        ctx.addIssue({ code: 'custom', path: ['delete_reaper_cronjob_template'], message: 'is required with controller.delete_reaper_cronjob (the CronJob the controller creates)' });
     })
     .prefault({}),
   log: z
@@ -233,6 +269,22 @@ export const configSchema = z.strictObject({
   audit: z
     .strictObject({
       retention_days: nonBlank(z.coerce.number().int().min(0)).default(90).describe('the archive reaper removes audit records older than this many days; 0 = keep forever'),
+    })
+    .prefault({}),
+  // The SQS-compatible API on the HTTP port (docs/sqs.md).
+  sqs: z
+    .strictObject({
+      enabled: bool.default(true).describe('serve the SQS-compatible API (AWS JSON 1.0 protocol) on the HTTP port: POST / and POST /<account_id>/<queue>'),
+      account_id: z
+        .string()
+        .regex(/^\d{12}$/, { error: 'expected 12 digits' })
+        .default('000000000000')
+        .describe('the account id in queue URLs (<scheme>://<host>/<account_id>/<queue>) and queue ARNs'),
+      region: z
+        .string()
+        .regex(/^[a-z0-9-]{1,32}$/, { error: 'expected a region name such as us-east-1' })
+        .default('us-east-1')
+        .describe('the region named in queue ARNs; requests signed for any region are accepted'),
     })
     .prefault({}),
 });

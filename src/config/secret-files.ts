@@ -13,6 +13,7 @@ export const SECRET_SETTINGS = [
   { section: 'auth', key: 'credentials_key', fileKey: 'credentials_key_file' },
   { section: 'auth', key: 'previous_credentials_key', fileKey: 'previous_credentials_key_file' },
   { section: 'redis', key: 'url', fileKey: 'url_file' },
+  { section: 'telemetry', key: 'traces_headers', fileKey: 'traces_headers_file' },
 ] as const;
 
 type Tree = Record<string, Record<string, unknown> | undefined> | undefined;

@@ -15,9 +15,11 @@ import { conveyorAccessKind } from './kinds/conveyor-access.js';
 import type { KindHandler } from './kinds/kind.js';
 import { topicConfigKind } from './kinds/topic-config.js';
 import { topicSchemaKind } from './kinds/topic-schema.js';
+import { loadCronJobTemplate } from './cronjob-template.js';
 import { kubeClients, objectKey, type KubeObject } from './kube.js';
 import { LeaderElector } from './leader-election.js';
 import { ControllerMetrics } from './metrics.js';
+import { OwnDeployment, type OwnPod } from './own-deployment.js';
 import { ReaperCronJobSync } from './reaper-cronjob.js';
 import { Reconciler } from './reconciler.js';
 import { parseTopicOwnership } from './topic-ownership.js';
@@ -33,6 +35,8 @@ export interface ControllerOptions {
   /** Tests point the controller at a fake API server; otherwise in-cluster or KUBECONFIG. */
   kubeConfig?: KubeConfig;
   identity?: string;
+  /** Its own pod (the owner of what it creates is that pod's Deployment); default: POD_NAME and POD_NAMESPACE. */
+  pod?: OwnPod;
 }
 
 export interface RunningController {
@@ -68,6 +72,8 @@ interface KindRuntime {
 export async function startController(config: Config, options: ControllerOptions): Promise<RunningController> {
   const { logger } = options;
   const settings = config.controller;
+  // Read before anything starts: a template it cannot use stops the controller at start-up, naming the file.
+  const cronJobTemplate = settings.delete_reaper_cronjob ? loadCronJobTemplate(settings.delete_reaper_cronjob_template) : undefined;
   const identity = options.identity ?? `${hostname()}_${randomUUID().slice(0, 8)}`;
   const clients = kubeClients(options.kubeConfig);
   const namespace = ownNamespace(config);
@@ -82,6 +88,7 @@ export async function startController(config: Config, options: ControllerOptions
   let leading = false;
 
   const metrics = new ControllerMetrics(registry, {
+    kinds: KINDS.map((k) => k.kind),
     isLeader: () => leading,
     queueDepth: () => queue.length,
     readiness: () => {
@@ -185,13 +192,16 @@ export async function startController(config: Config, options: ControllerOptions
     }
   })();
 
-  const cronJobSync = settings.delete_reaper_cronjob
+  const pod = options.pod ?? { name: globalThis.process.env.POD_NAME || undefined, namespace: globalThis.process.env.POD_NAMESPACE || undefined };
+  const cronJobSync = cronJobTemplate
     ? new ReaperCronJobSync({
         clients,
         namespace,
         name: settings.delete_reaper_cronjob,
         intervalMs: settings.schedule_sync_interval * 1000,
         logger,
+        template: cronJobTemplate,
+        owner: new OwnDeployment(clients, pod, namespace),
         schedule: () => domain.current?.deleteSchedule,
       })
     : undefined;

@@ -1,5 +1,6 @@
 import {
   ApiException,
+  AppsV1Api,
   BatchV1Api,
   CoordinationV1Api,
   CoreV1Api,
@@ -47,6 +48,7 @@ export interface KubeClients {
   coordination: CoordinationV1Api;
   batch: BatchV1Api;
   core: CoreV1Api;
+  apps: AppsV1Api;
 }
 
 /** In-cluster when a service account is mounted, else KUBECONFIG or ~/.kube/config, as kubectl does. */
@@ -59,6 +61,7 @@ export function kubeClients(config?: KubeConfig): KubeClients {
     coordination: kc.makeApiClient(CoordinationV1Api),
     batch: kc.makeApiClient(BatchV1Api),
     core: kc.makeApiClient(CoreV1Api),
+    apps: kc.makeApiClient(AppsV1Api),
   };
 }
 
@@ -68,6 +71,7 @@ export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePa
 export const statusCode = (err: unknown): number | undefined => (err instanceof ApiException ? err.code : (err as { statusCode?: number })?.statusCode);
 export const isNotFound = (err: unknown) => statusCode(err) === 404;
 export const isConflict = (err: unknown) => statusCode(err) === 409;
+export const isForbidden = (err: unknown) => statusCode(err) === 403;
 
 export const objectKey = (namespace: string | undefined, name: string) => (namespace ? `${namespace}/${name}` : name);
 

@@ -3,7 +3,11 @@ import type { MetricsRegistry } from '../metrics/registry.js';
 import type { TallyHistogram } from '../metrics/tallies.js';
 import type { ReconcileResult } from './reconciler.js';
 
+const RESULTS: readonly ReconcileResult[] = ['success', 'invalid', 'conflict', 'refused', 'error'];
+
 export interface ControllerState {
+  /** The kinds it reconciles: each has its counters at 0 from start-up, so no panel or alert says "No data". */
+  kinds: readonly string[];
   isLeader(): boolean;
   queueDepth(): number;
   /** Resources per kind by their last reconcile's readiness. */
@@ -43,6 +47,11 @@ export class ControllerMetrics {
       },
       [depth, leader, managed],
     );
+    for (const kind of state.kinds) {
+      for (const result of RESULTS) this.reconciles.add(0, { kind, result });
+      this.duration.of(kind, kindAttributes);
+      this.watchRestarts.add(0, { kind });
+    }
   }
 
   reconciled(kind: string, result: ReconcileResult, seconds: number): void {

@@ -31,6 +31,9 @@ import { StreamQuota } from './stream-quota.js';
 import { waitingCall } from './waiting-call.js';
 import type { Message } from '../queue/message.js';
 import { DeliveryTracker, maxInFlightOf, SubscribeStream, type SettledRelay } from './subscribe.js';
+import { endCall, traceCall } from './tracing.js';
+import type { RequestTrace, Tracing } from '../tracing/tracing.js';
+import { traceDelivery, traceReceive, traceSend, traceSettle } from '../tracing/message-spans.js';
 
 export interface QueueServiceDeps {
   logger: Logger;
@@ -43,9 +46,12 @@ export interface QueueServiceDeps {
   subscribeStreamsPerUser: number;
   duration: TallyHistogram;
   streams: UpDownCounter;
+  /** Set when tracing is on: spans of calls and messages. */
+  tracing?: Tracing;
 }
 
-type Unary<Req> = (request: Req, metadata: Metadata, call: ServerUnaryCall<Req, unknown>) => Promise<object>;
+/** `trace`: the call's span and context, with tracing on. */
+type Unary<Req> = (request: Req, metadata: Metadata, call: ServerUnaryCall<Req, unknown>, trace: RequestTrace | undefined) => Promise<object>;
 /** The handler checks access itself (Ack: on the topic of the delivery it settles, src/grpc/subscribe.ts). */
 const BY_HANDLER = 'by handler';
 
@@ -69,40 +75,52 @@ export class QueueServiceHandlers {
   implementation(): UntypedServiceImplementation {
     const { messages } = this.deps;
     return {
-      Enqueue: this.unary<EnqueueRequest>('Enqueue', (r) => ({ action: 'produce', topic: r.topic }), (r) => messages.enqueue(toEnqueueInput(r))),
+      Enqueue: this.unary<EnqueueRequest>('Enqueue', (r) => ({ action: 'produce', topic: r.topic }), (r, _m, _c, trace) => {
+        const input = toEnqueueInput(r);
+        return trace ? traceSend(trace, [input], () => messages.enqueue(input), (e) => [e.id]) : messages.enqueue(input);
+      }),
       EnqueueBatch: this.unary<EnqueueBatchRequest>(
         'EnqueueBatch',
         // Every distinct topic of the batch is checked; the first one refused refuses the batch.
         (r) => [...new Set(r.requests.map((m) => m.topic))].map((topic) => ({ action: 'produce', topic })),
-        async (r) => messages.enqueueBatch(r.requests.map(toEnqueueInput), 'requests'),
+        async (r, _m, _c, trace) => {
+          const inputs = r.requests.map(toEnqueueInput);
+          const enqueue = () => messages.enqueueBatch(inputs, 'requests');
+          return trace ? traceSend(trace, inputs, enqueue, (e) => e.ids) : enqueue();
+        },
       ),
-      Dequeue: this.unary<DequeueRequest>('Dequeue', consume, async (r, metadata, call) => {
-        const [message] = await this.dequeue(r, 1, metadata, call);
+      Dequeue: this.unary<DequeueRequest>('Dequeue', consume, async (r, metadata, call, trace) => {
+        const [message] = await this.dequeue(r, 1, metadata, call, trace, false);
         // A unary Dequeue has no empty reply, so an empty topic is NOT_FOUND.
         if (!message) throw notFound('no messages available');
         return dequeueResponse(message);
       }),
-      BatchDequeue: this.unary<BatchDequeueRequest>('BatchDequeue', consume, async (r, metadata, call) => ({
-        messages: (await this.dequeue(r, r.count, metadata, call)).map(dequeueResponse),
+      BatchDequeue: this.unary<BatchDequeueRequest>('BatchDequeue', consume, async (r, metadata, call, trace) => ({
+        messages: (await this.dequeue(r, r.count, metadata, call, trace, true)).map(dequeueResponse),
       })),
       // A delivery stops counting against its stream's window when its Ack or Nack arrives (once authorised),
       // not when the settle has committed: the consumer is done with it either way (an ack that then fails
       // leaves the message `processing`, back through the visibility timeout), and the stream's next claim
       // overlaps the commit instead of waiting a round of group commit for it.
-      Ack: this.unary<AckRequest>('Ack', BY_HANDLER, (r, metadata) => this.ack(r, metadata)),
-      Nack: this.unary<NackRequest>('Nack', (r) => settle([r.id], r), async (r) => {
+      Ack: this.unary<AckRequest>('Ack', BY_HANDLER, (r, metadata, _c, trace) =>
+        trace ? traceSettle(trace, 'ack', [r.id], groupOf(r), () => this.ack(r, metadata)) : this.ack(r, metadata),
+      ),
+      Nack: this.unary<NackRequest>('Nack', (r) => settle([r.id], r), async (r, _m, _c, trace) => {
         this.deliveries.release(groupOf(r), [r.id]);
-        await messages.nack(r.id, r.error, groupOf(r), r.delay_seconds);
+        const nack = () => messages.nack(r.id, r.error, groupOf(r), r.delay_seconds);
+        await (trace ? traceSettle(trace, 'nack', [r.id], groupOf(r), nack, (outcome) => ({ 'conveyor.nack.outcome': outcome })) : nack());
         return {};
       }),
-      AckBatch: this.unary<AckBatchRequest>('AckBatch', BY_HANDLER, (r, metadata) => this.ackBatch(r, metadata)),
+      AckBatch: this.unary<AckBatchRequest>('AckBatch', BY_HANDLER, (r, metadata, _c, trace) =>
+        trace ? traceSettle(trace, 'ack', r.ids, groupOf(r), () => this.ackBatch(r, metadata)) : this.ackBatch(r, metadata),
+      ),
       ChangeVisibility: this.unary<ChangeVisibilityRequest>('ChangeVisibility', (r) => settle([r.id], r), async (r) => {
         const { availableAt } = await messages.changeVisibility(r.id, r.visibility_timeout_seconds, groupOf(r));
         // Given back (0), the delivery no longer counts against its Subscribe stream's window.
         if (r.visibility_timeout_seconds === 0) this.deliveries.release(groupOf(r), [r.id]);
         return { available_at: timestamp(availableAt) };
       }),
-      Subscribe: (call: ServerWritableStream<SubscribeRequest, unknown>) => void this.subscribe(call),
+      Subscribe: (call: ServerWritableStream<SubscribeRequest, unknown>) => void (this.deps.tracing ? this.tracedSubscribe(this.deps.tracing, call) : this.subscribe(call)),
     };
   }
 
@@ -119,26 +137,49 @@ export class QueueServiceHandlers {
    * Dequeue and BatchDequeue, waiting up to wait_seconds for a message (long polling). A call cancelled (or
    * past its deadline) while a claim ran gets no answer: what it took goes back.
    */
-  private dequeue(r: DequeueRequest, count: number, metadata: Metadata, call: ServerUnaryCall<DequeueRequest, unknown>): Promise<Message[]> {
+  private dequeue(r: DequeueRequest, count: number, metadata: Metadata, call: ServerUnaryCall<DequeueRequest, unknown>, trace: RequestTrace | undefined, batch: boolean): Promise<Message[]> {
     const input = dequeueInput(r, count);
-    if (!r.wait_seconds) return this.deps.messages.dequeueFor(input, () => call.cancelled);
-    return this.deps.messages.dequeueWaiting(input, r.wait_seconds, waitingCall(call, () => this.authorize(metadata, consume(r))));
+    const dequeue = () =>
+      r.wait_seconds
+        ? this.deps.messages.dequeueWaiting(input, r.wait_seconds, waitingCall(call, () => this.authorize(metadata, consume(r))))
+        : this.deps.messages.dequeueFor(input, () => call.cancelled);
+    return trace ? traceReceive(trace, { topic: r.topic, group: input.consumerGroup, batch }, dequeue) : dequeue();
   }
 
   private unary<Req>(method: string, access: ((request: Req) => Access | Access[]) | typeof BY_HANDLER, handle: Unary<Req>) {
     return (call: ServerUnaryCall<Req, unknown>, callback: (error: GrpcError | null, response?: object) => void) => {
       const started = performance.now();
+      // One check per call: with tracing off, no span and no metadata read.
+      const trace = this.deps.tracing ? traceCall(this.deps.tracing, method, call.metadata) : undefined;
       const respond = (error: GrpcError | null, response?: object) => {
         this.record(method, error?.code ?? Status.OK, started);
+        if (trace) endCall(trace, error?.code ?? Status.OK);
         callback(error, response);
       };
       if (isMalformed(call.request)) return respond(malformed(call.request));
-      (access === BY_HANDLER ? handle(call.request, call.metadata, call) : this.authorize(call.metadata, access(call.request)).then(() => handle(call.request, call.metadata, call)))
+      const run = () =>
+        access === BY_HANDLER
+          ? handle(call.request, call.metadata, call, trace)
+          : this.authorize(call.metadata, access(call.request)).then(() => handle(call.request, call.metadata, call, trace));
+      (trace ? trace.run(run) : run())
         .then(
           (response) => respond(null, response),
           (err) => respond(this.toError(err, method)),
         );
     };
+  }
+
+  /** A Subscribe stream with its server span: the stream's lifetime, ended with its status. */
+  private async tracedSubscribe(tracing: Tracing, call: ServerWritableStream<SubscribeRequest, unknown>): Promise<void> {
+    const trace = traceCall(tracing, 'Subscribe', call.metadata);
+    let code: Status = Status.OK;
+    call.once('error', (err: GrpcError) => (code = err.code));
+    call.once('cancelled', () => (code = Status.CANCELLED));
+    try {
+      await trace.run(() => this.subscribe(call));
+    } finally {
+      endCall(trace, code);
+    }
   }
 
   private async subscribe(call: ServerWritableStream<SubscribeRequest, unknown>): Promise<void> {
@@ -176,6 +217,7 @@ export class QueueServiceHandlers {
       deliveries: this.deliveries,
       streams: this.deps.streams,
       toError: (err) => this.toError(err, 'Subscribe'),
+      delivered: this.deps.tracing ? deliveredTo(this.deps.tracing) : undefined,
     });
     if (this.closing) stream.shutdown();
     this.active.add(stream);
@@ -302,6 +344,9 @@ export class QueueServiceHandlers {
     series.record((performance.now() - started) / 1000);
   }
 }
+
+/** A Subscribe push's receive span (src/tracing/message-spans.ts says why it is a trace of its own). */
+const deliveredTo = (tracing: Tracing) => (topic: string, group: string | undefined, messages: Message[]) => traceDelivery(tracing, { topic, group, batch: false }, messages);
 
 const malformed = (request: MalformedRequest) => grpcError(Status.INVALID_ARGUMENT, malformedReason(request));
 

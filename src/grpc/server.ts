@@ -8,6 +8,7 @@ import type { Logger } from '../log/logger.js';
 import type { MetricsRegistry } from '../metrics/registry.js';
 import type { MessageService } from '../queue/messages.js';
 import type { CertificateFiles } from '../tls/certificate-files.js';
+import type { Tracing } from '../tracing/tracing.js';
 import { grpcServerCredentials } from '../tls/grpc-credentials.js';
 import type { CallGuard } from './auth.js';
 import { DatabaseHealth } from './health.js';
@@ -29,6 +30,8 @@ export interface GrpcDeps {
   peers?: SettledRelay;
   /** server.tls_* files; absent: plaintext. */
   tls?: CertificateFiles;
+  /** Spans of calls and messages; absent or off: none. */
+  tracing?: Tracing;
 }
 
 export interface RunningGrpcServer {
@@ -52,7 +55,8 @@ export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer
     defaultVisibilitySeconds: config.queue.visibility_timeout,
     subscribeStreamsPerUser: config.server.subscribe_streams_per_user,
     duration: metrics.durations('conveyor_grpc_request_duration_seconds', 'gRPC call duration by method and status code (streams: their lifetime)'),
-    streams: metrics.meter.createUpDownCounter('conveyor_subscribe_streams', { description: 'Open Subscribe streams by topic' }),
+    streams: openStreamsGauge(metrics),
+    tracing: deps.tracing?.enabled ? deps.tracing : undefined,
   });
   // The same for every call in every configuration (with auth off the guard lets every call through).
   const interceptors = [authenticateFirst('queue.QueueService', (metadata, peer) => deps.guard(metadata, [], peer), (method, err, started) => handlers.refused(method, err, started))];
@@ -83,4 +87,11 @@ export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer
     if (!(await Promise.race([stopped, deadline]))) server.forceShutdown();
   };
   return { port, close };
+}
+
+/** conveyor_subscribe_streams, at 0 (unlabelled) from start-up: the dashboard's panel reads 0 before the first stream. */
+function openStreamsGauge(metrics: MetricsRegistry) {
+  const streams = metrics.meter.createUpDownCounter('conveyor_subscribe_streams', { description: 'Open Subscribe streams by topic' });
+  streams.add(0);
+  return streams;
 }

@@ -29,6 +29,8 @@ export interface SubscribeDeps {
   deliveries: DeliveryTracker;
   streams: UpDownCounter;
   toError(err: unknown): GrpcError;
+  /** With tracing on: the messages one push wrote to the stream (their receive span). */
+  delivered?: (topic: string, group: string | undefined, messages: Message[]) => void;
 }
 
 /** Carries settled deliveries between instances (src/pubsub/redis-peer-relay.ts). */
@@ -157,14 +159,17 @@ export class SubscribeStream implements Subscriber {
   }
 
   deliver(messages: Message[]): void {
+    let written = 0;
     for (const message of messages) {
       // Ended meanwhile: the message stays `processing` and returns through the visibility timeout.
-      if (this.done) return;
+      if (this.done) break;
       this.inFlight.set(message.id, Date.now() + this.visibleMs);
       this.deps.deliveries.hold(this.heldAs, message.id, this);
       // grpc-js buffers what it cannot send yet; the hub holds back until 'drain'.
       if (!this.call.write(subscribeResponse(message))) this.backedUp = true;
+      written++;
     }
+    if (this.deps.delivered && written > 0) this.deps.delivered(this.topic, this.group, written === messages.length ? messages : messages.slice(0, written));
   }
 
   nextDeadline(): number | undefined {

@@ -10,7 +10,9 @@ import { beginRequest } from './middleware/request-context.js';
 import { ROUTER_ORDER } from './operations.js';
 import { expressSteps, requestClasses, type ApiRequest, type Handler } from './request.js';
 import { authenticate, registerOperations } from './router.js';
+import { isTraced, traceHttpRequest } from './tracing.js';
 import { loadUiAssets } from './ui-assets.js';
+import { mountSqs } from '../sqs/mount.js';
 
 export { BATCH_BODY_LIMIT, singleBodyLimit } from './body-limits.js';
 
@@ -54,6 +56,8 @@ export function createApp(ctx: HttpContext): HttpApp {
   app.set('etag', false);
   const classes = requestClasses(app);
   registerOperations(app, ctx, ROUTER_ORDER);
+  // After the operations, which is also why the OpenAPI comparison (router.ts, registeredRoutes) never sees it.
+  mountSqs(app, ctx);
   const ui = loadUiAssets();
   const serveUi: Handler = (req, res, next) => {
     if (!ui.serve(req, res, req.path)) next();
@@ -68,7 +72,13 @@ export function createApp(ctx: HttpContext): HttpApp {
   app.use(((err, req, res, _next) => answerError(err, req as unknown as ApiRequest, res)) as express.ErrorRequestHandler);
   const handle = app as unknown as (req: IncomingMessage, res: ServerResponse, done: (err?: unknown) => void) => void;
 
+  // One check per request: with tracing off, no span, no header read, no context (src/tracing/tracing.ts).
+  const tracing = ctx.tracing?.enabled ? ctx.tracing : undefined;
   const listener: RequestListener = (incoming, res) => {
+    if (tracing && isTraced(incoming.url)) traceHttpRequest(tracing, incoming as unknown as ApiRequest, res).run(() => serve(incoming, res));
+    else serve(incoming, res);
+  };
+  const serve: RequestListener = (incoming, res) => {
     const req = incoming as unknown as ApiRequest;
     beginRequest(ctx, req, res);
     const url = parseUrl(incoming);

@@ -8,6 +8,7 @@ import type { Maintenance } from '../maintenance.js';
 import type { MetricsRegistry } from '../metrics/registry.js';
 import type { MessageService } from '../queue/messages.js';
 import type { TopicService } from '../queue/topics.js';
+import type { Tracing } from '../tracing/tracing.js';
 
 /** What the HTTP routes may use: domain services, never the store directly (readiness pings aside). */
 export interface HttpContext {
@@ -22,4 +23,6 @@ export interface HttpContext {
   auth: Authorizer;
   users: UserService;
   accessKeys: AccessKeyService;
+  /** Spans of requests and messages; absent or off: none (docs/observability.md, Tracing). */
+  tracing?: Tracing;
 }

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Request, RequestHandler } from 'express';
 import type { Principal } from '../auth/authorizer.js';
 import type { Logger } from '../log/logger.js';
+import type { RequestTrace } from '../tracing/tracing.js';
 
 /**
  * A request as the API's pipeline sees it: an express request (its prototype is the app's `app.request`) with
@@ -19,6 +20,8 @@ export interface ApiRequest extends Omit<Request, 'query' | 'params' | 'body'> {
   body: unknown;
   /** The caller behind the bearer token; null when auth is off or the path needs no token. */
   principal: Principal | null;
+  /** The request's server span and context, with tracing on (src/http/tracing.ts); undefined otherwise. */
+  trace: RequestTrace | undefined;
   /** The logger of this request (every line carries its id), made on first use: most requests never log. */
   readonly log: Logger;
   /** The pipeline's first step (app.ts). */
@@ -59,6 +62,7 @@ export function requestClasses(app: { request: object; response: object }): { In
     params: Record<string, string> = NO_PARAMS;
     body: unknown = undefined;
     principal: Principal | null = null;
+    trace: RequestTrace | undefined = undefined;
     private logger: Logger | undefined = undefined;
     private baseLogger: Logger | undefined = undefined;
 

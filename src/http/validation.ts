@@ -240,8 +240,8 @@ export const consumerGroupGrantBody = z.object({
  * before anything else, src/auth/authorizer.ts), with these same messages.
  */
 export const loginBody = z.object({
-  username: z.string({ error: 'username is required' }).min(1, { error: 'username is required' }),
-  password: z.string({ error: 'password is required' }).min(1, { error: 'password is required' }),
+  username: z.string({ error: (issue) => (issue.input == null ? 'username is required' : 'username must be a string') }).min(1, { error: 'username is required' }),
+  password: z.string({ error: (issue) => (issue.input == null ? 'password is required' : 'password must be a string') }).min(1, { error: 'password is required' }),
 });
 
 /** The fields a body schema reads (a batch's: `messages`); none for a schema that is no object. */
@@ -335,9 +335,18 @@ export const listMessagesQuery = paged({
     })
     .optional()
     .meta({ description: 'Only messages of this status (extension).' }),
+  order: z
+    .enum(['oldest', 'newest'], {
+      error: (issue) => (typeof issue.input === 'string' ? `unrecognised order "${issue.input}"; use oldest or newest` : 'order must be given once, as a string'),
+    })
+    .optional()
+    .meta({ description: 'oldest (the default): queue order, oldest first; newest: the latest enqueued first (extension).' }),
 });
 
 export const messageLogQuery = paged({});
+
+/** `GET /api/topics` (extension): paged like every list. */
+export const listTopicsQuery = paged({});
 
 const BEFORE_REQUIRED = 'before is required and must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z';
 

@@ -1,5 +1,6 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { redactText, safeError } from './redact.js';
+import { NO_TRACE_FIELDS, traceLogFields } from '../tracing/log-fields.js';
 
 export type { Logger };
 
@@ -55,6 +56,10 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     formatters: { level: (label: string) => ({ level: label }), log: safeFields },
     serializers: { err: serializeError },
     hooks: { logMethod: safeArguments },
+    // The trace and span ids of the traced request a line is written in (src/tracing/log-fields.ts). pino's
+    // own merge writes the line's fields into the mixin's object; without a trace there is nothing to merge.
+    mixin: traceLogFields,
+    mixinMergeStrategy: (fields: object, trace: object) => (trace === NO_TRACE_FIELDS ? fields : Object.assign(trace, fields)),
   };
   return pino(options, destination ?? stdoutDestination());
 }

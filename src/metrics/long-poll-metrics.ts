@@ -19,6 +19,8 @@ export class LongPollTallies implements LongPollMetrics {
     this.waits = registry.counter('conveyor_long_poll_waits_total', 'Dequeues that found nothing and waited (long polling), by topic');
     this.wakeups = registry.counter('conveyor_long_poll_wakeups_total', 'Ended long-poll waits by topic and reason (message, timeout, shutdown, gone, error)');
     this.waiting = registry.meter.createUpDownCounter('conveyor_long_poll_waiting', { description: 'Dequeues waiting for messages now (long polling), by topic' });
+    // At 0 from start-up, unlabelled: the dashboard's panel reads 0 rather than "No data" before the first wait.
+    this.waiting.add(0);
   }
 
   started(topic: string): void {

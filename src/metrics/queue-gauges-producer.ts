@@ -60,6 +60,11 @@ export class QueueGaugesProducer implements sdkMetrics.MetricProducer {
       const delayed = [...snapshot.delayed].map(([topic, count]) => point({ topic }, count));
       const groupDepth = snapshot.groupDepth.map((row) => point({ topic: row.topic, consumer_group: row.consumer_group, status: row.status }, row.count));
       const groupOldest = snapshot.groupOldestPendingAgeSeconds.map((row) => point({ topic: row.topic, consumer_group: row.consumer_group }, row.ageSeconds));
+      // A database with no message at all still answers: 0 pending (what the backlog panels and alerts read),
+      // so they say 0, not "No data". The ages have nothing to say until a message waits.
+      if (depth.length === 0) depth.push(point({ status: 'pending' }, 0));
+      if (delayed.length === 0) delayed.push(point({}, 0));
+      if (groupDepth.length === 0) groupDepth.push(point({ status: 'pending' }, 0));
       const all = [[DEPTH, depth], [OLDEST, oldest], [DELAYED, delayed], [GROUP_DEPTH, groupDepth], [GROUP_OLDEST, groupOldest]] as const;
       for (const [descriptor, dataPoints] of all) {
         if (dataPoints.length > 0) metrics.push({ descriptor, aggregationTemporality: sdkMetrics.AggregationTemporality.CUMULATIVE, dataPointType: sdkMetrics.DataPointType.GAUGE, dataPoints });

@@ -4,10 +4,16 @@ import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { metrics as sdkMetrics, resources } from '@opentelemetry/sdk-node';
 import { observeProcessMetrics } from './process-metrics.js';
 import { QueueGaugesProducer, type QueueGaugeSource } from './queue-gauges-producer.js';
-import { Tallies, type TallyCounter, type TallyHistogram } from './tallies.js';
+import { Tallies, type Placeholders, type TallyCounter, type TallyHistogram } from './tallies.js';
 import type { MessageEvent, NackOutcome, QueueMetrics, RejectReason } from '../queue/metrics-port.js';
 
 const topicAttributes = (topic: string): Attributes => ({ topic });
+
+const NACK_OUTCOMES: readonly NackOutcome[] = ['retry', 'failed', 'dlq'];
+const REJECT_REASONS: readonly RejectReason[] = ['depth', 'schema', 'registration', 'invalid'];
+
+/** One placeholder per value of a label. */
+export const labelled = (label: string, values: readonly string[]): Placeholders => values.map((value) => ({ [label]: value }));
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -40,9 +46,14 @@ export class MetricsRegistry implements QueueMetrics {
     this.meter = this.provider.getMeter('conveyor');
     const events: MessageEvent[] = ['enqueued', 'dequeued', 'handed_over', 'acked', 'requeued', 'redelivered', 'superseded', 'expired', 'deleted', 'replayed'];
     for (const event of events) this.messageCounters.set(event, this.tallies.counter(`conveyor_messages_${event}_total`, `Messages ${event}, by topic`));
-    this.nackCounter = this.tallies.counter('conveyor_messages_nacked_total', 'Nacks by topic and outcome (retry, failed, dlq)');
-    this.rejectCounter = this.tallies.counter('conveyor_enqueue_rejected_total', 'Rejected enqueues by topic and reason (depth, schema, registration, invalid)');
-    this.claimCounter = this.tallies.counter('conveyor_claims_total', 'Claim transactions by topic and result (found: took messages, empty: found none)');
+    // Before the first of each, one 0 per label value the dashboard and alerts select on (`outcome="dlq"`).
+    this.nackCounter = this.tallies.counter('conveyor_messages_nacked_total', 'Nacks by topic and outcome (retry, failed, dlq)', labelled('outcome', NACK_OUTCOMES));
+    this.rejectCounter = this.tallies.counter(
+      'conveyor_enqueue_rejected_total',
+      'Rejected enqueues by topic and reason (depth, schema, registration, invalid)',
+      labelled('reason', REJECT_REASONS),
+    );
+    this.claimCounter = this.tallies.counter('conveyor_claims_total', 'Claim transactions by topic and result (found: took messages, empty: found none)', labelled('result', ['found', 'empty']));
     this.httpDuration = this.durations('conveyor_http_request_duration_seconds', 'HTTP request duration by method, route template and status');
     this.stopProcessMetrics = observeProcessMetrics(this.meter);
   }
@@ -68,14 +79,14 @@ export class MetricsRegistry implements QueueMetrics {
     this.httpDuration.of(`${method} ${status} ${route}`, () => ({ method, route, status: String(status) })).record(seconds);
   }
 
-  /** A counter of a per-request path, tallied as the message counters are. */
-  counter(name: string, description: string): TallyCounter {
-    return this.tallies.counter(name, description);
+  /** A counter of a per-request path, tallied as the message counters are (at 0 from start-up: `placeholders`). */
+  counter(name: string, description: string, placeholders?: Placeholders): TallyCounter {
+    return this.tallies.counter(name, description, placeholders);
   }
 
   /** A duration histogram in seconds, in the buckets of every other. */
-  durations(name: string, description: string): TallyHistogram {
-    return this.tallies.histogram(name, description, 's', LATENCY_BUCKETS);
+  durations(name: string, description: string, placeholders?: Placeholders): TallyHistogram {
+    return this.tallies.histogram(name, description, 's', LATENCY_BUCKETS, placeholders);
   }
 
   observeQueues(source: QueueGaugeSource): void {

@@ -64,11 +64,22 @@ export class HistogramSeries implements Series {
   }
 }
 
+/**
+ * The series an instrument shows at 0 while none of its own has been used: a dashboard panel or an alert that
+ * reads it finds 0 on a fresh instance instead of "No data" (docs/observability.md). Unlabelled by default;
+ * an instrument whose readers select on a label of a known set (a nack's `outcome`) gives one per value. The
+ * first real series replaces them: a sum over the instrument never counts a placeholder beside real series.
+ */
+export type Placeholders = readonly Attributes[];
+
 abstract class Tally<S extends Series> {
   private readonly series = new Map<string, S>();
   private overflow: S | undefined;
 
-  constructor(readonly descriptor: sdkMetrics.MetricDescriptor) {}
+  constructor(
+    readonly descriptor: sdkMetrics.MetricDescriptor,
+    private readonly placeholders: Placeholders = [{}],
+  ) {}
 
   /** The series under `key`, made with `attributesOf(key)` the first time; callers may keep it. */
   of(key: string, attributesOf: (key: string) => Attributes): S {
@@ -80,10 +91,11 @@ abstract class Tally<S extends Series> {
     return made;
   }
 
-  /** Every series as a data point ending now, or undefined when none has been used yet (nothing to show). */
+  /** Every series as a data point ending now; the placeholders at 0 while none has been used yet. */
   protected points<V>(endTime: HrTime, value: (series: S) => V) {
     const all = [...this.series.values()];
     if (this.overflow) all.push(this.overflow);
+    if (all.length === 0) all.push(...this.placeholders.map((attributes) => this.create(attributes)));
     if (all.length === 0) return undefined;
     return all.map((s) => ({ attributes: s.attributes, startTime: hrTime(s.startMs), endTime, value: value(s) }));
   }
@@ -109,8 +121,9 @@ export class TallyHistogram extends Tally<HistogramSeries> {
   constructor(
     descriptor: sdkMetrics.MetricDescriptor,
     private readonly boundaries: readonly number[],
+    placeholders?: Placeholders,
   ) {
-    super(descriptor);
+    super(descriptor, placeholders);
   }
 
   protected create(attributes: Attributes): HistogramSeries {
@@ -139,14 +152,14 @@ export class Tallies implements sdkMetrics.MetricProducer {
     private readonly scopeName: string,
   ) {}
 
-  counter(name: string, description: string): TallyCounter {
-    const counter = new TallyCounter({ name, description, unit: '', valueType: ValueType.DOUBLE });
+  counter(name: string, description: string, placeholders?: Placeholders): TallyCounter {
+    const counter = new TallyCounter({ name, description, unit: '', valueType: ValueType.DOUBLE }, placeholders);
     this.instruments.push(counter);
     return counter;
   }
 
-  histogram(name: string, description: string, unit: string, boundaries: readonly number[]): TallyHistogram {
-    const histogram = new TallyHistogram({ name, description, unit, valueType: ValueType.DOUBLE }, boundaries);
+  histogram(name: string, description: string, unit: string, boundaries: readonly number[], placeholders?: Placeholders): TallyHistogram {
+    const histogram = new TallyHistogram({ name, description, unit, valueType: ValueType.DOUBLE }, boundaries, placeholders);
     this.instruments.push(histogram);
     return histogram;
   }

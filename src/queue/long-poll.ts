@@ -1,5 +1,6 @@
 import { DomainError } from './errors.js';
 import type { Message } from './message.js';
+import type { Reservation } from './subscriptions.js';
 import type { TopicSignals } from './topic-signals.js';
 
 /** How a wait ended: with messages, at its end, by the server's shutdown, because its caller left, or failed. */
@@ -52,6 +53,22 @@ export interface WaitRequest {
   nextAt(until: number): Promise<number | undefined>;
   /** Checked again before each claim that follows a wait, so a grant revoked meanwhile ends the call with its refusal. */
   reauthorize?: () => Promise<void>;
+  /**
+   * Present where new messages of the topic may be handed to this call as they are stored (a topic's own
+   * dequeue; not a group's): LongPoll.reserve.
+   */
+  handOff?: HandOff;
+}
+
+/** How a waiting call takes messages stored already claimed for it. */
+export interface HandOff {
+  /** The call's visibility timeout: the handed messages are stored processing until now + this. */
+  visibilityMs: number;
+  /**
+   * The handed messages as the call answers them: checked as a claim would be (its access again, its caller
+   * still there), and what it does not answer given back. Rejects with the refusal of a revoked grant.
+   */
+  take(messages: Message[]): Promise<Message[]>;
 }
 
 /** Without a relay, another instance's enqueue is found at most this much later. */
@@ -108,7 +125,7 @@ export class LongPoll {
     const deadline = Date.now() + req.waitMs;
     const lane = this.laneOf(req);
     // In the lane before the first claim, so a signal that comes while it runs is not lost.
-    const waiter = new Waiter(deadline);
+    const waiter = new Waiter(deadline, req.count);
     lane.add(waiter);
     const onCancel = () => waiter.end('gone');
     req.cancelled.addEventListener('abort', onCancel, { once: true });
@@ -118,6 +135,12 @@ export class LongPoll {
     try {
       for (let first = true; ; first = false) {
         await waiter.next();
+        const handed = await waiter.takeHandOver(req);
+        if (handed.length > 0) {
+          how = 'message';
+          waiter.end('message');
+          return handed;
+        }
         if (!waiter.ended) {
           waiter.due = false;
           waiter.claiming = true;
@@ -147,6 +170,7 @@ export class LongPoll {
           if (this.waiting >= this.options.maxWaiting) throw tooManyWaiting(this.options.maxWaiting);
           this.waiting++;
           counted = true;
+          waiter.handOff = req.handOff;
           this.options.metrics.started(req.topic);
           timer = setTimeout(() => waiter.end('timeout'), deadline - Date.now());
         }
@@ -164,6 +188,17 @@ export class LongPoll {
         this.options.metrics.ended(req.topic, how);
       }
     }
+  }
+
+  /**
+   * Room for `max` new messages of `topic` about to be stored, on its oldest call that waits idle (its last
+   * claim found nothing, no wake-up since) and takes hand-offs: they are stored already claimed for it and
+   * handed over after their commit, as to a waiting subscriber: no claim, no wake-up, one commit from enqueue
+   * to answer. Undefined when no such call waits.
+   */
+  reserve(topic: string, max: number, now: number): Reservation | undefined {
+    if (this.closed) return undefined;
+    return this.lanes.get(`${topic}\u0000`)?.reserve(max, now);
   }
 
   /** Graceful shutdown: every wait ends now with an empty answer, and later calls do not wait. */
@@ -192,9 +227,38 @@ class Waiter {
   due = true;
   claiming = false;
   ended?: WaitEnd;
+  /** Set once the call waits (after its first claim) where it takes hand-offs. */
+  handOff?: HandOff;
+  /** Messages being stored claimed for this call: resolves after their commit (none when the store failed). */
+  private handOver?: Promise<Message[]>;
   private wake?: () => void;
 
-  constructor(readonly deadline: number) {}
+  constructor(
+    readonly deadline: number,
+    private readonly count: number,
+  ) {}
+
+  /** Whether new messages may be stored for this call now: it waits idle, no claim running or due. */
+  get idle(): boolean {
+    return this.handOff !== undefined && this.handOver === undefined && this.ended === undefined && !this.due && !this.claiming;
+  }
+
+  /** Takes up to `max` messages about to be stored: the call waits for their commit instead of claiming. */
+  reserve(max: number, now: number): Reservation {
+    const count = Math.min(max, this.count);
+    let fulfil!: (messages: Message[]) => void;
+    this.handOver = new Promise((resolve) => (fulfil = resolve));
+    this.signal();
+    return { count, visibleUntil: now + this.handOff!.visibilityMs, fulfil: (messages) => fulfil(messages.slice(0, count)) };
+  }
+
+  /** What was stored for this call, as it answers it (none without a hand-off). */
+  async takeHandOver(req: WaitRequest): Promise<Message[]> {
+    if (!this.handOver) return [];
+    const handed = await this.handOver;
+    this.handOver = undefined;
+    return handed.length > 0 ? req.handOff!.take(handed) : [];
+  }
 
   signal(): void {
     this.due = true;
@@ -266,6 +330,11 @@ class Lane {
 
   endAll(how: WaitEnd): void {
     for (const waiter of this.waiters) waiter.end(how);
+  }
+
+  reserve(max: number, now: number): Reservation | undefined {
+    for (const waiter of this.waiters) if (waiter.idle) return waiter.reserve(max, now);
+    return undefined;
   }
 
   /** A claim of the lane took messages; `full`: all it asked for, so more may be there for the next waiter. */

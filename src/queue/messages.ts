@@ -24,13 +24,13 @@ import { keyError, orderingKeyError } from './message-keys.js';
 import { DequeuedTopics } from './dequeued-topics.js';
 import { toMessage, type DequeueInput, type Message } from './message.js';
 import type { MessageRow } from '../store/messages/rows.js';
-import type { QueueMetrics } from './metrics-port.js';
+import type { NackOutcome, QueueMetrics } from './metrics-port.js';
 import { ACK_BATCH_IDS_MESSAGE, DEQUEUE_COUNT_MESSAGE, delayMessage, MAX_DEQUEUE_COUNT, MAX_VISIBILITY_SECONDS, VISIBILITY_CHANGE_MESSAGE, VISIBILITY_TIMEOUT_MESSAGE } from './bounds.js';
 import { ackBatchOfHeld, type AckBatchCaller, type HeldAckCaller } from './held-ack-batch.js';
 import { assertNotDeadLetterTopic, assertTopicName, baseTopicOf, isDlqTopic, isValidTopicName } from './topic-names.js';
 import { SubscriptionHub, type Reservation } from './subscriptions.js';
 import type { TopicSignals } from './topic-signals.js';
-import type { LongPoll, WaitingCaller } from './long-poll.js';
+import type { HandOff, LongPoll, WaitingCaller } from './long-poll.js';
 import { nextClaimableAt } from './next-claimable.js';
 import { waitMsOf } from './wait-seconds.js';
 
@@ -77,21 +77,24 @@ const queueFull = (topic: string) =>
   new DomainError('queue_full', `topic "${topic}" is full (max_depth reached)`, { retryAfterSeconds: QUEUE_FULL_RETRY_AFTER_SECONDS });
 
 /**
- * How many of the claimed `rows` (in claim order) one answer carries: those whose size together stays within
+ * How many claimed messages (their `sizes`, in claim order) one answer carries: those whose size together stays within
  * `maxBytes`, and always the first. An answer of 1,000 messages of 1 MiB would pass what one JSON text can
  * hold (and a default gRPC client's 4 MiB receive limit long before), failing after the claim and costing
  * every message an attempt. The size counts what an answer repeats per message (payload, metadata text, key,
  * topic) plus a fixed part for the id, times and counters: at least the message's protobuf encoding.
  */
-function answerLength(rows: MessageRow[], maxBytes: number): number {
+function answerLength(sizes: number[], maxBytes: number): number {
   let size = 0;
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i];
-    size += row.payload.length + Buffer.byteLength(row.metadata) + (row.msg_key === null ? 0 : Buffer.byteLength(row.msg_key)) + row.topic.length + 128;
+  for (let i = 0; i < sizes.length; i++) {
+    size += sizes[i];
     if (size > maxBytes && i > 0) return i;
   }
-  return rows.length;
+  return sizes.length;
 }
+
+/** A message's share of an answer's bytes: its fields and some room for the encoding. */
+const rowBytes = (row: MessageRow) => row.payload.length + Buffer.byteLength(row.metadata) + (row.msg_key === null ? 0 : Buffer.byteLength(row.msg_key)) + row.topic.length + 128;
+const messageBytes = (m: Message) => m.payload.length + Buffer.byteLength(JSON.stringify(m.metadata)) + (m.key === null ? 0 : Buffer.byteLength(m.key)) + m.topic.length + 128;
 
 /** Enqueue, dequeue, ack, nack and requeue: every rule of docs/http-api.md, Messaging rules, for every transport. */
 export class MessageService {
@@ -201,7 +204,7 @@ export class MessageService {
       if (route.deadLetterGroup === undefined) for (const row of rows) this.dequeuedTopics.remember(row.id, row.topic, row.visible_at);
     }
     const claimed = rows.map(toMessage);
-    const answered = claimed.slice(0, answerLength(rows, this.deps.queue.max_dequeue_bytes));
+    const answered = claimed.slice(0, answerLength(rows.map(rowBytes), this.deps.queue.max_dequeue_bytes));
     if (answered.length < claimed.length) {
       // Not given back (the database is down): they come back through their visibility timeout.
       await this.giveBack(topic, input.consumerGroup, claimed.slice(answered.length)).catch(() => {});
@@ -242,11 +245,34 @@ export class MessageService {
       cancelled: caller.cancelled,
       reauthorize: caller.reauthorize,
       claim: () => this.dequeueFor(input, gone),
+      handOff: input.consumerGroup === undefined ? this.handOffTo(topic, input, caller) : undefined,
       nextAt: async (until) => {
         const route = await this.fanOut.dequeueRoute(topic, input.consumerGroup);
         return nextClaimableAt(this.deps.db, route, { topic, now: this.now(), until, ratePerSecond: this.deps.catalog.config(topic)?.throughput_limit });
       },
     });
+  }
+
+  /**
+   * How a topic's waiting dequeue takes messages an enqueue stored claimed for it (LongPoll.reserve): as its
+   * claim would answer them (the access checked again, the answer's byte bound), the rest given back.
+   */
+  private handOffTo(topic: string, input: DequeueInput, caller: WaitingCaller): HandOff {
+    return {
+      visibilityMs: Math.round((input.visibilityTimeoutSeconds ?? this.deps.queue.visibility_timeout) * 1000),
+      take: async (messages) => {
+        let answered: Message[] = [];
+        try {
+          await caller.reauthorize?.();
+          if (!caller.cancelled.aborted) answered = messages.slice(0, answerLength(messages.map(messageBytes), this.deps.queue.max_dequeue_bytes));
+        } finally {
+          // Not given back (the database is down): they come back through their visibility timeout.
+          if (answered.length < messages.length) await this.giveBack(topic, undefined, messages.slice(answered.length)).catch(() => {});
+        }
+        for (const m of answered) this.dequeuedTopics.remember(m.id, topic, m.claimedUntil!);
+        return answered;
+      },
+    };
   }
 
   /** Graceful shutdown: every waiting dequeue answers now, empty, and later ones do not wait. */
@@ -397,9 +423,10 @@ export class MessageService {
   /**
    * A failed attempt. A retry is claimable again after the topic's retry backoff for its attempt count, or
    * with `delaySeconds` that long after the nack instead (0: at once): a downstream outage is waited out
-   * instead of burning the retries at once. A dead-lettered or failed message is not delayed.
+   * instead of burning the retries at once. A dead-lettered or failed message is not delayed. Resolves to what
+   * the nack did (a trace's nack span records it).
    */
-  async nack(id: unknown, reason = '', consumerGroup?: string, delaySeconds?: unknown): Promise<void> {
+  async nack(id: unknown, reason = '', consumerGroup?: string, delaySeconds?: unknown): Promise<NackOutcome> {
     const cap = this.deps.queue.max_delay_seconds;
     if (delaySeconds !== undefined && (typeof delaySeconds !== 'number' || !Number.isInteger(delaySeconds) || delaySeconds < 0 || delaySeconds > cap)) throw invalid(delayMessage(cap));
     const messageId = normaliseMessageId(id);
@@ -415,8 +442,10 @@ export class MessageService {
     };
     const result = await this.orAfterCatchUp(attempt, (r) => !r);
     if (!result) throw messageNotFound();
-    this.deps.metrics.nacked(result.topic, result.outcome === 'superseded' ? 'retry' : result.outcome);
+    const outcome = result.outcome === 'superseded' ? 'retry' : result.outcome;
+    this.deps.metrics.nacked(result.topic, outcome);
     announceAttempt(result, this.deps.metrics, this.deps.signals);
+    return outcome;
   }
 
   /**
@@ -577,19 +606,20 @@ export class MessageService {
   }
 
   /**
-   * The enqueue group commit. Where a feed of this instance's subscribers waits with free slots and nothing
-   * older to claim, the oldest unkeyed messages of its topic are stored already claimed for it and handed
-   * over after the commit: no claim transaction, no wake-up, one commit from enqueue to delivery.
+   * The enqueue group commit. Where a feed of this instance's subscribers, or a dequeue of its own, waits with
+   * room and nothing older to claim, the oldest unkeyed messages of its topic are stored already claimed for
+   * it and handed over after the commit: no claim transaction, no wake-up, one commit from enqueue to delivery.
    */
   private async storeEnqueues(batch: NewMessage[]): Promise<InsertOutcome[]> {
-    const reservations = this.reserveForSubscribers(batch);
+    const reservations = this.reserveForWaiting(batch);
     let outcomes: InsertOutcome[] = [];
     try {
       outcomes = await this.insertAll(batch, false);
       return outcomes;
     } finally {
-      for (const [topic, reservation] of reservations) {
-        const handed = batch.filter((m, i) => m.topic === topic && isClaimed(outcomes[i])).map((m) => toMessage(newMessageRow(m)));
+      const indexOf = new Map(batch.map((m, i) => [m, i]));
+      for (const { topic, reservation, messages } of reservations) {
+        const handed = messages.filter((m) => isClaimed(outcomes[indexOf.get(m)!])).map((m) => toMessage(newMessageRow(m)));
         reservation.fulfil(handed);
         if (handed.length > 0) {
           this.deps.metrics.message('dequeued', topic, handed.length);
@@ -599,9 +629,10 @@ export class MessageService {
     }
   }
 
-  private reserveForSubscribers(batch: NewMessage[]): Map<string, Reservation> {
-    const reservations = new Map<string, Reservation>();
-    if (!this.subscriptions.waiting()) return reservations;
+  /** Reservations for the batch's messages on waiting subscribers first, then on waiting dequeues. */
+  private reserveForWaiting(batch: NewMessage[]): Array<{ topic: string; reservation: Reservation; messages: NewMessage[] }> {
+    const reservations: Array<{ topic: string; reservation: Reservation; messages: NewMessage[] }> = [];
+    if (!this.subscriptions.waiting() && this.deps.longPoll.size === 0) return reservations;
     const eligible = new Map<string, NewMessage[]>();
     for (const message of batch) {
       // Keyed messages stay pending for upserts; a throughput limit is enforced by claims only; a delayed
@@ -613,10 +644,15 @@ export class MessageService {
     }
     const now = this.now();
     for (const [topic, messages] of eligible) {
-      const reservation = this.subscriptions.reserve(topic, messages.length, now);
-      if (!reservation) continue;
-      reservations.set(topic, reservation);
-      for (const message of messages.slice(0, reservation.count)) message.claimedUntil = reservation.visibleUntil;
+      let left = messages;
+      for (const waiting of [this.subscriptions, this.deps.longPoll]) {
+        const reservation = left.length > 0 ? waiting.reserve(topic, left.length, now) : undefined;
+        if (!reservation) continue;
+        const taken = left.slice(0, reservation.count);
+        for (const message of taken) message.claimedUntil = reservation.visibleUntil;
+        reservations.push({ topic, reservation, messages: taken });
+        left = left.slice(reservation.count);
+      }
     }
     return reservations;
   }

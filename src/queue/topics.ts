@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
-import { countByStatus, listMessages, type MessageFilter, type StatusCount } from '../store/messages/browse.js';
+import { countByStatus, getMessage, listMessages, type MessageFilter, type StatusCount } from '../store/messages/browse.js';
 import type { MessageStatus } from '../store/messages/rows.js';
 import { deleteByKey, purgeTopic } from '../store/messages/remove.js';
 import { purgeFanOutTopic } from '../store/deliveries/purge.js';
@@ -13,12 +13,14 @@ import { deleteTopicSchema, getTopicSchema, putTopicSchema, type TopicSchemaRow 
 import { compileSchema } from './avro.js';
 import { MAX_DATA_SECONDS, MAX_DELAY_SECONDS, MAX_INT32 } from './bounds.js';
 import type { Catalog } from './catalog.js';
-import { invalid, notFound } from './errors.js';
+import { invalid, messageNotFound, notFound } from './errors.js';
 import { assertManagedByOrFree, assertNotManaged, decodeManager, encodeManager, type DeletionPolicy, type ManagedBy } from './managed-by.js';
+import { normaliseMessageId } from './message-ids.js';
 import { assertKey } from './message-keys.js';
 import { toMessage, type Message } from './message.js';
 import type { QueueMetrics } from './metrics-port.js';
 import { assertNotDeadLetterTopic, assertTopicName } from './topic-names.js';
+import { listTopics, type TopicSummary } from './topic-list.js';
 
 /** Every status a message row can have, in the order a message passes through them. */
 export const MESSAGE_STATUSES: readonly MessageStatus[] = ['pending', 'processing', 'failed', 'expired'];
@@ -57,6 +59,11 @@ export class TopicService {
     const row = await putTopicConfig(this.deps.db, topic, values, this.now(), '', (current) => assertNotManaged(current, configWhat(topic)));
     await this.deps.catalog.changed();
     return row;
+  }
+
+  /** A topic's configuration from the cache, or undefined: a lookup by a name the caller has checked. */
+  configOf(topic: string): TopicConfigRow | undefined {
+    return this.deps.catalog.config(topic);
   }
 
   /**
@@ -169,12 +176,28 @@ export class TopicService {
   }
 
   /**
+   * One message, when it exists and `mayRead` allows its topic. Otherwise "not found", whatever the reason: a
+   * caller without the grant learns nothing about ids outside its topics, not even that they exist.
+   */
+  async getMessage(id: unknown, mayRead: (topic: string) => boolean): Promise<Message> {
+    const messageId = normaliseMessageId(id);
+    const row = messageId ? await getMessage(this.deps.db, messageId) : null;
+    if (!row || !mayRead(row.topic)) throw messageNotFound();
+    return toMessage(row);
+  }
+
+  /**
    * Message rows by topic and status (a fan-out message counts once), and apart from them the deliveries of
    * fan-out topics by group and status: summing `messages` never counts a message twice.
    */
   async stats(): Promise<{ messages: StatusCount[]; deliveries: DeliveryCount[]; lines: LineCount[] }> {
     const [messages, deliveries, lines] = await Promise.all([countByStatus(this.deps.db), countDeliveriesByStatus(this.deps.db), countLines(this.deps.db)]);
     return { messages, deliveries, lines };
+  }
+
+  /** Every topic with messages, a configuration, a schema or groups that `visible` keeps, a page of them (topic-list.ts). */
+  async listTopics(visible: (topics: string[]) => string[], limit: number, offset: number): Promise<{ items: TopicSummary[]; total: number }> {
+    return listTopics(this.deps.db, visible, limit, offset, this.now());
   }
 
   async purge(topicName: unknown, statuses: unknown): Promise<number> {

@@ -174,6 +174,10 @@ function createMysql(url: string, poolSize: number, common: Pick<Knex.Config, 'l
       // (four arrays of this many slots) on every connection: 0.5 MB each at its default of 16,000, which
       // every full garbage collection then scans (docs/benchmark.md, ninth round).
       maxPreparedStatements: 16,
+      // The ordering-key paths send a transaction's statements as one text in one round trip
+      // (src/store/statement.ts, runInOneTrip). Every statement the service sends is its own text, values
+      // bound through placeholders that mysql2 escapes, so no input can add a statement.
+      multipleStatements: true,
     },
     pool: {
       min: 0,

@@ -1,9 +1,10 @@
-import { useEffect, type ReactElement } from 'react';
+import { useEffect, useState, type ReactElement } from 'react';
 import { SessionKeeper } from './auth/session-keeper';
 import { useIsAdmin, useSession } from './auth/session';
 import { SignInDialog } from './auth/sign-in-dialog';
 import { useAuthStatus } from './auth/status';
 import { UserMenu } from './auth/user-menu';
+import { NARROW, useMediaQuery } from './components/use-media-query';
 import { href, useRoute, type ScreenId } from './router';
 import { ConsumeScreen } from './screens/consume';
 import { EnqueueScreen } from './screens/enqueue';
@@ -56,19 +57,7 @@ export function App() {
         <UserMenu />
       </header>
       <UnreachableBanner />
-      <nav className="nav" aria-label="Main">
-        <ul>
-          {(Object.entries(SCREENS) as Array<[ScreenId, ScreenEntry]>)
-            .filter(([, e]) => !e.adminOnly || isAdmin)
-            .map(([id, e]) => (
-              <li key={id}>
-                <a href={href(id)} aria-current={id === screen ? 'page' : undefined}>
-                  {e.label}
-                </a>
-              </li>
-            ))}
-        </ul>
-      </nav>
+      <MainNav screen={screen} isAdmin={isAdmin} />
       <main className="content" id="main" tabIndex={-1}>
         {/* Keyed by user: another user signing in on this tab gets fresh screens, not the last one's dequeued payloads. */}
         <ScreenOrGate key={user?.id ?? ''} entry={entry} ready={authRequired === false || user !== null} pending={authRequired === null} isAdmin={isAdmin} />
@@ -77,6 +66,35 @@ export function App() {
       {loginPrompt && <SignInDialog />}
       <SessionKeeper />
     </div>
+  );
+}
+
+/**
+ * The screens' links: a column beside the content, or on a phone one "Menu" button that opens them (nine
+ * links wrapped over three rows would push every screen down). The menu closes when a screen is chosen.
+ */
+function MainNav(props: { screen: ScreenId; isAdmin: boolean }) {
+  const narrow = useMediaQuery(NARROW);
+  const [open, setOpen] = useState(false);
+  useEffect(() => setOpen(false), [props.screen]);
+  const entries = (Object.entries(SCREENS) as Array<[ScreenId, ScreenEntry]>).filter(([, e]) => !e.adminOnly || props.isAdmin);
+  return (
+    <nav className={`nav${narrow ? ' nav-compact' : ''}`} aria-label="Main">
+      {narrow && (
+        <button type="button" className="menu-toggle" aria-expanded={open} aria-controls="main-nav-list" onClick={() => setOpen((o) => !o)}>
+          <span aria-hidden="true">☰</span> Menu<span className="muted">: {SCREENS[props.screen].label}</span>
+        </button>
+      )}
+      <ul id="main-nav-list" hidden={narrow && !open}>
+        {entries.map(([id, e]) => (
+          <li key={id}>
+            <a href={href(id)} aria-current={id === props.screen ? 'page' : undefined} onClick={() => setOpen(false)}>
+              {e.label}
+            </a>
+          </li>
+        ))}
+      </ul>
+    </nav>
   );
 }
 

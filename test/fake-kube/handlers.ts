@@ -410,7 +410,7 @@ export class Api {
     const rv = this.store.nextRv();
     last.metadata.resourceVersion = String(rv);
     this.store.remove(rt.storageKey, last, rv);
-    this.afterRemove(rt, last);
+    this.afterRemove(rt, last, isObj(options) && options.propagationPolicy === 'Orphan');
     return { code: 200, body: rt.returnDeletedObject ? this.render(rt, last) : this.successStatus(rt, last) };
   }
 
@@ -422,6 +422,44 @@ export class Api {
     return { code: 200, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' } };
   }
 
+  /**
+   * The garbage collector's part, done at once instead of moments later: objects whose ownerReferences name
+   * the removed owner's uid lose that reference; those left with no owner that still exists are deleted
+   * (background propagation, which is also what a foreground deletion ends in), unless the owner was deleted
+   * with propagationPolicy Orphan. Owners are namespace-local: a namespaced owner has dependents in its own
+   * namespace only. (The real collector also deletes objects created with a reference to a uid that never
+   * existed; this fake leaves those alone.)
+   */
+  private collectDependents(ownerType: ResourceType, owner: any, orphan: boolean): void {
+    const uid = owner.metadata.uid;
+    if (!uid) return;
+    const exists = (ownerUid: string) =>
+      this.registry.all().some((t) => this.store.list(t.storageKey).some((o) => o.metadata.uid === ownerUid));
+    const seen = new Set<string>();
+    for (const t of this.registry.all()) {
+      if (seen.has(t.storageKey)) continue;
+      seen.add(t.storageKey);
+      if (ownerType.namespaced && !t.namespaced) continue;
+      const ns = ownerType.namespaced && t.namespaced ? owner.metadata.namespace : undefined;
+      for (const dependent of this.store.list(t.storageKey, ns)) {
+        const refs: any[] = dependent.metadata.ownerReferences ?? [];
+        if (!refs.some((r) => r?.uid === uid)) continue;
+        const remaining = refs.filter((r) => r?.uid !== uid);
+        try {
+          if (!orphan && !remaining.some((r) => exists(r.uid))) {
+            this.delete(t, dependent.metadata.namespace, dependent.metadata.name, undefined, {});
+          } else {
+            const next = clone(dependent);
+            next.metadata.ownerReferences = remaining;
+            this.update(t, dependent.metadata.namespace, dependent.metadata.name, this.render(t, next), {});
+          }
+        } catch (e) {
+          if (!(e instanceof ApiError)) throw e;
+        }
+      }
+    }
+  }
+
   private successStatus(rt: ResourceType, obj: any): any {
     const details: any = { name: obj.metadata.name, kind: rt.plural, uid: obj.metadata.uid };
     if (rt.group) details.group = rt.group;
@@ -429,7 +467,8 @@ export class Api {
   }
 
   /** Side effects of an object really going away. */
-  private afterRemove(rt: ResourceType, obj: any): void {
+  private afterRemove(rt: ResourceType, obj: any, orphan = false): void {
+    this.collectDependents(rt, obj, orphan);
     if (rt.storageKey === CRD_STORAGE) {
       const types = this.registry.removeCrd(obj.metadata.name);
       const keys = new Set(types.map((t) => t.storageKey));

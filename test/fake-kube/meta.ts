@@ -1,5 +1,5 @@
 // ObjectMeta rules: names, generateName, timestamps, label/name validation messages.
-import { fieldInvalid, fieldRequired, fieldForbidden, type FieldError } from './errors.js';
+import { GoRaw, fieldInvalid, fieldRequired, fieldForbidden, type FieldError } from './errors.js';
 
 /** RFC 3339 with seconds precision, as metav1.Time serializes (`2026-11-23T10:00:00Z`). */
 export const nowTime = (): string => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -77,6 +77,32 @@ export function validateObjectMeta(obj: any, nameKind: 'subdomain' | 'label'): F
   if (!md.name) errs.push(fieldRequired('metadata.name', 'name or generateName is required'));
   else errs.push(...validateName(String(md.name), nameKind));
   errs.push(...validateLabels(md.labels));
+  errs.push(...validateOwnerReferences(md.ownerReferences));
+  return errs;
+}
+
+/** apimachinery's ValidateOwnerReferences: every reference names its owner fully, and at most one is the controller. */
+export function validateOwnerReferences(refs: unknown): FieldError[] {
+  if (!Array.isArray(refs)) return [];
+  const field = 'metadata.ownerReferences';
+  const errs: FieldError[] = [];
+  let firstController = '';
+  for (const ref of refs as any[]) {
+    const apiVersion = String(ref?.apiVersion ?? '');
+    const version = apiVersion.includes('/') ? apiVersion.slice(apiVersion.indexOf('/') + 1) : apiVersion;
+    if (!version) errs.push(fieldInvalid(`${field}.apiVersion`, apiVersion, 'version must not be empty'));
+    if (!ref?.kind) errs.push(fieldInvalid(`${field}.kind`, String(ref?.kind ?? ''), 'must not be empty'));
+    if (!ref?.name) errs.push(fieldInvalid(`${field}.name`, String(ref?.name ?? ''), 'must not be empty'));
+    if (!ref?.uid) errs.push(fieldInvalid(`${field}.uid`, String(ref?.uid ?? ''), 'must not be empty'));
+    if (ref?.controller === true) {
+      const current = `${ref.kind}/${ref.name}`;
+      if (firstController)
+        errs.push(
+          fieldInvalid(field, new GoRaw('[]v1.OwnerReference{...}'), `Only one reference can have Controller set to true. Found "true" in references for ${firstController} and ${current}`),
+        );
+      else firstController = current;
+    }
+  }
   return errs;
 }
 

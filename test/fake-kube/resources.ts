@@ -143,6 +143,16 @@ export function builtinTypes(): ResourceType[] {
         checkMicroTime(obj?.spec?.renewTime);
       },
     }),
+    builtin('', 'v1', 'pods', 'Pod', {
+      shortNames: ['po'],
+      categories: ['all'],
+      statusSubresource: true,
+      fieldSelectors: ['spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'status.phase', 'status.podIP', 'status.nominatedNodeName'],
+    }),
+    // Stored like any other kind: no deployment or replica-set controller runs, so a test creates the
+    // ReplicaSet and Pods a Deployment would get (with their ownerReferences) itself.
+    builtin('apps', 'v1', 'deployments', 'Deployment', { shortNames: ['deploy'], categories: ['all'], statusSubresource: true }),
+    builtin('apps', 'v1', 'replicasets', 'ReplicaSet', { shortNames: ['rs'], categories: ['all'], statusSubresource: true }),
     builtin('batch', 'v1', 'cronjobs', 'CronJob', { shortNames: ['cj'], categories: ['all'], statusSubresource: true }),
     builtin('batch', 'v1', 'jobs', 'Job', { categories: ['all'], statusSubresource: true, fieldSelectors: ['status.successful'] }),
     builtin('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', {

@@ -3,7 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { vi } from 'vitest';
 import { startController, type RunningController } from '../../src/controller/controller.js';
-import { createLogger } from '../../src/log/logger.js';
+import type { OwnPod } from '../../src/controller/own-deployment.js';
+import { createLogger, type Logger } from '../../src/log/logger.js';
 import type { FakeKube } from '../fake-kube/index.js';
 import { Api } from './http.js';
 import { testConfig, type ConfigOverrides } from './server.js';
@@ -25,12 +26,21 @@ export interface TestController extends RunningController {
   api: Api;
 }
 
-/** A controller in this process, talking to the fake API server through the real client library. */
-export async function startTestController(kube: FakeKube, dbUrl: string, overrides: ConfigOverrides = {}): Promise<TestController> {
+/**
+ * A controller in this process, talking to the fake API server through the real client library. `pod` is what
+ * the downward API would give it (POD_NAME, POD_NAMESPACE); by default it has none.
+ */
+export async function startTestController(
+  kube: FakeKube,
+  dbUrl: string,
+  overrides: ConfigOverrides = {},
+  options: { pod?: OwnPod; logger?: Logger } = {},
+): Promise<TestController> {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(kube.writeKubeconfig());
   const config = testConfig(dbUrl, { ...overrides, controller: { ...FAST_CONTROLLER, port: 0, host: '127.0.0.1', ...overrides.controller } });
-  const running = await startController(config, { logger: createLogger(process.env.CONVEYOR_TEST_LOG_LEVEL ?? 'silent'), kubeConfig });
+  const logger = options.logger ?? createLogger(process.env.CONVEYOR_TEST_LOG_LEVEL ?? 'silent');
+  const running = await startController(config, { logger, kubeConfig, pod: options.pod ?? {} });
   return { ...running, api: new Api(`http://127.0.0.1:${running.port}`) };
 }
 

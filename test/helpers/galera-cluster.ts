@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { basename, delimiter, join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { freePorts } from './free-ports.js';
+import type { ExternalComponent } from './external-components.js';
 
 /**
  * A real three-node MariaDB Galera cluster on loopback, for the suites that prove what Conveyor promises on a
@@ -365,3 +366,11 @@ async function startOnFreshPorts(options: { nodes?: number }): Promise<GaleraClu
     throw err;
   }
 }
+
+/** MariaDB with galera-4 and rsync, for `suites` (test/helpers/external-components.ts: skipped, or failed in CI). */
+export const galera = (suites: string): ExternalComponent => ({
+  name: 'Galera',
+  suites,
+  install: 'apt-get install -y mariadb-server galera-4 rsync',
+  missing: galeraMissing,
+});

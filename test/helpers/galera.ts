@@ -1,5 +1,6 @@
 import { describe } from 'vitest';
-import { galeraMissing } from './galera-cluster.js';
+import { galera } from './galera-cluster.js';
+import { runs } from './external-components.js';
 
 export * from './galera-cluster.js';
 
@@ -8,8 +9,5 @@ export * from './galera-cluster.js';
  * missing, except in CI (CI=true), where that is an error, so the suites can never skip silently there.
  */
 export function describeGalera(title: string, suite: () => void): void {
-  const missing = galeraMissing();
-  if (missing && process.env.CI === 'true') throw new Error(`CI=true but ${missing}`);
-  if (missing) console.warn(`\n[conveyor tests] ${title}: SKIPPED. ${missing}\n`);
-  (missing ? describe.skip : describe)(title, suite);
+  (runs(galera(title)) ? describe : describe.skip)(title, suite);
 }

@@ -38,6 +38,13 @@ export interface Run {
   stderr: string;
 }
 
+/**
+ * The auth Secret's values given explicitly. `helm template` has no cluster to look up the Secret of an earlier
+ * render, so the chart refuses to generate them (they would change on every render); renders of a value set
+ * with auth on and no auth.existingSecret pass these, as a GitOps repository would.
+ */
+export const EXPLICIT_AUTH = ['--set', 'auth.jwtSecret=a-jwt-secret-of-the-test-values-at-least-32-bytes', '--set', 'auth.adminPassword=test-admin-password'];
+
 /** helm with an empty kubeconfig and its own config/cache dirs, so nothing on the machine leaks in. */
 export function helm(args: string[], options: { timeout?: number } = {}): Promise<Run> {
   const home = join(tmpdir(), 'conveyor-helm-home');

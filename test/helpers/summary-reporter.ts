@@ -1,8 +1,9 @@
 import type { Reporter, TestModule } from 'vitest/node';
 
 /**
- * Prints one plain closing line, "tests: N passed, N failed, N skipped", that CI tooling can read, followed by
- * how many test files failed outside their tests (a hook, or the per-file check for leftover processes).
+ * Prints the slowest test files, then one plain closing line, "tests: N passed, N failed, N skipped", that CI
+ * tooling can read, followed by how many test files failed outside their tests (a hook, or the per-file check
+ * for leftover processes).
  */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
@@ -20,6 +21,10 @@ export default class SummaryReporter implements Reporter {
       }
     }
     const files = fileErrors > 0 ? `; ${fileErrors} test file(s) failed outside their tests` : '';
+    // The slowest files, for keeping the whole run within its time budget.
+    const slowest = [...testModules].sort((a, b) => b.diagnostic().duration - a.diagnostic().duration).slice(0, 12);
+    const times = slowest.map((m) => `  ${(m.diagnostic().duration / 1000).toFixed(0).padStart(5)} s  ${m.project.name}  ${m.moduleId.replace(`${process.cwd()}/`, '')}`);
+    process.stdout.write(`\nslowest test files:\n${times.join('\n')}\n`);
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped${files}\n`);
   }
 }

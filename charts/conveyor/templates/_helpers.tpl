@@ -172,10 +172,21 @@ Everything naming the delete CronJob (the CronJob, controller.delete_reaper_cron
 {{- if and (not .Values.database.embedded) .Values.reapers.external }}true{{ end -}}
 {{- end -}}
 
-{{/* "true" when the chart renders the delete-reaper CronJob the controller keeps in step. */}}
+{{/* "true" when the delete reaper runs as a CronJob. */}}
 {{- define "conveyor.reapers.deleteCronJob" -}}
 {{- if and (include "conveyor.reapers.cronJobs" .) .Values.reapers.delete.enabled }}true{{ end -}}
 {{- end -}}
+
+{{/*
+"true" when the controller creates and owns that CronJob (from the template in the ConfigMap) instead of the
+chart rendering it: it keeps the CronJob on the stored schedule, and a rendered object it patched would be drift.
+*/}}
+{{- define "conveyor.reapers.deleteCronJobByController" -}}
+{{- if and (include "conveyor.reapers.deleteCronJob" .) .Values.controller.enabled }}true{{ end -}}
+{{- end -}}
+
+{{/* Where the controller reads the delete CronJob it creates (a key of the ConfigMap mounted at /etc/conveyor). */}}
+{{- define "conveyor.reapers.deleteCronJobTemplatePath" -}}/etc/conveyor/delete-reaper-cronjob.yaml{{- end -}}
 
 {{/* ---- secrets -------------------------------------------------------------------------------------- */}}
 
@@ -265,12 +276,14 @@ Which API workload this release runs now: "StatefulSet" (embedded database), "De
 {{- end -}}
 
 {{/*
-The live spec of the delete-reaper CronJob as JSON ({} when absent): an upgrade keeps the schedule and suspend
-the controller set from the stored schedule instead of resetting them to the values.
+"true" when lookup reaches a cluster: a list always answers there (an empty list in a namespace still to be
+created), and answers nothing under `helm template`, `helm lint`, --dry-run=client and the GitOps tools that
+render with them (Argo CD). Asked only when a generated value has no earlier render to be read from. Secrets,
+because Helm itself lists them in the release namespace (its release records), so whoever installs may.
+Isolated like the lookups above, for test/chart-gitops.test.ts.
 */}}
-{{- define "conveyor.liveCronJobSpec" -}}
-{{- $cronJob := lookup "batch/v1" "CronJob" .namespace .name -}}
-{{- dig "spec" (dict) ($cronJob | default dict) | toJson -}}
+{{- define "conveyor.lookupAvailable" -}}
+{{- if lookup "v1" "Secret" .namespace "" }}true{{ end -}}
 {{- end -}}
 
 {{/* ---- configuration ------------------------------------------------------------------------------ */}}
@@ -288,7 +301,8 @@ the controller set from the stored schedule instead of resetting them to the val
     "instance" (include "conveyor.controller.instance" .)
     "topic_ownership" (include "conveyor.controller.topicOwnership" .)
     "adopt_existing" .Values.controller.adoptExisting
-    "delete_reaper_cronjob" (ternary (include "conveyor.reaper.name" (dict "ctx" . "kind" "delete")) "" (eq (include "conveyor.reapers.deleteCronJob" .) "true"))
+    "delete_reaper_cronjob" (ternary (include "conveyor.reaper.name" (dict "ctx" . "kind" "delete")) "" (eq (include "conveyor.reapers.deleteCronJobByController" .) "true"))
+    "delete_reaper_cronjob_template" (ternary (include "conveyor.reapers.deleteCronJobTemplatePath" .) "" (eq (include "conveyor.reapers.deleteCronJobByController" .) "true"))
     "port" (int .Values.controller.containerPort))
 -}}
 {{- if .Values.database.embedded }}
@@ -407,6 +421,13 @@ cover both is refused: the pods would be killed with requests still in flight.
       name: {{ include "conveyor.redis.secretName" . }}
       key: {{ include "conveyor.redis.secretKey" . }}
 {{- end }}
+{{- with .Values.telemetry.tracesHeaders.existingSecret }}
+- name: CONVEYOR_TELEMETRY_TRACES_HEADERS
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.telemetry.tracesHeaders.key }}
+{{- end }}
 {{- if .Values.tls.enabled }}
 - name: CONVEYOR_SERVER_TLS_CERT_FILE
   value: {{ include "conveyor.tls.mountPath" . }}/tls.crt
@@ -422,10 +443,21 @@ cover both is refused: the pods would be killed with requests still in flight.
 {{- end }}
 {{- end -}}
 
-{{/* env of the controller container: its own namespace from the downward API. */}}
+{{/*
+env of the controller container: its own namespace from the downward API, and its pod (POD_NAME, POD_NAMESPACE),
+through which it finds its Deployment, the owner of the delete CronJob it creates.
+*/}}
 {{- define "conveyor.env.controller" -}}
 {{ include "conveyor.env.common" . }}
 - name: CONVEYOR_CONTROLLER_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
   valueFrom:
     fieldRef:
       fieldPath: metadata.namespace

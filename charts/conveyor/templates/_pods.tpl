@@ -230,3 +230,78 @@ spec:
     {{- toYaml . | nindent 4 }}
     {{- end }}
 {{- end -}}
+
+{{/*
+A reaper CronJob: {{ include "conveyor.reaper.cronJob" (dict "ctx" $ "kind" "expiry") }}. `managedBy` replaces the
+managed-by label (the controller's delete CronJob: "conveyor-controller").
+*/}}
+{{- define "conveyor.reaper.cronJob" -}}
+{{- $ := .ctx -}}
+{{- $kind := .kind -}}
+{{- $reaper := index $.Values.reapers $kind -}}
+{{- $labels := include "conveyor.labels" (dict "ctx" $ "component" (printf "reap-%s" $kind)) | fromYaml -}}
+{{- with .managedBy }}{{ $_ := set $labels "app.kubernetes.io/managed-by" . }}{{ end -}}
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: {{ include "conveyor.reaper.name" (dict "ctx" $ "kind" $kind) }}
+  namespace: {{ $.Release.Namespace }}
+  labels:
+    {{- toYaml $labels | nindent 4 }}
+  {{- include "conveyor.annotations" (dict "ctx" $) }}
+spec:
+  schedule: {{ $reaper.schedule | quote }}
+  suspend: false
+  {{- with $.Values.reapers.timeZone }}
+  timeZone: {{ . | quote }}
+  {{- end }}
+  concurrencyPolicy: Forbid
+  startingDeadlineSeconds: {{ $.Values.reapers.startingDeadlineSeconds }}
+  successfulJobsHistoryLimit: {{ $.Values.reapers.successfulJobsHistoryLimit }}
+  failedJobsHistoryLimit: {{ $.Values.reapers.failedJobsHistoryLimit }}
+  jobTemplate:
+    metadata:
+      labels:
+        {{- toYaml $labels | nindent 8 }}
+    spec:
+      backoffLimit: {{ $.Values.reapers.backoffLimit }}
+      activeDeadlineSeconds: {{ $.Values.reapers.activeDeadlineSeconds }}
+      template:
+        metadata:
+          labels:
+            {{- toYaml $labels | nindent 12 }}
+        # No checksum annotations: every run is a new pod, which reads the current ConfigMap and Secrets anyway.
+        spec:
+          restartPolicy: Never
+          serviceAccountName: {{ include "conveyor.api.serviceAccountName" $ }}
+          automountServiceAccountToken: false
+          {{- with include "conveyor.imagePullSecrets" $ | fromJsonArray }}
+          imagePullSecrets:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          securityContext:
+            {{- toYaml $.Values.podSecurityContext | nindent 12 }}
+          {{- with $.Values.reapers.nodeSelector }}
+          nodeSelector:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          {{- with $.Values.reapers.tolerations }}
+          tolerations:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          containers:
+            - name: reap
+              image: {{ include "conveyor.image" $ }}
+              imagePullPolicy: {{ $.Values.image.pullPolicy }}
+              args: ["reap", {{ $kind | quote }}]
+              env:
+                {{- include "conveyor.env.common" $ | nindent 16 }}
+              resources:
+                {{- toYaml $.Values.reapers.resources | nindent 16 }}
+              securityContext:
+                {{- toYaml $.Values.containerSecurityContext | nindent 16 }}
+              volumeMounts:
+                {{- include "conveyor.volumeMounts" $ | nindent 16 }}
+          volumes:
+            {{- include "conveyor.volumes" $ | nindent 12 }}
+{{- end -}}

@@ -105,7 +105,17 @@ export const TopicConfig = z.strictObject({
   managed_by: ManagedBy.nullable(),
 });
 
-export const TopicConfigList = z.strictObject({ items: z.array(TopicConfig) });
+/** What an unset (null) setting of a topic configuration means on this service: its queue.* settings. */
+export const TopicConfigDefaults = z
+  .strictObject({
+    max_retries: count().meta({ description: 'queue.max_retries' }),
+    message_ttl_seconds: count().meta({ description: 'queue.message_ttl in seconds; 0: never' }),
+    retry_backoff_seconds: count().meta({ description: 'queue.retry_backoff_seconds' }),
+    retry_backoff_max_seconds: count().meta({ description: 'queue.retry_backoff_max_seconds' }),
+  })
+  .meta({ description: "The server's values for the settings a configuration leaves unset (extension)." });
+
+export const TopicConfigList = z.strictObject({ items: z.array(TopicConfig), defaults: TopicConfigDefaults });
 
 export const TopicSchema = z.strictObject({
   topic: z.string(),
@@ -135,6 +145,29 @@ export const Stats = z.strictObject({
     )
     .meta({ description: 'Ordering keys per topic (and consumer group).' }),
 });
+
+const age = () => z.number().min(0).nullable().meta({ description: 'Seconds the oldest pending message available to a consumer has waited; null when none is.' });
+
+export const TopicSummary = z.strictObject({
+  topic: z.string(),
+  dead_letter: z.boolean().meta({ description: 'A dead-letter topic (`<topic>.dlq`).' }),
+  depth: z.strictObject({ pending: count(), processing: count(), failed: count(), expired: count() }).meta({ description: 'Messages by status; a fan-out message counts once.' }),
+  oldest_pending_age_seconds: age(),
+  configured: z.boolean().meta({ description: 'The topic has a configuration (GET /api/topic-configs/{topic}).' }),
+  schema_version: z.int().min(1).nullable().meta({ description: 'The version of its Avro schema; null without one.' }),
+  managed: z.boolean().meta({ description: 'Kubernetes manages its configuration, its schema or one of its groups.' }),
+  managed_by: z.strictObject({ config: ManagedBy.nullable(), schema: ManagedBy.nullable() }),
+  consumer_groups: z.array(
+    z.strictObject({
+      consumer_group: z.string(),
+      depth: z.strictObject({ pending: count(), processing: count(), failed: count() }).meta({ description: "The group's deliveries by status." }),
+      oldest_pending_age_seconds: age(),
+      managed_by: ManagedBy.nullable(),
+    }),
+  ),
+});
+
+export const TopicPage = page(TopicSummary);
 
 export const Deleted = z.strictObject({ deleted: count() });
 

@@ -4,7 +4,7 @@ import type { ApiRequest } from '../request.js';
 import { dequeuedMessageJson, iso, messageJson } from '../format.js';
 import { checkConsumeOfMessage, checkConsumeOfMessages, consumeOfBody, consumeOfMessage, requeueOfMessage, writeOfBatch, writeOfBody } from '../middleware/auth.js';
 import { uuid } from '../audit-details.js';
-import { operation, type Operation } from '../operation.js';
+import { operation, TOKEN, type Operation } from '../operation.js';
 import * as R from '../openapi/responses.js';
 import { sendEmpty, sendJson, sendJsonList } from '../respond.js';
 import { ackBatchBody, ackBody, dequeueBody, enqueueBatchBody, enqueueBody, listMessagesQuery, nackBody, parseBatchBody, parseBody, visibilityBody } from '../validation.js';
@@ -12,6 +12,7 @@ import { assertTopicName } from '../../queue/topic-names.js';
 import { waitingCaller } from '../waiting-caller.js';
 import type { EnqueueInput } from '../../queue/messages.js';
 import type { MessageFilter } from '../../store/messages/browse.js';
+import { traceReceive, traceSend, traceSettle } from '../../tracing/message-spans.js';
 
 const NOT_AUDITED = 'produce and consume are the message traffic itself, not changes to audit';
 
@@ -66,6 +67,17 @@ async function ackBatchOf(ctx: HttpContext, req: ApiRequest) {
   });
 }
 
+/** The ids and group of an ack body that may not have parsed yet (a settle span names them; the handler refuses a bad body). */
+function idsOf(body: unknown): unknown[] {
+  const ids = (body as { ids?: unknown } | undefined)?.ids;
+  return Array.isArray(ids) ? ids : [];
+}
+
+function groupOf(body: unknown): string | undefined {
+  const group = (body as { consumer_group?: unknown } | undefined)?.consumer_group;
+  return typeof group === 'string' && group !== '' ? group : undefined;
+}
+
 /** Enqueue, dequeue, ack, nack and requeue: the hot operations, first in the router. */
 export const messageOperations: Operation[] = [
   operation({
@@ -73,7 +85,7 @@ export const messageOperations: Operation[] = [
     path: '/api/messages',
     operationId: 'listMessages',
     summary: 'List messages',
-    description: 'Oldest first. With a topic, a read grant on it (403 otherwise); without one, a non-admin sees the topics it may read.',
+    description: 'Oldest first (`order=newest`: newest first). With a topic, a read grant on it (403 otherwise); without one, a non-admin sees the topics it may read.',
     tag: 'messages',
     // The grant depends on the query: a read grant on its topic, or the list narrowed to the readable topics.
     access: { kind: 'grant', action: 'read' },
@@ -81,8 +93,8 @@ export const messageOperations: Operation[] = [
     success: { status: 200, schema: R.MessagePage, description: 'A page of messages; `total` counts every message the filters select.' },
     errors: [400],
     handler: async (ctx, req, res) => {
-      const { limit, offset, topic, status } = req.query as unknown as z.output<typeof listMessagesQuery>;
-      const filter: MessageFilter = { topic, status };
+      const { limit, offset, topic, status, order } = req.query as unknown as z.output<typeof listMessagesQuery>;
+      const filter: MessageFilter = { topic, status, order };
       if (topic !== undefined) {
         // A name no topic can have is the request's fault, whoever asks: 400 before the grant check's 403.
         assertTopicName(topic);
@@ -105,7 +117,9 @@ export const messageOperations: Operation[] = [
     success: { status: 201, schema: R.Enqueued, description: 'Enqueued (or the pending message with its key overwritten).' },
     errors: [400, 422, 429],
     handler: async (ctx, req, res) => {
-      const { id } = await ctx.messages.enqueue(toEnqueueInput(req.body));
+      const input = toEnqueueInput(req.body);
+      const enqueue = () => ctx.messages.enqueue(input);
+      const { id } = req.trace ? await traceSend(req.trace, [input], enqueue, (r) => [r.id]) : await enqueue();
       sendJson(res, 201, { id });
     },
   }),
@@ -120,7 +134,11 @@ export const messageOperations: Operation[] = [
     body: { name: 'EnqueueBatchRequest', schema: enqueueBatchBody, parse: parseBatchBody, limit: 'batch' },
     success: { status: 201, schema: R.EnqueuedBatch, description: 'Every message enqueued.' },
     errors: [400, 422, 429],
-    handler: async (ctx, req, res) => sendJson(res, 201, await ctx.messages.enqueueBatch(req.body.messages.map(toEnqueueInput))),
+    handler: async (ctx, req, res) => {
+      const inputs = req.body.messages.map(toEnqueueInput);
+      const enqueue = () => ctx.messages.enqueueBatch(inputs);
+      sendJson(res, 201, req.trace ? await traceSend(req.trace, inputs, enqueue, (r) => r.ids) : await enqueue());
+    },
   }),
   operation({
     method: 'POST',
@@ -139,9 +157,9 @@ export const messageOperations: Operation[] = [
       const { topic, count, visibility_timeout_seconds, consumer_group, wait_seconds } = req.body;
       const input = { topic, count, visibilityTimeoutSeconds: visibility_timeout_seconds, consumerGroup: consumer_group };
       // A client whose connection closed while the claim ran gets no answer: what it took goes back.
-      const messages = wait_seconds
-        ? await ctx.messages.dequeueWaiting(input, wait_seconds, waitingCaller(ctx, req, res, topic, consumer_group))
-        : await ctx.messages.dequeueFor(input, () => res.destroyed);
+      const dequeue = () =>
+        wait_seconds ? ctx.messages.dequeueWaiting(input, wait_seconds, waitingCaller(ctx, req, res, topic, consumer_group)) : ctx.messages.dequeueFor(input, () => res.destroyed);
+      const messages = req.trace ? await traceReceive(req.trace, { topic, group: consumer_group, batch: true }, dequeue) : await dequeue();
       sendJson(res, 200, { messages: messages.map(dequeuedMessageJson) });
     },
   }),
@@ -159,7 +177,8 @@ export const messageOperations: Operation[] = [
     success: { status: 200, schema: R.AckBatchResult, description: 'Which ids were acknowledged.' },
     errors: [400, 422],
     handler: async (ctx, req, res) => {
-      const { acked, notFound } = await ackBatchOf(ctx, req);
+      const ack = () => ackBatchOf(ctx, req);
+      const { acked, notFound } = req.trace ? await traceSettle(req.trace, 'ack', idsOf(req.body), groupOf(req.body), ack) : await ack();
       sendJson(res, 200, { acked, not_found: notFound });
     },
   }),
@@ -176,7 +195,7 @@ export const messageOperations: Operation[] = [
     success: { status: 204, schema: 'empty', description: 'Acknowledged.' },
     errors: [400, 404, 422],
     handler: async (ctx, req, res) => {
-      await ackOne(ctx, req);
+      await (req.trace ? traceSettle(req.trace, 'ack', [req.params.id], groupOf(req.body), () => ackOne(ctx, req)) : ackOne(ctx, req));
       sendEmpty(res, 204);
     },
   }),
@@ -192,7 +211,8 @@ export const messageOperations: Operation[] = [
     success: { status: 204, schema: 'empty', description: 'Pending again, dead-lettered or failed, by the retry rules.' },
     errors: [400, 404, 422],
     handler: async (ctx, req, res) => {
-      await ctx.messages.nack(req.params.id, req.body.error ?? '', req.body.consumer_group, req.body.delay_seconds);
+      const nack = () => ctx.messages.nack(req.params.id, req.body.error ?? '', req.body.consumer_group, req.body.delay_seconds);
+      await (req.trace ? traceSettle(req.trace, 'nack', [req.params.id], req.body.consumer_group, nack, (outcome) => ({ 'conveyor.nack.outcome': outcome })) : nack());
       sendEmpty(res, 204);
     },
   }),
@@ -234,6 +254,24 @@ export const messageOperations: Operation[] = [
     handler: async (ctx, req, res) => {
       await ctx.messages.requeue(req.params.id);
       sendEmpty(res, 204);
+    },
+  }),
+  operation({
+    method: 'GET',
+    path: '/api/messages/:id',
+    operationId: 'getMessage',
+    summary: 'One message by id (extension)',
+    description:
+      'In the shape of the list. 404 for an id that names no message, a malformed id, and a message of a topic the caller may not read: a caller learns nothing about messages outside its grants, not even that they exist.',
+    tag: 'messages',
+    // After every /api/messages/<word> route: the router tries paths in order, and `:id` would take theirs.
+    // Any token: the grant is checked on the message's topic, and its absence answers as "not found".
+    access: TOKEN,
+    success: { status: 200, schema: R.Message, description: 'The message.' },
+    errors: [404],
+    handler: async (ctx, req, res) => {
+      const message = await ctx.topics.getMessage(req.params.id, (topic) => ctx.auth.visibleTopics(req.principal, 'read', [topic]).length > 0);
+      sendJson(res, 200, messageJson(message));
     },
   }),
 ];

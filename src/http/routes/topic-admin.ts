@@ -3,10 +3,29 @@ import { number, topicParam } from '../audit-details.js';
 import { ADMIN, operation, TOKEN, type Operation } from '../operation.js';
 import * as R from '../openapi/responses.js';
 import { sendJson } from '../respond.js';
-import { purgeBody } from '../validation.js';
+import { listTopicsQuery, purgeBody } from '../validation.js';
+import type { z } from 'zod';
 
 /** Stats show non-admins only the topics they may read; maintenance is admin-only (docs/auth.md). */
 export const topicAdminOperations: Operation[] = [
+  operation({
+    method: 'GET',
+    path: '/api/topics',
+    operationId: 'listTopics',
+    summary: 'Every topic with its depth, groups and manager (extension)',
+    description:
+      'Every topic that has messages, a configuration, a schema or consumer groups, in name order; only topics the caller may read (all for admins).',
+    tag: 'topics',
+    access: TOKEN,
+    query: listTopicsQuery,
+    success: { status: 200, schema: R.TopicPage, description: 'A page of topics; `total` counts every topic the caller may read.' },
+    errors: [400],
+    handler: async (ctx, req, res) => {
+      const { limit, offset } = req.query as unknown as z.output<typeof listTopicsQuery>;
+      const page = await ctx.topics.listTopics((topics) => ctx.auth.visibleTopics(req.principal, 'read', topics), limit, offset);
+      sendJson(res, 200, { items: page.items, total: page.total, limit, offset });
+    },
+  }),
   operation({
     method: 'GET',
     path: '/api/stats',

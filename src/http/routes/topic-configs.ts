@@ -13,7 +13,14 @@ import { schemaBody, topicConfigBody } from '../validation.js';
 const topicAdmin = grantOnTopicParam('admin');
 
 /** A list of the topics' rows, narrowed to those the caller holds an admin grant on (all for admins, or with auth off). */
-function listOperation(path: string, operationId: string, summary: string, success: OperationDocs['success'], rows: (ctx: HttpContext) => Array<{ topic: string; json: unknown }>): Operation {
+function listOperation(
+  path: string,
+  operationId: string,
+  summary: string,
+  success: OperationDocs['success'],
+  rows: (ctx: HttpContext) => Array<{ topic: string; json: unknown }>,
+  extra: (ctx: HttpContext) => Record<string, unknown> = () => ({}),
+): Operation {
   return operation({
     method: 'GET',
     path,
@@ -26,7 +33,7 @@ function listOperation(path: string, operationId: string, summary: string, succe
     handler: (ctx, req, res) => {
       const all = rows(ctx);
       const topics = new Set(ctx.auth.visibleTopics(req.principal, 'admin', all.map((r) => r.topic)));
-      sendJson(res, 200, { items: all.filter((r) => topics.has(r.topic)).map((r) => r.json) });
+      sendJson(res, 200, { items: all.filter((r) => topics.has(r.topic)).map((r) => r.json), ...extra(ctx) });
     },
   });
 }
@@ -34,6 +41,15 @@ function listOperation(path: string, operationId: string, summary: string, succe
 export const topicConfigOperations: Operation[] = [
   listOperation('/api/topic-configs', 'listTopicConfigs', 'List topic configurations', { status: 200, schema: R.TopicConfigList, description: 'The configurations, by topic name.' }, (ctx) =>
     ctx.topics.listConfigs().map((row) => ({ topic: row.topic, json: topicConfigJson(row) })),
+    // What a null setting means here, so a form can say "empty: 3" rather than "empty: the server default".
+    (ctx) => ({
+      defaults: {
+        max_retries: ctx.config.queue.max_retries,
+        message_ttl_seconds: ctx.config.queue.message_ttl,
+        retry_backoff_seconds: ctx.config.queue.retry_backoff_seconds,
+        retry_backoff_max_seconds: ctx.config.queue.retry_backoff_max_seconds,
+      },
+    }),
   ),
   operation({
     method: 'GET',

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { runStatement } from '../statement.js';
 import { capabilities } from '../capabilities.js';
 import { BEHIND_HEAD, openLine } from '../ordering/lines.js';
 
@@ -50,7 +51,7 @@ function deliveriesStored(result: unknown): number {
 export async function groupsOfTopics(trx: Knex.Transaction, topics: string[]): Promise<Map<string, string[]>> {
   const groups = new Map<string, string[]>();
   if (topics.length === 0) return groups;
-  const rows = await trx('consumer_groups').select('topic', 'consumer_group').whereIn('topic', topics);
+  const rows = await runStatement(trx, `SELECT topic, consumer_group FROM consumer_groups WHERE topic IN (${topics.map(() => '?').join(', ')})`, topics);
   for (const row of rows as Array<{ topic: string; consumer_group: string }>) {
     const list = groups.get(String(row.topic)) ?? [];
     list.push(String(row.consumer_group));

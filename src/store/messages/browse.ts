@@ -18,6 +18,8 @@ export interface MessageFilter {
   /** The topics the caller may see (its grants), when not every topic. */
   scope?: TopicScope;
   status?: MessageStatus;
+  /** `newest`: the latest enqueued first (ids are UUIDv7, so id order is enqueue order); else queue order. */
+  order?: 'oldest' | 'newest';
 }
 
 /**
@@ -34,7 +36,7 @@ function inScope(q: Knex.QueryBuilder, scope: TopicScope): void {
   });
 }
 
-/** Messages in queue order (oldest first), optionally of one topic or of the topics in scope, and of one status. */
+/** Messages in queue order (oldest first) or newest first, optionally of one topic or of the topics in scope, and of one status. */
 export async function listMessages(db: Knex, filter: MessageFilter, limit: number, offset: number): Promise<Page<MessageRow>> {
   const { scope } = filter;
   if (filter.topic === undefined && scope && scope.names.length + scope.prefixes.length === 0) return { items: [], total: 0 };
@@ -46,10 +48,16 @@ export async function listMessages(db: Knex, filter: MessageFilter, limit: numbe
     return q;
   };
   const [rows, count] = await Promise.all([
-    scoped().select(MESSAGE_COLUMNS).orderBy('id').limit(limit).offset(offset),
+    scoped().select(MESSAGE_COLUMNS).orderBy('id', filter.order === 'newest' ? 'desc' : 'asc').limit(limit).offset(offset),
     scoped().count({ n: '*' }).first(),
   ]);
   return { items: rows.map(normaliseRow), total: Number(count?.n ?? 0) };
+}
+
+/** One message by id (`id` normalised, lower case), or null. */
+export async function getMessage(db: Knex, id: string): Promise<MessageRow | null> {
+  const row = await db('messages').where({ id }).first(MESSAGE_COLUMNS);
+  return row ? normaliseRow(row) : null;
 }
 
 /** Each existing message's topic, by id (`ids` normalised, lower case). */

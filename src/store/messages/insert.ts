@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
 import { capabilities, capabilitiesOf } from '../capabilities.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
-import { runStatement } from '../statement.js';
+import { runInOneTrip, runStatement } from '../statement.js';
 import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
-import { BEHIND_HEAD, joinLinesOf } from '../ordering/lines.js';
+import { BEHIND_HEAD, joinLinesOf, joinTopicLinesStatements, repairLines } from '../ordering/lines.js';
 
 export interface NewMessage {
   id: string;
@@ -137,12 +137,14 @@ export class BatchRejected extends Error {}
  * stored again (at-least-once, as a redelivery would be).
  */
 export async function insertMessages(db: Knex, messages: NewMessage[], options: InsertOptions): Promise<InsertOutcome[]> {
-  if (!capabilities(db).inProcess && isPlainBatch(messages, options)) {
+  const kind = capabilities(db).inProcess ? undefined : ungroupedKind(messages, options);
+  if (kind) {
     let uncertain = false;
     const stored = await withDbRetry(db, (attempt) => {
       uncertain = attempt.uncertain;
       // A re-run after a lost answer leaves it to the transactional path, which checks for its own ids first.
-      return attempt.uncertain ? Promise.resolve(false) : insertUngrouped(db, messages);
+      if (attempt.uncertain) return Promise.resolve(false);
+      return kind === 'plain' ? insertUngrouped(db, messages) : insertUngroupedInLines(db, messages);
     });
     if (stored) return messages.map((m) => ({ id: m.id, outcome: 'inserted', claimed: m.claimedUntil !== undefined }));
     if (uncertain) return insertTransaction(db, messages, options, true);
@@ -231,7 +233,7 @@ async function insertInTransaction(trx: Knex.Transaction, messages: NewMessage[]
     outcomes[i] = { id, outcome: inserted ? 'inserted' : 'upserted' };
   }
   for (const chunk of chunkRows(plain.map((p) => ({ ...p, payload: p.message.payload, metadata: p.message.metadata })))) {
-    await trx('messages').insert(chunk.map((p) => newMessageRow(p.message)));
+    await insertRows(trx, chunk.map((p) => p.message));
     for (const p of chunk) outcomes[p.index] = { id: p.message.id, outcome: 'inserted', claimed: p.message.claimedUntil !== undefined };
   }
   // Fan-out topics: every registered group gets its own pending delivery of each new message.
@@ -277,13 +279,19 @@ function lockOrder(messages: NewMessage[]): number[] {
  */
 const MAX_UNION_BINARY = 65_532;
 
-/** Unkeyed messages of uncapped topics that fit one statement: nothing to count, upsert or lock first. */
-function isPlainBatch(messages: NewMessage[], options: InsertOptions): boolean {
+/**
+ * Unkeyed messages of uncapped topics that fit one statement: nothing to count, upsert or lock first (`plain`),
+ * or only their ordering keys' lines to join (`ordered`). Undefined: the transactional path.
+ */
+function ungroupedKind(messages: NewMessage[], options: InsertOptions): 'plain' | 'ordered' | undefined {
+  let ordered = false;
   for (const m of messages) {
-    if (m.key !== null || m.orderingKey != null || options.maxDepthOf(m.topic) != null || options.mayHaveGroups?.(m.topic)) return false;
-    if (messages.length > 1 && m.payload.length > MAX_UNION_BINARY) return false;
+    if (m.key !== null || options.maxDepthOf(m.topic) != null || options.mayHaveGroups?.(m.topic)) return undefined;
+    if (messages.length > 1 && m.payload.length > MAX_UNION_BINARY) return undefined;
+    if (m.orderingKey != null) ordered = true;
   }
-  return chunkRows(messages).length === 1;
+  if (chunkRows(messages).length !== 1) return undefined;
+  return ordered ? 'ordered' : 'plain';
 }
 
 const NEW_ROW_COLUMNS = Object.keys(newMessageRow({ id: '', topic: '', key: null, payload: Buffer.alloc(0), metadata: '', maxRetries: 0, expiresAt: null, createdAt: 0 }));
@@ -298,6 +306,32 @@ function laterRows(count: number, tableValueConstructor: boolean): string {
   if (count === 0) return '';
   if (tableValueConstructor) return ` UNION ALL VALUES ${Array.from({ length: count }, () => `(${ROW_PLACEHOLDERS})`).join(', ')}`;
   return ` UNION ALL SELECT ${ROW_PLACEHOLDERS}`.repeat(count);
+}
+
+/**
+ * insertUngrouped for a batch with ordering keys: the same INSERT, and the new messages join their lines, in
+ * one transaction sent in one round trip (src/store/statement.ts) instead of seven. Lines whose head turned
+ * out gone are handed over after the commit (rare: an instance died between an ack and its hand-over).
+ */
+async function insertUngroupedInLines(db: Knex, messages: NewMessage[]): Promise<boolean> {
+  const topics = [...new Set(messages.map((m) => m.topic))];
+  const bindings: Knex.RawBinding[] = [];
+  for (const m of messages) bindings.push(...Object.values(newMessageRow(m)));
+  const insert = { sql: ungroupedInsertSql(messages.length, topics.length, (await capabilitiesOf(db)).tableValueConstructor), bindings: [...bindings, ...topics] };
+  const joins = messages.flatMap((m) => (m.orderingKey == null ? [] : [{ line: { topic: m.topic, group: '', key: m.orderingKey }, id: m.id }]));
+  const [inserted, , , stale] = (await runInOneTrip(db, [insert, ...joinTopicLinesStatements(joins)])) as [{ affectedRows: number }, unknown, unknown, Array<{ topic: string }>];
+  if (inserted.affectedRows !== 0 && inserted.affectedRows !== messages.length) throw new Error(`stored ${inserted.affectedRows} of ${messages.length} messages in one statement`);
+  const now = Math.max(...messages.map((m) => m.createdAt));
+  for (const topic of new Set(stale.map((r) => String(r.topic)))) await repairLines(db, now, topic).catch(() => undefined);
+  return inserted.affectedRows === messages.length;
+}
+
+/** New rows in one multi-row INSERT, written out (the query builder's insert of many rows costs far more CPU). */
+async function insertRows(trx: Knex.Transaction, messages: NewMessage[]): Promise<void> {
+  const bindings: Knex.RawBinding[] = [];
+  for (const m of messages) bindings.push(...Object.values(newMessageRow(m)));
+  const rows = Array.from({ length: messages.length }, () => `(${ROW_PLACEHOLDERS})`).join(', ');
+  await runStatement(trx, `INSERT INTO messages (${NEW_ROW_COLUMNS.join(', ')}) VALUES ${rows}`, bindings);
 }
 
 /** insertUngrouped's statement for `rows` rows (bound column by column, newMessageRow's order) and `topics` topics. */

@@ -2,10 +2,10 @@ import type { Knex } from 'knex';
 import { capabilities, capabilitiesOf } from '../capabilities.js';
 import { isUniqueViolation } from '../dialect.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
-import { runStatement } from '../statement.js';
+import { runInOneTrip, runStatement } from '../statement.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
 import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from './rows.js';
-import { leaveLine, leaveLinesOf, requeueIntoLines } from '../ordering/lines.js';
+import { leaveLine, leaveLinesOf, leaveTopicLinesStatements, requeueIntoLines } from '../ordering/lines.js';
 
 /** What the domain decided for a failed delivery attempt (nack or visibility timeout). */
 export type AttemptOutcome = 'retry' | 'dlq' | 'failed';
@@ -311,7 +311,11 @@ async function deleteProcessing(db: Knex, which: Condition, now: number): Promis
     ordering_key: string | null;
   }>;
   const acked = rows.map((r) => ({ id: String(r.id), topic: String(r.topic), orderingKey: r.ordering_key ?? null }));
-  if (acked.some((a) => a.orderingKey !== null)) await retryTransaction(db, (trx) => leaveLines(trx, acked, now));
+  const lefts = acked.flatMap((a) => (a.orderingKey === null ? [] : [{ line: { topic: a.topic, group: '', key: a.orderingKey }, id: a.id }]));
+  if (lefts.length === 0) return acked;
+  // MySQL/MariaDB: the hand-over's statements in one round trip; SQLite's statements cost no round trip.
+  if (capabilities(db).driverQuery) await withDbRetry(db, () => runInOneTrip(db, leaveTopicLinesStatements(lefts, now)));
+  else await retryTransaction(db, (trx) => leaveLinesOf(trx, lefts, now));
   return acked;
 }
 

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { capabilities } from '../capabilities.js';
 import { v7 as uuidv7 } from 'uuid';
 import { retryTransaction, withDbRetry } from '../retry.js';
+import { runStatement, type Statement } from '../statement.js';
 
 /**
  * visible_at of a message (or a group's delivery) waiting behind the head of its ordering key: past any
@@ -43,29 +44,10 @@ async function isLive(trx: Knex.Transaction, line: Line, id: string): Promise<bo
   return row !== undefined;
 }
 
-/**
- * The first message of a topic's own line still waiting and not past its TTL: a walk of messages_ordering in
- * line order from the key's start, which stops at the first such row (test/claim-explain.test.ts).
- */
-export function nextInTopicLine(db: Knex, line: Line, now: number): Knex.QueryBuilder {
-  return db('messages')
-    .where({ topic: line.topic, ordering_key: line.key, status: 'pending' })
-    .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', now))
-    .orderBy('ordering_seq')
-    .first('id', 'deliver_after');
-}
-
 /** The first message of the line still waiting and not past its TTL, in line order (index messages_ordering). */
 async function nextInLine(trx: Knex.Transaction, line: Line, now: number): Promise<{ id: string; deliverAfter: number } | undefined> {
-  const row =
-    line.group === ''
-      ? await nextInTopicLine(trx, line, now)
-      : await trx('messages as m')
-          .join('deliveries as d', (j) => j.on('d.message_id', '=', 'm.id').andOnVal('d.consumer_group', '=', line.group))
-          .where({ 'm.topic': line.topic, 'm.ordering_key': line.key, 'd.status': 'pending' })
-          .andWhere((q) => q.whereNull('d.expires_at').orWhere('d.expires_at', '>', now))
-          .orderBy('m.ordering_seq')
-          .first('m.id as id', 'm.deliver_after as deliver_after');
+  const next = nextInLineStatement(line, now);
+  const [row] = (await runStatement(trx, next.sql, next.bindings)) as HeadRows;
   return row ? { id: String(row.id), deliverAfter: Number(row.deliver_after) } : undefined;
 }
 
@@ -188,14 +170,16 @@ function chunks<T>(items: T[], size = LINES_PER_STATEMENT): T[][] {
 /** The head rows of `lines` (locked for this transaction where the engine has row locks): line -> head id. */
 async function headsOf(trx: Knex.Transaction, lines: Line[]): Promise<Map<string, string>> {
   const heads = new Map<string, string>();
+  const lock = capabilities(trx).rowLocks ? ' FOR UPDATE' : '';
   for (const chunk of chunks(lines)) {
     const where = linesCondition(chunk);
-    const query = trx('ordering_heads').select('topic', 'consumer_group', 'ordering_key', 'message_id').whereRaw(where.sql, where.bindings);
-    const rows = (await (capabilities(trx).rowLocks ? query.forUpdate() : query)) as Array<Record<string, unknown>>;
+    const rows = (await runStatement(trx, `SELECT topic, consumer_group, ordering_key, message_id FROM ordering_heads WHERE ${where.sql}${lock}`, where.bindings)) as HeadRows;
     for (const r of rows) heads.set(lineId({ topic: String(r.topic), group: String(r.consumer_group), key: String(r.ordering_key) }), String(r.message_id));
   }
   return heads;
 }
+
+type HeadRows = Array<Record<string, unknown>>;
 
 /** Sets each line's head row to its message: one statement per chunk of lines. */
 async function setHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: string }>, keepExisting: boolean): Promise<void> {
@@ -208,14 +192,16 @@ async function setHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: st
     const onConflict = mysql
       ? ` ON DUPLICATE KEY UPDATE message_id = ${keepExisting ? 'message_id' : 'VALUES(message_id)'}`
       : ` ON CONFLICT (topic, consumer_group, ordering_key) DO ${keepExisting ? 'NOTHING' : 'UPDATE SET message_id = excluded.message_id'}`;
-    await trx.raw(insert + onConflict, bindings);
+    await runStatement(trx, insert + onConflict, bindings);
   }
 }
 
 /** The heads named make their turn: claimable from their delay on (the message's deliver_after). */
 async function openHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: string; deliverAfter?: number }>): Promise<void> {
   const plain = heads.filter((h) => h.line.group === '').map((h) => h.id);
-  for (const ids of chunks(plain, 500)) await trx('messages').whereIn('id', ids).where({ status: 'pending' }).update({ visible_at: trx.ref('deliver_after') });
+  for (const ids of chunks(plain, 500)) {
+    await runStatement(trx, `UPDATE messages SET visible_at = deliver_after WHERE id IN (${ids.map(() => '?').join(', ')}) AND status = 'pending'`, ids);
+  }
   const grouped = new Map<string, string[]>();
   for (const h of heads) {
     if (h.line.group === '') continue;
@@ -259,10 +245,13 @@ async function headsWithState(trx: Knex.Transaction, lines: Line[]): Promise<Map
   const heads = new Map<string, { id: string; live: boolean }>();
   for (const chunk of chunks(lines)) {
     const where = linesCondition(chunk, 'h.');
-    const rows = (await trx('ordering_heads as h')
-      .leftJoin('messages as m', (j) => j.on('m.id', '=', 'h.message_id').andOn('m.topic', '=', 'h.topic').andOnIn('m.status', ['pending', 'processing']))
-      .select('h.topic', 'h.consumer_group', 'h.ordering_key', 'h.message_id', 'm.id as live_id')
-      .whereRaw(where.sql, where.bindings)) as Array<Record<string, unknown>>;
+    const rows = (await runStatement(
+      trx,
+      'SELECT h.topic, h.consumer_group, h.ordering_key, h.message_id, m.id AS live_id FROM ordering_heads h ' +
+        "LEFT JOIN messages m ON m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing') " +
+        `WHERE ${where.sql}`,
+      where.bindings,
+    )) as HeadRows;
     for (const r of rows) {
       heads.set(lineId({ topic: String(r.topic), group: String(r.consumer_group), key: String(r.ordering_key) }), { id: String(r.message_id), live: r.live_id != null });
     }
@@ -293,37 +282,138 @@ async function liveHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: s
 
 /**
  * leaveLine for many settled messages at once (an ack's group commit): the heads among them hand their lines
- * on in a few statements per batch. Each next message is found by one seek into messages_ordering; the seeks
- * of a batch go as one UNION ALL.
+ * on in a few statements per batch, a group's lines as the topic's own. Each next message is found by one
+ * seek into messages_ordering; the seeks of a batch go as one UNION ALL.
  */
 export async function leaveLinesOf(trx: Knex.Transaction, lefts: Array<{ line: Line; id: string }>, now: number): Promise<void> {
   if (lefts.length === 0) return;
   const ordered = [...lefts].sort((a, b) => (lineId(a.line) < lineId(b.line) ? -1 : lineId(a.line) > lineId(b.line) ? 1 : 0));
   const heads = await headsOf(trx, ordered.map((l) => l.line));
   const ending = ordered.filter((l) => heads.get(lineId(l.line)) === l.id);
-  // A group's lines: one by one (their next message needs the group's deliveries).
-  for (const l of ending.filter((e) => e.line.group !== '')) await handOver(trx, l.line, now);
-  const plain = ending.filter((e) => e.line.group === '');
   const next = new Map<string, { id: string; deliverAfter: number }>();
-  for (const chunk of chunks(plain, 100)) {
-    const parts = chunk.map(
-      (_, i) =>
-        `SELECT * FROM (SELECT topic, ordering_key, id, deliver_after FROM messages WHERE topic = ? AND ordering_key = ? AND status = 'pending' ` +
-        `AND (expires_at IS NULL OR expires_at > ?) ORDER BY ordering_seq LIMIT 1) AS next_${i}`,
-    );
-    const result = await trx.raw(parts.join(' UNION ALL '), chunk.flatMap((l) => [l.line.topic, l.line.key, now]));
-    const rows = (capabilities(trx).dialect === 'mysql' ? (result as [Array<Record<string, unknown>>])[0] : result) as Array<Record<string, unknown>>;
-    for (const r of rows) next.set(lineId({ topic: String(r.topic), group: '', key: String(r.ordering_key) }), { id: String(r.id), deliverAfter: Number(r.deliver_after) });
+  for (const chunk of chunks(ending, 100)) {
+    const seeks = chunk.map((l) => nextInLineStatement(l.line, now));
+    const rows = (await runStatement(trx, seeks.map((q, i) => `SELECT * FROM (${q.sql}) AS next_${i}`).join(' UNION ALL '), seeks.flatMap((q) => q.bindings))) as HeadRows;
+    for (const r of rows) {
+      next.set(lineId({ topic: String(r.topic), group: String(r.consumer_group), key: String(r.ordering_key) }), { id: String(r.id), deliverAfter: Number(r.deliver_after) });
+    }
   }
-  const handed = plain.flatMap((l) => {
+  const handed = ending.flatMap((l) => {
     const n = next.get(lineId(l.line));
-    return n ? [{ line: l.line, id: n.id }] : [];
+    return n ? [{ line: l.line, id: n.id, deliverAfter: n.deliverAfter }] : [];
   });
   await setHeads(trx, handed, false);
-  const closed = plain.filter((l) => !next.has(lineId(l.line))).map((l) => l.line);
+  const closed = ending.filter((l) => !next.has(lineId(l.line))).map((l) => l.line);
   for (const chunk of chunks(closed)) {
     const where = linesCondition(chunk);
-    await trx('ordering_heads').whereRaw(where.sql, where.bindings).delete();
+    await runStatement(trx, `DELETE FROM ordering_heads WHERE ${where.sql}`, where.bindings);
   }
   await openHeads(trx, handed);
+}
+
+/**
+ * One line's next waiting message not past its TTL, in line order: a seek into messages_ordering that stops at
+ * the first such row (for a group's line, joined to the group's deliveries; test/claim-explain.test.ts). It
+ * selects its line too, so that the seeks of a batch can go as one UNION ALL.
+ */
+export function nextInLineStatement(line: Line, now: number): { sql: string; bindings: Array<string | number> } {
+  if (line.group === '') {
+    return {
+      sql:
+        "SELECT topic, '' AS consumer_group, ordering_key, id, deliver_after FROM messages WHERE topic = ? AND ordering_key = ? AND status = 'pending' " +
+        'AND (expires_at IS NULL OR expires_at > ?) ORDER BY ordering_seq LIMIT 1',
+      bindings: [line.topic, line.key, now],
+    };
+  }
+  return {
+    sql:
+      'SELECT m.topic, d.consumer_group, m.ordering_key, m.id, m.deliver_after FROM messages m JOIN deliveries d ON d.message_id = m.id AND d.consumer_group = ? ' +
+      "WHERE m.topic = ? AND m.ordering_key = ? AND d.status = 'pending' AND (d.expires_at IS NULL OR d.expires_at > ?) ORDER BY m.ordering_seq LIMIT 1",
+    bindings: [line.group, line.topic, line.key, now],
+  };
+}
+
+/** The first message of each line among `joins` (in the lines' lock order): a line's candidate for its head. */
+function candidatesOf<J extends { line: Line; id: string }>(joins: J[]): J[] {
+  const first = new Map<string, J>();
+  for (const j of joins) {
+    const at = lineId(j.line);
+    const seen = first.get(at);
+    if (!seen || j.id < seen.id) first.set(at, j);
+  }
+  return [...first.values()].sort((a, b) => (lineId(a.line) < lineId(b.line) ? -1 : lineId(a.line) > lineId(b.line) ? 1 : 0));
+}
+
+const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+
+/**
+ * joinLinesOf for new messages of a topic's own lines, as statements that need no answer of one another, for
+ * a transaction sent in one round trip after the statement that stores the messages (src/store/statement.ts,
+ * runInOneTrip): each line's first new message becomes its head where the line has none (an upsert that keeps
+ * a live line's head and locks its row), is opened (made claimable from its delay on) when it did, and the
+ * last statement lists the lines whose head is gone, which `repairLines` then hands over. A candidate that was
+ * not stored (its statement stored nothing) makes no head: the heads are read from the stored rows.
+ */
+export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }>): Statement[] {
+  const candidates = candidatesOf(joins);
+  const ids = candidates.map((c) => c.id);
+  const where = linesCondition(candidates.map((c) => c.line), 'h.');
+  const mysql = 'ON DUPLICATE KEY UPDATE message_id = ordering_heads.message_id';
+  return [
+    {
+      sql: `INSERT INTO ordering_heads (topic, consumer_group, ordering_key, message_id) SELECT topic, '', ordering_key, id FROM messages WHERE id IN (${placeholders(ids.length)}) ORDER BY topic, ordering_key ${mysql}`,
+      bindings: ids,
+    },
+    {
+      sql:
+        "UPDATE messages m JOIN ordering_heads h ON h.topic = m.topic AND h.consumer_group = '' AND h.ordering_key = m.ordering_key AND h.message_id = m.id " +
+        `SET m.visible_at = m.deliver_after WHERE m.id IN (${placeholders(ids.length)}) AND m.status = 'pending'`,
+      bindings: ids,
+    },
+    {
+      sql:
+        "SELECT h.topic FROM ordering_heads h LEFT JOIN messages m ON m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing') " +
+        `WHERE ${where.sql} AND m.id IS NULL`,
+      bindings: where.bindings,
+    },
+  ];
+}
+
+/**
+ * leaveLinesOf for a topic's own lines, as statements for a transaction sent in one round trip: each line
+ * whose head is one of `lefts` moves its head to its next waiting message (a seek into messages_ordering per
+ * line, in the statement), a line with none left closes, and the new heads are opened.
+ *
+ * The seek names its index: evaluated per head row, MariaDB costed it as a walk of the topic's pending
+ * messages sorted by place (half a second per statement with 9,000 waiting).
+ *
+ * The head rows are locked by a statement of their own first. A statement reads what was committed when it
+ * began: the seek, had it waited for a row lock held by an enqueue of the key inside the same statement, would
+ * not see that enqueue's message once it committed, and would close a line that has a message waiting.
+ */
+export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string }>, now: number): Statement[] {
+  const ordered = candidatesOf(lefts);
+  // Each line by its whole primary key, so the statements read (and lock) those rows only: with the group
+  // factored out of the OR, MariaDB walked every head of the topic.
+  const lines = `(h.topic, h.consumer_group, h.ordering_key) IN (${ordered.map(() => "(?, '', ?)").join(', ')})`;
+  const linesBindings = ordered.flatMap((l) => [l.line.topic, l.line.key]);
+  const named = `${lines} AND h.message_id IN (${placeholders(ordered.length)})`;
+  const namedBindings = [...linesBindings, ...ordered.map((l) => l.id)];
+  return [
+    { sql: `SELECT h.message_id FROM ordering_heads h WHERE ${named} FOR UPDATE`, bindings: namedBindings },
+    {
+      sql:
+        'UPDATE ordering_heads h SET h.message_id = COALESCE((SELECT m.id FROM messages m FORCE INDEX (messages_ordering) WHERE m.topic = h.topic AND m.ordering_key = h.ordering_key ' +
+        "AND m.status = 'pending' AND (m.expires_at IS NULL OR m.expires_at > ?) ORDER BY m.ordering_seq LIMIT 1), h.message_id) " +
+        `WHERE ${named}`,
+      bindings: [now, ...namedBindings],
+    },
+    { sql: `DELETE h FROM ordering_heads h WHERE ${named}`, bindings: namedBindings },
+    {
+      sql:
+        "UPDATE messages m JOIN ordering_heads h ON h.message_id = m.id AND h.topic = m.topic AND h.consumer_group = '' " +
+        `SET m.visible_at = m.deliver_after WHERE ${lines} AND m.status = 'pending' AND m.visible_at = ?`,
+      bindings: [...linesBindings, BEHIND_HEAD],
+    },
+  ];
 }

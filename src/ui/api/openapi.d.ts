@@ -155,7 +155,7 @@ export interface paths {
         };
         /**
          * List messages
-         * @description Oldest first. With a topic, a read grant on it (403 otherwise); without one, a non-admin sees the topics it may read.
+         * @description Oldest first (`order=newest`: newest first). With a topic, a read grant on it (403 otherwise); without one, a non-admin sees the topics it may read.
          */
         get: operations["listMessages"];
         put?: never;
@@ -298,6 +298,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/messages/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One message by id (extension)
+         * @description In the shape of the list. 404 for an id that names no message, a malformed id, and a message of a topic the caller may not read: a caller learns nothing about messages outside its grants, not even that they exist.
+         */
+        get: operations["getMessage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/topic-configs": {
         parameters: {
             query?: never;
@@ -377,6 +397,26 @@ export interface paths {
         post?: never;
         /** Remove a topic's schema */
         delete: operations["deleteTopicSchema"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every topic with its depth, groups and manager (extension)
+         * @description Every topic that has messages, a configuration, a schema or consumer groups, in name order; only topics the caller may read (all for admins).
+         */
+        get: operations["listTopics"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1051,8 +1091,26 @@ export interface components {
             retry_backoff_max_seconds: number | null;
             managed_by: components["schemas"]["ManagedBy"] | null;
         };
+        /** @description The server's values for the settings a configuration leaves unset (extension). */
+        TopicConfigDefaults: {
+            /** @description queue.max_retries */
+            max_retries: number;
+            /** @description queue.message_ttl in seconds; 0: never */
+            message_ttl_seconds: number;
+            /** @description queue.retry_backoff_seconds */
+            retry_backoff_seconds: number;
+            /** @description queue.retry_backoff_max_seconds */
+            retry_backoff_max_seconds: number;
+        };
         TopicConfigList: {
             items: components["schemas"]["TopicConfig"][];
+            defaults: components["schemas"]["TopicConfigDefaults"];
+        };
+        TopicPage: {
+            items: components["schemas"]["TopicSummary"][];
+            total: number;
+            limit: number;
+            offset: number;
         };
         TopicSchema: {
             topic: string;
@@ -1073,6 +1131,42 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "processing" | "failed" | "expired";
             count: number;
+        };
+        TopicSummary: {
+            topic: string;
+            /** @description A dead-letter topic (`<topic>.dlq`). */
+            dead_letter: boolean;
+            /** @description Messages by status; a fan-out message counts once. */
+            depth: {
+                pending: number;
+                processing: number;
+                failed: number;
+                expired: number;
+            };
+            /** @description Seconds the oldest pending message available to a consumer has waited; null when none is. */
+            oldest_pending_age_seconds: number | null;
+            /** @description The topic has a configuration (GET /api/topic-configs/{topic}). */
+            configured: boolean;
+            /** @description The version of its Avro schema; null without one. */
+            schema_version: number | null;
+            /** @description Kubernetes manages its configuration, its schema or one of its groups. */
+            managed: boolean;
+            managed_by: {
+                config: components["schemas"]["ManagedBy"] | null;
+                schema: components["schemas"]["ManagedBy"] | null;
+            };
+            consumer_groups: {
+                consumer_group: string;
+                /** @description The group's deliveries by status. */
+                depth: {
+                    pending: number;
+                    processing: number;
+                    failed: number;
+                };
+                /** @description Seconds the oldest pending message available to a consumer has waited; null when none is. */
+                oldest_pending_age_seconds: number | null;
+                managed_by: components["schemas"]["ManagedBy"] | null;
+            }[];
         };
         User: {
             /** Format: uuid */
@@ -1567,6 +1661,8 @@ export interface operations {
                 topic?: string;
                 /** @description Only messages of this status (extension). */
                 status?: "pending" | "processing" | "failed" | "expired";
+                /** @description oldest (the default): queue order, oldest first; newest: the latest enqueued first (extension). */
+                order?: "oldest" | "newest";
             };
             header?: never;
             path?: never;
@@ -1862,6 +1958,37 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A message id or user id (a UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listTopicConfigs: {
         parameters: {
             query?: never;
@@ -2105,6 +2232,38 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listTopics: {
+        parameters: {
+            query?: {
+                /** @description Page size; above 200 is clamped to 200. */
+                limit?: number;
+                /** @description Items to skip; above 9007199254740991 counts as that. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of topics; `total` counts every topic the caller may read. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];

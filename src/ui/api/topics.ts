@@ -1,12 +1,29 @@
 import { useQuery } from '@tanstack/react-query';
 import { api, unwrap } from './client';
+import type { components } from './openapi';
 
-/** Topic names the caller can see: those with messages (stats) and those with a configuration. */
+export type TopicSummary = components['schemas']['TopicSummary'];
+
+/** The API's largest page: a service with more topics than this is read in several pages. */
+const PAGE = 200;
+
+/**
+ * Every topic the caller may read (`GET /api/topics`, every page): those with messages, a configuration, a
+ * schema or consumer groups, with depths, the oldest pending age, groups and managers, in name order.
+ */
+export async function fetchAllTopics(): Promise<TopicSummary[]> {
+  const items: TopicSummary[] = [];
+  for (;;) {
+    const page = await unwrap(api.GET('/api/topics', { params: { query: { limit: PAGE, offset: items.length } } }));
+    items.push(...page.items);
+    if (page.items.length === 0 || items.length >= page.total) return items;
+  }
+}
+
+export const topicsKey = ['topics'] as const;
+
+/** Topic names the caller can see, for the topic pickers (a datalist: any name may still be typed). */
 export function useTopicNames(): string[] {
-  const stats = useQuery({ queryKey: ['stats'], queryFn: () => unwrap(api.GET('/api/stats')) });
-  const configs = useQuery({ queryKey: ['topic-configs'], queryFn: () => unwrap(api.GET('/api/topic-configs')) });
-  const names = new Set<string>();
-  for (const row of ((stats.data as { topics?: Array<{ topic: string }> } | undefined)?.topics ?? [])) names.add(row.topic);
-  for (const row of ((configs.data as { items?: Array<{ topic: string }> } | undefined)?.items ?? [])) names.add(row.topic);
-  return [...names].sort();
+  const topics = useQuery({ queryKey: topicsKey, queryFn: fetchAllTopics });
+  return (topics.data ?? []).map((t) => t.topic);
 }

@@ -1,8 +1,10 @@
 import { useEffect, useRef } from 'react';
 
-/** Paging over the API's limit/offset: "41-60 of 312" with previous and next. */
+/** Paging over the API's limit/offset: "41-60 of 312" with previous and next; nothing for an empty list. */
 export function Pager(props: { total: number; limit: number; offset: number; onChange: (offset: number) => void; label?: string }) {
   const { total, limit, offset } = props;
+  // "Previous 0–0 of 0 Next" says nothing the list's own "No messages" does not.
+  if (total === 0) return null;
   const first = total === 0 ? 0 : offset + 1;
   const last = Math.min(offset + limit, total);
   return (

@@ -16,6 +16,7 @@ export function RegisterForm(props: { topic: string }) {
       setName('');
       void queryClient.invalidateQueries({ queryKey: groupKeys.list(topic), exact: true });
       void queryClient.invalidateQueries({ queryKey: ['stats'] });
+      void queryClient.invalidateQueries({ queryKey: ['topics'] });
     },
   });
   const submit = (event: FormEvent) => {

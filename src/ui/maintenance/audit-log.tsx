@@ -4,36 +4,67 @@ import { Field } from '../components/field';
 import { Pager } from '../components/pager';
 import { Timestamp } from '../components/timestamp';
 import { TopicInput } from '../components/topic-input';
+import { Truncated } from '../components/truncated';
+import { useUsers } from '../users/api';
 import { useAuditLog, type AuditEntry, type AuditFilter } from './api';
+import { auditSummary, type UserName } from './audit-summary';
 
 const PAGE_SIZE = 25;
 
-/** Details are free-form JSON from the service; shown as text, compact, never as markup. */
+/** Details are free-form JSON from the service; shown as text, laid out, never as markup. */
 function detailsText(details: unknown): string {
   if (details === null || details === undefined) return '';
   if (typeof details === 'object' && Object.keys(details).length === 0) return '';
-  return JSON.stringify(details);
+  return JSON.stringify(details, null, 2);
 }
 
-function AuditRow(props: { entry: AuditEntry }) {
+/** One line per record: when, who, what in words; the raw record (ids, action, details) on expand. */
+function AuditRow(props: { entry: AuditEntry; userName: UserName }) {
   const e = props.entry;
+  const summary = auditSummary(e, props.userName);
+  const details = detailsText(e.details);
   return (
     <tr className={e.result === 'error' ? 'audit-error' : undefined}>
       <td className="nowrap">
         <Timestamp iso={e.at} />
       </td>
-      <td>{e.actor.name}</td>
-      <td>
-        <code>{e.action}</code>
+      <td className="nowrap">{e.actor.name}</td>
+      <td className="audit-summary">
+        <Truncated text={summary} />
       </td>
-      <td>{e.topic ?? '—'}</td>
-      <td className="wrap-anywhere audit-target">{e.target ?? '—'}</td>
-      <td>
+      <td className="nowrap">
         {e.result}
         {e.status !== null ? ` (${e.status})` : ''}
       </td>
-      <td className="wrap-anywhere audit-details">
-        <code>{detailsText(e.details)}</code>
+      <td className="audit-details">
+        <details>
+          <summary>Details</summary>
+          <dl className="facts">
+            <dt>Action</dt>
+            <dd>
+              <code>{e.action}</code>
+            </dd>
+            {e.topic !== null && (
+              <>
+                <dt>Topic</dt>
+                <dd>{e.topic}</dd>
+              </>
+            )}
+            {e.target !== null && (
+              <>
+                <dt>Target</dt>
+                <dd className="mono">{e.target}</dd>
+              </>
+            )}
+            {e.actor.id !== null && (
+              <>
+                <dt>Actor id</dt>
+                <dd className="mono">{e.actor.id}</dd>
+              </>
+            )}
+          </dl>
+          {details !== '' && <pre className="audit-json">{details}</pre>}
+        </details>
       </td>
     </tr>
   );
@@ -46,6 +77,10 @@ export function AuditLogSection() {
   const [filter, setFilter] = useState<AuditFilter>({ topic: '', actor: '' });
   const [offset, setOffset] = useState(0);
   const log = useAuditLog(filter, PAGE_SIZE, offset);
+  // Records name users by id (the target of user.* and grant.*): shown by name when the user still exists.
+  const users = useUsers();
+  const names = new Map((users.data ?? []).map((u) => [u.id, u.username]));
+  const userName: UserName = (id) => names.get(id);
   const apply = (event: FormEvent) => {
     event.preventDefault();
     setFilter({ topic: topic.trim(), actor: actor.trim() });
@@ -84,16 +119,14 @@ export function AuditLogSection() {
               <tr>
                 <th scope="col">Time</th>
                 <th scope="col">Actor</th>
-                <th scope="col">Action</th>
-                <th scope="col">Topic</th>
-                <th scope="col">Target</th>
+                <th scope="col">What</th>
                 <th scope="col">Result</th>
                 <th scope="col">Details</th>
               </tr>
             </thead>
             <tbody>
               {log.data.items.map((entry) => (
-                <AuditRow key={entry.id} entry={entry} />
+                <AuditRow key={entry.id} entry={entry} userName={userName} />
               ))}
             </tbody>
           </table>

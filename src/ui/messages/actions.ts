@@ -5,7 +5,7 @@ import type { MessageStatus } from './types';
 /** After any change to messages, every list and count on screen is stale. */
 function useInvalidateMessages() {
   const queryClient = useQueryClient();
-  return () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] })]);
+  return () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] }), queryClient.invalidateQueries({ queryKey: ['topics'] })]);
 }
 
 export interface RequeueResult {

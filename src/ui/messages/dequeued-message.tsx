@@ -50,7 +50,7 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
       await unwrap(api.POST('/api/messages/{id}/nack', { ...path, body }));
       return { kind: 'nacked', error: errorText, delay };
     },
-    onSettled: () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] })]),
+    onSettled: () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] }), queryClient.invalidateQueries({ queryKey: ['topics'] })]),
   });
   const [keepSeconds, setKeepSeconds] = useState('60');
   // Extends (or shortens) the lease: the message stays this consumer's until the answer's available_at.
@@ -65,7 +65,7 @@ export function DequeuedMessageCard(props: { message: DequeuedMessage; consumerG
       await unwrap(api.POST('/api/messages/{id}/visibility', { params: { path: { id: message.id } }, body: { ...group, visibility_timeout_seconds: 0 } }));
       return { kind: 'given back' };
     },
-    onSettled: () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] })]),
+    onSettled: () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] }), queryClient.invalidateQueries({ queryKey: ['topics'] })]),
   });
   const outcome = settle.data ?? giveBack.data;
   const pretty = payloadView(message);

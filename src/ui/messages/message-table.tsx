@@ -1,14 +1,17 @@
 import { memo } from 'react';
 import { Timestamp } from '../components/timestamp';
+import { Truncated } from '../components/truncated';
 import { useNow } from '../replay/time';
 import { availabilityOf, type Availability } from './availability';
 import { isDeadLetter, type Message } from './types';
 
-const PREVIEW_CHARS = 80;
+/** The preview shows one line of the payload; its title (hover, focus) this much of it. */
+const PREVIEW_CHARS = 200;
+const TITLE_CHARS = 1000;
 
-function preview(payload: string): string {
-  const flat = payload.replace(/\s+/g, ' ');
-  return flat.length > PREVIEW_CHARS ? `${flat.slice(0, PREVIEW_CHARS)}…` : flat;
+function flat(payload: string, chars: number): string {
+  const text = payload.slice(0, chars + 1).replace(/\s+/g, ' ');
+  return text.length > chars ? `${text.slice(0, chars)}…` : text;
 }
 
 interface RowProps {
@@ -36,9 +39,12 @@ const Row = memo(function Row({ message, availability, selected, onToggle, onOpe
           {message.id.slice(0, 8)}…
         </button>
       </td>
-      <td className="wrap-anywhere">{message.topic}</td>
-      <td className="wrap-anywhere">{message.key ?? '—'}</td>
-      <td className="wrap-anywhere">{message.ordering_key ?? '—'}</td>
+      <td>
+        <Truncated text={message.topic} />
+        {dead && <span className="badge badge-dead">dead letter</span>}
+      </td>
+      <td>{message.key === null ? '—' : <Truncated text={message.key} />}</td>
+      <td>{message.ordering_key === null ? '—' : <Truncated text={message.ordering_key} />}</td>
       <td>
         <span className={`status status-${message.status}`}>{message.status}</span>
         {availability === 'waiting' && <span className="badge badge-waiting">waiting behind an earlier message of its ordering key</span>}
@@ -59,7 +65,7 @@ const Row = memo(function Row({ message, availability, selected, onToggle, onOpe
       </td>
       <td className="payload-cell">
         {message.payload_encoding === 'base64' && <span className="badge">binary, base64</span>}
-        <span className="payload-preview mono">{preview(message.payload)}</span>
+        <Truncated className="payload-preview mono" text={flat(message.payload, PREVIEW_CHARS)} full={flat(message.payload, TITLE_CHARS)} />
       </td>
     </tr>
   );

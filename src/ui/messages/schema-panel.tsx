@@ -73,8 +73,9 @@ export function SchemaPanel(props: { topic: string; onInsert: (payload: string) 
         </button>
       </div>
       <p className="hint">Payloads must be JSON that this schema accepts; the service refuses anything else with 422.</p>
-      <details open>
-        <summary>Schema</summary>
+      {/* Closed: opened, a schema of any size pushes the payload and the result below the fold. */}
+      <details>
+        <summary>Show the schema</summary>
         <pre className="schema" tabIndex={0}>
           {prettySchema(schema.data.schema_json)}
         </pre>

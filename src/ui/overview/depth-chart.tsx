@@ -2,9 +2,7 @@ import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { DepthHistory } from './depth-history';
-
-/** Mid-tone colours that read on the light and the dark background alike. */
-export const SERIES_COLOURS = ['#3b82f6', '#f97316', '#22a06b', '#d946ef', '#eab308', '#14b8a6', '#ef4444', '#8b5cf6'];
+import { seriesStyles, type SeriesStyle } from './series-style';
 const HEIGHT = 220;
 const timeOfDay = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
 
@@ -12,7 +10,21 @@ function cssVar(name: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
 }
 
-function options(topics: string[], width: number): uPlot.Options {
+/** A series with one sample has no line to draw: its point is drawn instead, from the first sample on. */
+const lonePoint = (u: uPlot, seriesIdx: number): boolean => {
+  let samples = 0;
+  for (const v of u.data[seriesIdx] as ArrayLike<number | null | undefined> & Iterable<number | null | undefined>) if (v !== null && v !== undefined) samples++;
+  return samples < 2;
+};
+
+/** The newest sample on the right edge, at least the last minute shown; before any sample, the minute up to now. */
+function timeRange(times: ArrayLike<number>): uPlot.Range.MinMax {
+  const last = times.length > 0 ? times[times.length - 1] : Date.now() / 1000;
+  const first = times.length > 0 ? times[0] : last;
+  return [Math.min(first, last - 60), last];
+}
+
+function options(topics: string[], width: number, styles: Map<string, SeriesStyle>, onTicks: (labels: string[]) => void): uPlot.Options {
   const text = cssVar('--muted');
   const grid = cssVar('--border');
   const axis = { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
@@ -23,11 +35,30 @@ function options(topics: string[], width: number): uPlot.Options {
     cursor: { drag: { x: false, y: false } },
     // At least the last minute, the newest point on the right edge: a fresh chart gets readable ticks, not milliseconds.
     scales: {
-      x: { time: true, range: (_u, min, max) => [Math.min(min, max - 60), max] },
+      // From the data itself: with a single sample uPlot hands the range function no usable min and max (its
+      // ticks all read 00:00:00), and the first sample is the one that should show at once.
+      x: { time: true, range: (u) => timeRange(u.data[0] as ArrayLike<number>) },
       y: { range: (_u, _min, max) => [0, Math.max(5, Math.ceil(max * 1.1))] },
     },
-    axes: [{ ...axis, space: 80, values: (_u, splits) => splits.map((s) => timeOfDay.format(new Date(s * 1000))) }, { ...axis, size: 50 }],
-    series: [{}, ...topics.map((topic, i) => ({ label: topic, stroke: SERIES_COLOURS[i % SERIES_COLOURS.length], width: 2, points: { show: false } }))],
+    axes: [
+      {
+        ...axis,
+        space: 80,
+        values: (_u, splits) => {
+          const labels = splits.map((s) => timeOfDay.format(new Date(s * 1000)));
+          onTicks(labels);
+          return labels;
+        },
+      },
+      { ...axis, size: 50 },
+    ],
+    series: [
+      {},
+      ...topics.map((topic) => {
+        const style = styles.get(topic)!;
+        return { label: topic, stroke: style.colour, dash: [...style.dash], width: 2, points: { show: lonePoint, size: 7, fill: style.colour } };
+      }),
+    ],
   };
 }
 
@@ -49,7 +80,8 @@ export function DepthChart(props: { history: DepthHistory; label: string }) {
     const topics = topicsKey === '' ? [] : topicsKey.split('\n');
     const build = () => {
       plot.current?.destroy();
-      plot.current = new uPlot(options(topics, Math.max(200, el.clientWidth)), dataRef.current, el);
+      // The axis is drawn on the canvas: its labels are also kept on the element, where a test can read them.
+      plot.current = new uPlot(options(topics, Math.max(200, el.clientWidth), seriesStyles(topics), (labels) => (el.dataset.xTicks = labels.join(' | '))), dataRef.current, el);
     };
     build();
     const resize = new ResizeObserver(() => plot.current?.setSize({ width: Math.max(200, el.clientWidth), height: HEIGHT }));

@@ -5,7 +5,6 @@ export interface MetricsSnapshot {
   at: number;
   enqueued: Map<string, number>;
   acked: Map<string, number>;
-  oldestPendingAge: Map<string, number>;
 }
 
 export interface TopicRates {
@@ -19,7 +18,6 @@ export function snapshotFrom(text: string, at: number): MetricsSnapshot {
     at,
     enqueued: sumBy(samples, 'conveyor_messages_enqueued_total', 'topic'),
     acked: sumBy(samples, 'conveyor_messages_acked_total', 'topic'),
-    oldestPendingAge: sumBy(samples, 'conveyor_oldest_pending_age_seconds', 'topic'),
   };
 }
 

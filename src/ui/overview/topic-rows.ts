@@ -1,11 +1,5 @@
-import type { MetricsSnapshot, TopicRates } from './metrics';
-
-export interface StatsRow {
-  topic: string;
-  status: string;
-  count: number;
-  consumer_group?: string | null;
-}
+import type { TopicSummary } from '../api/topics';
+import type { TopicRates } from './metrics';
 
 /** An entry of the `/api/stats` `ordering` list: the ordering keys of a topic, or of one consumer group of it. */
 export interface OrderingStatsRow {
@@ -40,6 +34,8 @@ export interface TopicRow {
   groups: GroupDepth[];
   /** Absent when the topic has no ordering keys, or the service does not count them. */
   ordering?: OrderingKeys;
+  /** A Kubernetes resource manages its configuration, schema or a group. */
+  managed?: boolean;
 }
 
 export const STATUSES = ['pending', 'processing', 'failed', 'expired'] as const;
@@ -51,16 +47,10 @@ export function backlog(row: TopicRow): number {
 }
 
 /**
- * One row per topic: every topic with messages, every configured topic, and the parent of every dead-letter
- * topic (its dead letters are a column of the parent, not a row of their own).
+ * One row per topic of `GET /api/topics`, and the parent of every dead-letter topic (its dead letters are a
+ * column of the parent, not a row of their own). Rates come from /metrics, ordering keys from /api/stats.
  */
-export function topicRows(
-  stats: StatsRow[],
-  configured: string[],
-  metrics: MetricsSnapshot | undefined,
-  rates: TopicRates | undefined,
-  ordering: readonly OrderingStatsRow[] = [],
-): TopicRow[] {
+export function topicRows(topics: readonly TopicSummary[], rates: TopicRates | undefined, ordering: readonly OrderingStatsRow[] = []): TopicRow[] {
   const rows = new Map<string, TopicRow>();
   const row = (topic: string): TopicRow => {
     let r = rows.get(topic);
@@ -69,7 +59,7 @@ export function topicRows(
         topic,
         counts: {},
         deadLetters: 0,
-        oldestPendingAge: metrics?.oldestPendingAge.get(topic),
+        oldestPendingAge: undefined,
         enqueuedPerSecond: rates?.enqueuedPerSecond.get(topic) ?? (rates ? 0 : undefined),
         ackedPerSecond: rates?.ackedPerSecond.get(topic) ?? (rates ? 0 : undefined),
         groups: [],
@@ -78,20 +68,16 @@ export function topicRows(
     }
     return r;
   };
-  for (const topic of configured) row(topic);
-  for (const s of stats) {
-    if (s.topic.endsWith(DLQ)) {
-      if (!s.consumer_group) row(s.topic.slice(0, -DLQ.length)).deadLetters += s.count;
+  for (const t of topics) {
+    if (t.topic.endsWith(DLQ)) {
+      row(t.topic.slice(0, -DLQ.length)).deadLetters += Object.values(t.depth).reduce((a, b) => a + b, 0);
       continue;
     }
-    const r = row(s.topic);
-    if (s.consumer_group) {
-      let g = r.groups.find((x) => x.group === s.consumer_group);
-      if (!g) r.groups.push((g = { group: s.consumer_group, counts: {} }));
-      g.counts[s.status] = (g.counts[s.status] ?? 0) + s.count;
-    } else {
-      r.counts[s.status] = (r.counts[s.status] ?? 0) + s.count;
-    }
+    const r = row(t.topic);
+    r.counts = { ...t.depth };
+    r.oldestPendingAge = t.oldest_pending_age_seconds ?? undefined;
+    r.managed = t.managed;
+    r.groups = t.consumer_groups.map((g) => ({ group: g.consumer_group, counts: { ...g.depth } }));
   }
   // Dead letters keep their ordering key but nothing orders them: a .dlq line would be no one's to wait on.
   for (const o of ordering) {

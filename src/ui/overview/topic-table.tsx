@@ -1,7 +1,8 @@
 import { useId } from 'react';
 import { formatAge, formatNumber } from '../format';
 import { href } from '../router';
-import { SERIES_COLOURS } from './depth-chart';
+import type { SeriesStyle } from './series-style';
+import { Swatch } from './swatch';
 import { STATUSES, type OrderingKeys, type TopicRow } from './topic-rows';
 
 function rate(value: number | undefined): string {
@@ -35,7 +36,7 @@ function OrderingCell(props: { row: TopicRow }) {
 }
 
 /** Every topic with its depth by status, dead letters, oldest pending message, rates and consumer groups. */
-export function TopicTable(props: { rows: TopicRow[]; chartTopics: string[]; hasOrdering?: boolean }) {
+export function TopicTable(props: { rows: TopicRow[]; styles: Map<string, SeriesStyle>; hasOrdering?: boolean }) {
   const orderingNoteId = useId();
   return (
     <>
@@ -72,11 +73,10 @@ export function TopicTable(props: { rows: TopicRow[]; chartTopics: string[]; has
           </thead>
           <tbody>
             {props.rows.map((row) => {
-              const colour = props.chartTopics.indexOf(row.topic);
               return (
                 <tr key={row.topic} data-topic={row.topic}>
                   <th scope="row">
-                    {colour >= 0 && <span className="swatch" aria-hidden="true" style={{ background: SERIES_COLOURS[colour % SERIES_COLOURS.length] }} />}
+                    <Swatch style={props.styles.get(row.topic)} />
                     <a href={href('messages', { topic: row.topic })}>{row.topic}</a>
                   </th>
                   {STATUSES.map((s) => (
@@ -114,11 +114,93 @@ export function TopicTable(props: { rows: TopicRow[]; chartTopics: string[]; has
           </tbody>
         </table>
       </div>
-      {props.hasOrdering && (
-        <p id={orderingNoteId} className="muted">
-          Ordering keys: how many keys have messages not yet done, and how many of those are waiting: a consumer holds the key's first message while later ones wait behind it.
-        </p>
-      )}
+      {props.hasOrdering && <OrderingNote id={orderingNoteId} />}
+    </>
+  );
+}
+
+function OrderingNote(props: { id: string }) {
+  return (
+    <p id={props.id} className="muted">
+      Ordering keys: how many keys have messages not yet done, and how many of those are waiting: a consumer holds the key's first message while later ones wait behind it.
+    </p>
+  );
+}
+
+/**
+ * The phone layout: one card per topic, its name and the figures that matter most first (pending,
+ * processing, dead letters, oldest pending), the rest only when there is something to say.
+ */
+export function TopicCards(props: { rows: TopicRow[]; styles: Map<string, SeriesStyle>; hasOrdering?: boolean }) {
+  const orderingNoteId = useId();
+  return (
+    <>
+      <ul className="topic-cards" aria-label="Topics">
+        {props.rows.map((row) => (
+          <li key={row.topic} className="topic-card" data-topic={row.topic}>
+            <h2 className="topic-card-title">
+              <Swatch style={props.styles.get(row.topic)} />
+              <a href={href('messages', { topic: row.topic })}>{row.topic}</a>
+            </h2>
+            <dl className="topic-card-figures">
+              <div>
+                <dt>Pending</dt>
+                <dd>{formatNumber(row.counts.pending ?? 0)}</dd>
+              </div>
+              <div>
+                <dt>Processing</dt>
+                <dd>{formatNumber(row.counts.processing ?? 0)}</dd>
+              </div>
+              <div>
+                <dt>Dead letters</dt>
+                <dd>{row.deadLetters > 0 ? <a href={href('messages', { topic: `${row.topic}.dlq` })}>{formatNumber(row.deadLetters)}</a> : '0'}</dd>
+              </div>
+              <div>
+                <dt>Oldest pending</dt>
+                <dd>{formatAge(row.oldestPendingAge)}</dd>
+              </div>
+              <div>
+                <dt>Enqueued</dt>
+                <dd>{rate(row.enqueuedPerSecond)}</dd>
+              </div>
+              <div>
+                <dt>Acked</dt>
+                <dd>{rate(row.ackedPerSecond)}</dd>
+              </div>
+              {(row.counts.failed ?? 0) > 0 && (
+                <div>
+                  <dt>Failed</dt>
+                  <dd>{formatNumber(row.counts.failed)}</dd>
+                </div>
+              )}
+              {(row.counts.expired ?? 0) > 0 && (
+                <div>
+                  <dt>Expired</dt>
+                  <dd>{formatNumber(row.counts.expired)}</dd>
+                </div>
+              )}
+            </dl>
+            {row.groups.length > 0 && (
+              <p className="topic-card-line">
+                <span className="muted">Consumer groups: </span>
+                {row.groups.map((g, i) => (
+                  <span key={g.group}>
+                    {i > 0 && '; '}
+                    <a href={href('groups', { topic: row.topic })}>{g.group}</a>: {groupText(g.counts)}
+                  </span>
+                ))}
+              </p>
+            )}
+            {props.hasOrdering && (row.ordering !== undefined || row.groups.some((g) => g.ordering !== undefined)) && (
+              <div className="topic-card-line" aria-describedby={orderingNoteId}>
+                <span className="muted">Ordering keys: </span>
+                <OrderingCell row={row} />
+              </div>
+            )}
+          </li>
+        ))}
+      </ul>
+      {props.hasOrdering && <OrderingNote id={orderingNoteId} />}
     </>
   );
 }

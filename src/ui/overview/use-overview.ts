@@ -1,12 +1,13 @@
 import { useQuery } from '@tanstack/react-query';
 import { useMemo, useRef } from 'react';
 import { api, ApiError, fetchText, unwrap } from '../api/client';
+import { fetchAllTopics, topicsKey } from '../api/topics';
 import { ratesBetween, snapshotFrom, type MetricsSnapshot, type TopicRates } from './metrics';
-import { backlog, topicRows, type OrderingStatsRow, type StatsRow, type TopicRow } from './topic-rows';
+import { backlog, topicRows, type OrderingStatsRow, type TopicRow } from './topic-rows';
 
 /**
- * Live numbers refresh this often without a reload. Depths come from /api/stats (exact); the oldest pending
- * age from a /metrics gauge the service recomputes at most every 10 s, so it may lag by that much.
+ * Live numbers refresh this often without a reload. Depths, groups and the oldest pending age come from
+ * /api/topics (exact), ordering keys from /api/stats, rates from the counters of /metrics.
  */
 export const REFRESH_MS = 3_000;
 
@@ -24,24 +25,27 @@ export interface Overview {
   rows: TopicRow[] | undefined;
   /** Whether any topic has ordering keys: the table has a column for them only then. */
   hasOrdering: boolean;
+  /** The topic list's error (GET /api/topics). */
   statsError: unknown;
   metricsError: unknown;
-  configsError: unknown;
-  /** When the stats last arrived (ms), for the depth history. */
+  /** The ordering keys' error (GET /api/stats). */
+  orderingError: unknown;
+  /** When the topic list last arrived (ms), for the depth history. */
   statsAt: number;
   depths: Map<string, number> | undefined;
 }
 
 export function useOverview(): Overview {
+  const topics = useQuery({
+    queryKey: topicsKey,
+    queryFn: fetchAllTopics,
+    refetchInterval: everyUnlessUnauthorized(REFRESH_MS),
+  });
+  // Only for the ordering keys, which /api/topics does not count.
   const stats = useQuery({
     queryKey: ['stats'],
     queryFn: () => unwrap(api.GET('/api/stats')),
     refetchInterval: everyUnlessUnauthorized(REFRESH_MS),
-  });
-  const configs = useQuery({
-    queryKey: ['topic-configs'],
-    queryFn: () => unwrap(api.GET('/api/topic-configs')),
-    refetchInterval: everyUnlessUnauthorized(REFRESH_MS * 5),
   });
   // Each scrape keeps the previous one: rates are the counters' change between the two.
   const previous = useRef<{ current?: MetricsSnapshot; rates?: TopicRates }>({});
@@ -57,21 +61,13 @@ export function useOverview(): Overview {
     staleTime: 0,
   });
 
-  const statsRows = useMemo(() => {
-    const data = stats.data as { topics?: StatsRow[]; consumer_groups?: StatsRow[] } | undefined;
-    return data?.topics ? [...data.topics, ...(data.consumer_groups ?? [])] : undefined;
-  }, [stats.data]);
   // A service from before ordering keys answers without the list: nothing is shown for them then.
   const ordering = useMemo(() => {
     const list = (stats.data as { ordering?: unknown } | undefined)?.ordering;
     return Array.isArray(list) ? (list as OrderingStatsRow[]) : [];
   }, [stats.data]);
-  const configured = useMemo(() => ((configs.data as { items?: Array<{ topic: string }> } | undefined)?.items ?? []).map((c) => c.topic), [configs.data]);
-  const rows = useMemo(
-    () => (statsRows ? topicRows(statsRows, configured, metrics.data?.snapshot, metrics.data?.rates, ordering) : undefined),
-    [statsRows, configured, metrics.data, ordering],
-  );
+  const rows = useMemo(() => (topics.data ? topicRows(topics.data, metrics.data?.rates, ordering) : undefined), [topics.data, metrics.data, ordering]);
   const depths = useMemo(() => (rows ? new Map(rows.map((r) => [r.topic, backlog(r)])) : undefined), [rows]);
   const hasOrdering = useMemo(() => rows?.some((r) => r.ordering !== undefined || r.groups.some((g) => g.ordering !== undefined)) ?? false, [rows]);
-  return { rows, hasOrdering, statsError: stats.error, metricsError: metrics.error, configsError: configs.error, statsAt: stats.dataUpdatedAt, depths };
+  return { rows, hasOrdering, statsError: topics.error, metricsError: metrics.error, orderingError: stats.error, statsAt: topics.dataUpdatedAt, depths };
 }

@@ -32,6 +32,7 @@ export function ReplayForm(props: { config: TopicConfig }) {
     onSettled: () => setConfirming(false),
     onSuccess: () => {
       void queryClient.invalidateQueries({ queryKey: ['stats'] });
+      void queryClient.invalidateQueries({ queryKey: ['topics'] });
       void queryClient.invalidateQueries({ queryKey: ['messages'] });
       void queryClient.invalidateQueries({ queryKey: logKey(topic) });
     },

@@ -45,6 +45,7 @@ export function ConsumeScreen() {
       // Not awaited: the leased messages are shown at once, other screens' lists refresh behind them.
       void queryClient.invalidateQueries({ queryKey: ['messages'] });
       void queryClient.invalidateQueries({ queryKey: ['stats'] });
+      void queryClient.invalidateQueries({ queryKey: ['topics'] });
     },
   });
 

@@ -12,11 +12,19 @@ import { href, useRoute } from '../router';
  * The service answers 413 both for a payload over queue.max_payload_bytes and for metadata over 64 KiB as
  * JSON; only its message tells them apart ("metadata exceeds 65536 bytes (as JSON)").
  */
-const isMetadataError = (error: unknown) => error instanceof ApiError && error.status === 413 && error.message.startsWith('metadata');
-/** The 422 of queue.require_topic_registration ("topic \"x\" is not registered ...") is about the topic. */
-const isTopicError = (error: unknown) => error instanceof ApiError && error.status === 422 && /^topic ".*" is not registered/s.test(error.message);
+const isMetadataError = (error: unknown) => error instanceof ApiError && (error.status === 413 || error.status === 400) && error.message.startsWith('metadata');
+/**
+ * Answers about the topic: the 422 of queue.require_topic_registration ("topic \"x\" is not registered ..."),
+ * a name the service refuses (400 "topic ..."), a full topic (429, max_depth) and a missing write grant (403).
+ */
+const isTopicError = (error: unknown) =>
+  error instanceof ApiError &&
+  ((error.status === 422 && /^topic ".*" is not registered/s.test(error.message)) || (error.status === 400 && error.message.startsWith('topic ')) || error.status === 429 || error.status === 403);
+/** The 400s about the key ("key must be ..."). */
+const isKeyError = (error: unknown) => error instanceof ApiError && error.status === 400 && error.message.startsWith('key ');
 /** Answers about the payload itself (schema violation, too large) belong next to the payload editor. */
-const isPayloadError = (error: unknown) => error instanceof ApiError && (error.status === 422 || error.status === 413) && !isMetadataError(error) && !isTopicError(error);
+const isPayloadError = (error: unknown) =>
+  error instanceof ApiError && ((error.status === 422 || error.status === 413) || (error.status === 400 && error.message.startsWith('payload'))) && !isMetadataError(error) && !isTopicError(error);
 /**
  * The 400s about the delay: out of range or over queue.max_delay_seconds ("delay_seconds must be ..."), and
  * a delay reaching the message's TTL ("the delay (60 s) reaches the message's TTL ...").
@@ -59,7 +67,7 @@ export function EnqueueScreen() {
 
   const enqueue = useMutation({
     mutationFn: (body: { topic: string; payload: string; key?: string; ordering_key?: string; metadata?: Record<string, string>; delay_seconds?: number }) => unwrap(api.POST('/api/messages', { body })),
-    onSuccess: () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] })]),
+    onSuccess: () => Promise.all([queryClient.invalidateQueries({ queryKey: ['messages'] }), queryClient.invalidateQueries({ queryKey: ['stats'] }), queryClient.invalidateQueries({ queryKey: ['topics'] })]),
   });
 
   const submit = (event: FormEvent) => {
@@ -87,7 +95,8 @@ export function EnqueueScreen() {
   const topicError = topicMissing ?? (isTopicError(enqueue.error) ? errorText(enqueue.error) : null);
   const delayError = delayUnreadable ? UNREADABLE_DELAY : isDelayError(enqueue.error) ? errorText(enqueue.error) : null;
   const orderingKeyError = isOrderingKeyError(enqueue.error) ? errorText(enqueue.error) : null;
-  const fieldErrors = [isPayloadError, isMetadataError, isTopicError, isDelayError, isOrderingKeyError];
+  const keyFieldError = keyError ?? (isKeyError(enqueue.error) ? errorText(enqueue.error) : null);
+  const fieldErrors = [isPayloadError, isMetadataError, isTopicError, isDelayError, isOrderingKeyError, isKeyError];
   const otherError = enqueue.error && !fieldErrors.some((isFieldError) => isFieldError(enqueue.error)) ? enqueue.error : null;
   const sentTopic = enqueue.variables?.topic ?? '';
   const sentDelay = enqueue.variables?.delay_seconds ?? 0;
@@ -100,7 +109,7 @@ export function EnqueueScreen() {
           <TopicInput value={topic} onChange={setTopic} required />
         </Field>
         {/* No maxLength: it counts UTF-16 units, not the service's characters, and silently cuts a pasted key. */}
-        <Field label="Key (optional)" hint="A key makes the enqueue an upsert of the pending message holding it. At most 255 characters." error={keyError}>
+        <Field label="Key (optional)" hint="A key makes the enqueue an upsert of the pending message holding it. At most 255 characters." error={keyFieldError}>
           <input value={key} onChange={(e) => setKey(e.target.value)} autoComplete="off" spellCheck={false} />
         </Field>
         <Field

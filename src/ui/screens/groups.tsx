@@ -38,6 +38,7 @@ function TopicGroups(props: { topic: string }) {
       setUnregistering(null);
       void queryClient.invalidateQueries({ queryKey: groupKeys.list(topic), exact: true });
       void queryClient.invalidateQueries({ queryKey: ['stats'] });
+      void queryClient.invalidateQueries({ queryKey: ['topics'] });
     },
   });
   const { reset: resetUnregister } = unregister;

@@ -17,14 +17,18 @@ import { navigate, useRoute } from '../router';
 
 const DEFAULT_LIMIT = 50;
 
+type Order = 'newest' | 'oldest';
+
 interface Filters {
   topic: string;
   status: string;
+  /** Newest first unless the URL says `order=oldest` (queue order, the next to be consumed first). */
+  order: Order;
   limit: number;
   offset: number;
 }
 
-/** The filters are the URL's (`#/messages?topic=&status=&offset=&limit=`), so reload and back keep them. */
+/** The filters are the URL's (`#/messages?topic=&status=&order=&offset=&limit=`), so reload and back keep them. */
 function useFilters(): Filters {
   const { params } = useRoute();
   const limit = Number(params.get('limit'));
@@ -32,6 +36,7 @@ function useFilters(): Filters {
   return {
     topic: params.get('topic') ?? '',
     status: params.get('status') ?? '',
+    order: params.get('order') === 'oldest' ? 'oldest' : 'newest',
     limit: (PAGE_SIZES as readonly number[]).includes(limit) ? limit : DEFAULT_LIMIT,
     offset: Number.isInteger(offset) && offset > 0 ? offset : 0,
   };
@@ -43,6 +48,7 @@ function go(filters: Filters, options?: { replace?: boolean }): void {
     {
       topic: filters.topic,
       status: filters.status,
+      order: filters.order === 'newest' ? undefined : filters.order,
       limit: filters.limit === DEFAULT_LIMIT ? undefined : String(filters.limit),
       offset: filters.offset === 0 ? undefined : String(filters.offset),
     },
@@ -68,7 +74,7 @@ export function MessagesScreen() {
     queryFn: () =>
       unwrap(
         api.GET('/api/messages', {
-          params: { query: { topic: filters.topic || undefined, status: (filters.status || undefined) as MessageStatus | undefined, limit: filters.limit, offset: filters.offset } },
+          params: { query: { topic: filters.topic || undefined, status: (filters.status || undefined) as MessageStatus | undefined, order: filters.order, limit: filters.limit, offset: filters.offset } },
         }),
       ),
     placeholderData: keepPreviousData,
@@ -88,6 +94,12 @@ export function MessagesScreen() {
 
   const filterKey = JSON.stringify(filters);
   useEffect(() => setSelected(new Set()), [filterKey]);
+  // What was done on one topic ("Requeued 2 dead letters…", a failed requeue) says nothing about the next.
+  const resetRequeueResult = requeue.reset;
+  useEffect(() => {
+    setNotice('');
+    resetRequeueResult();
+  }, [filters.topic, resetRequeueResult]);
 
   // Stable handlers keep the memoised rows from re-rendering; the current page is read through a ref.
   const itemsRef = useRef(items);
@@ -154,6 +166,12 @@ export function MessagesScreen() {
                 {s}
               </option>
             ))}
+          </select>
+        </Field>
+        <Field label="Order">
+          <select value={filters.order} onChange={(e) => go({ ...filters, topic: topicDraft.trim(), order: e.target.value as Order, offset: 0 })}>
+            <option value="newest">Newest first</option>
+            <option value="oldest">Oldest first (queue order)</option>
           </select>
         </Field>
         <Field label="Page size">

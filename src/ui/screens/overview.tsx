@@ -1,8 +1,11 @@
 import { ErrorMessage } from '../components/error-message';
 import { formatNumber, localZoneName } from '../format';
-import { SERIES_COLOURS, DepthChart } from '../overview/depth-chart';
+import { NARROW, useMediaQuery } from '../components/use-media-query';
+import { DepthChart } from '../overview/depth-chart';
 import { useDepthHistory } from '../overview/depth-history';
-import { TopicTable } from '../overview/topic-table';
+import { seriesStyles } from '../overview/series-style';
+import { Swatch } from '../overview/swatch';
+import { TopicCards, TopicTable } from '../overview/topic-table';
 import { REFRESH_MS, useOverview } from '../overview/use-overview';
 import { href } from '../router';
 
@@ -11,6 +14,9 @@ export function OverviewScreen() {
   const overview = useOverview();
   const history = useDepthHistory(overview.statsAt, overview.depths);
   const latest = (i: number) => history.series[i]?.[history.series[i].length - 1] ?? null;
+  const styles = seriesStyles(history.topics);
+  // A phone gets a card per topic: ten columns do not fit 375 px, and a table scrolling in its box hides them.
+  const narrow = useMediaQuery(NARROW);
 
   return (
     <section className="overview-screen" aria-labelledby="overview-title">
@@ -27,10 +33,12 @@ export function OverviewScreen() {
       )}
       {overview.rows !== undefined && overview.rows.length > 0 && (
         <>
-          <TopicTable rows={overview.rows} chartTopics={history.topics} hasOrdering={overview.hasOrdering} />
-          {overview.metricsError !== null && (
-            <p className="muted">Rates and ages are unavailable: the service's /metrics could not be read.</p>
+          {narrow ? (
+            <TopicCards rows={overview.rows} styles={styles} hasOrdering={overview.hasOrdering} />
+          ) : (
+            <TopicTable rows={overview.rows} styles={styles} hasOrdering={overview.hasOrdering} />
           )}
+          {overview.metricsError !== null && <p className="muted">Rates are unavailable: the service's /metrics could not be read.</p>}
           <figure className="depth-figure">
             <figcaption>
               <h2>Backlog over time</h2>
@@ -42,7 +50,7 @@ export function OverviewScreen() {
             <ul className="chart-legend" aria-label="Latest backlog">
               {history.topics.map((topic, i) => (
                 <li key={topic} data-topic={topic}>
-                  <span className="swatch" aria-hidden="true" style={{ background: SERIES_COLOURS[i % SERIES_COLOURS.length] }} />
+                  <Swatch style={styles.get(topic)} />
                   {topic}: <span className="chart-value">{formatNumber(latest(i))}</span>
                 </li>
               ))}

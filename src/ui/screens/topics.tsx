@@ -1,6 +1,9 @@
 import { useId } from 'react';
 import { href, useRoute } from '../router';
+import { ApiError } from '../api/client';
+import { useTopicConfig } from '../topics/api';
 import { ConfigEditor } from '../topics/config-editor';
+import { ReadOnlyTopic } from '../topics/read-only-topic';
 import { SchemaEditor } from '../topics/schema-editor';
 import { TopicList } from '../topics/topic-list';
 import { TopicPicker } from '../topics/topic-picker';
@@ -9,6 +12,9 @@ import { TopicPicker } from '../topics/topic-picker';
 export function TopicsScreen() {
   const topic = useRoute().params.get('topic') ?? '';
   const titleId = useId();
+  // Reading the configuration needs the admin grant that saving does: refused, no editors are shown.
+  const config = useTopicConfig(topic);
+  const readOnly = config.error instanceof ApiError && config.error.status === 403;
   return (
     <>
       <h1>Topics</h1>
@@ -22,10 +28,14 @@ export function TopicsScreen() {
           <p className="topic-links">
             <a href={href('groups', { topic })}>Consumer groups</a> · <a href={href('replay', { topic })}>Replay</a> · <a href={href('messages', { topic })}>Messages</a>
           </p>
-          <div className="topic-editors">
-            <ConfigEditor key={`config-${topic}`} topic={topic} />
-            <SchemaEditor key={`schema-${topic}`} topic={topic} />
-          </div>
+          {readOnly ? (
+            <ReadOnlyTopic topic={topic} />
+          ) : (
+            <div className="topic-editors">
+              <ConfigEditor key={`config-${topic}`} topic={topic} />
+              <SchemaEditor key={`schema-${topic}`} topic={topic} />
+            </div>
+          )}
         </article>
       )}
       <TopicList current={topic} />

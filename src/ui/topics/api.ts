@@ -10,6 +10,8 @@ export type TopicConfig = Schemas['TopicConfig'];
 /** The settable fields: a GET answer is not a PUT body (unknown fields such as `topic` are refused). */
 export type TopicConfigBody = Required<Schemas['TopicConfigRequest']>;
 export type TopicSchema = Schemas['TopicSchema'];
+/** What an unset setting means on this service (`defaults` of GET /api/topic-configs). */
+export type TopicConfigDefaults = Schemas['TopicConfigDefaults'];
 
 /** Keys under the list's key (`['topic-configs']`), so invalidating the list refreshes the single rows too. */
 export const topicKeys = {

@@ -1,11 +1,12 @@
 import type { UseMutationResult } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
-import { api, unwrap } from '../api/client';
 import { ConfirmDialog } from '../components/confirm-dialog';
 import { ErrorMessage } from '../components/error-message';
 import { Field } from '../components/field';
-import { topicKeys, useTopicConfig, type TopicConfig, type TopicConfigBody } from './api';
-import { bodyOf, draftOf, INTEGER_FIELDS, unreadableFields, type ConfigDraft, type IntegerField } from './config-fields';
+import { api, ApiError, unwrap } from '../api/client';
+import { errorText } from '../components/error-message';
+import { topicKeys, useTopicConfig, useTopicConfigs, type TopicConfig, type TopicConfigBody, type TopicConfigDefaults } from './api';
+import { bodyOf, draftOf, emptyMeaning, INTEGER_FIELDS, unreadableFields, type ConfigDraft, type IntegerField } from './config-fields';
 import { EditorActions } from './editor-actions';
 import { ManagedNotice } from './managed';
 import { useTopicRowEditor } from './row-editor';
@@ -15,6 +16,8 @@ export function ConfigEditor(props: { topic: string }) {
   const { topic } = props;
   const headingId = useId();
   const config = useTopicConfig(topic);
+  // The list answers what an empty field means on this service (its queue.* settings).
+  const defaults = useTopicConfigs().data?.defaults;
   const { save, remove, confirming, confirm, closeConfirm } = useTopicRowEditor({
     rowKey: topicKeys.config(topic),
     listKey: topicKeys.configs,
@@ -33,7 +36,7 @@ export function ConfigEditor(props: { topic: string }) {
           <ErrorMessage error={config.error} />
           {config.data === null && <p className="hint">Not configured yet: the server defaults apply. Save to create a configuration.</p>}
           {/* Keyed by the stored row, so a save or a delete refills the form. */}
-          <ConfigForm key={JSON.stringify(stored)} topic={topic} config={stored} save={save} onDelete={confirm} />
+          <ConfigForm key={JSON.stringify(stored)} topic={topic} config={stored} defaults={defaults} save={save} onDelete={confirm} />
         </>
       )}
       {confirming && (
@@ -53,7 +56,13 @@ export function ConfigEditor(props: { topic: string }) {
 
 const NOT_A_NUMBER = 'Not a number: enter a whole number such as 5, or leave the field empty.';
 
-function ConfigForm(props: { topic: string; config: TopicConfig | null; save: UseMutationResult<TopicConfig, Error, TopicConfigBody>; onDelete: () => void }) {
+/** The setting a refusal is about: the service's 400s name it first ("max_depth must be at least 1 ..."). */
+function fieldOfError(error: unknown): IntegerField | null {
+  if (!(error instanceof ApiError) || error.status !== 400) return null;
+  return INTEGER_FIELDS.find((f) => error.message.startsWith(`${f.name} `))?.name ?? null;
+}
+
+function ConfigForm(props: { topic: string; config: TopicConfig | null; defaults: TopicConfigDefaults | undefined; save: UseMutationResult<TopicConfig, Error, TopicConfigBody>; onDelete: () => void }) {
   const { config, save } = props;
   const [draft, setDraft] = useState<ConfigDraft>(() => draftOf(config));
   // Fields whose text the browser could not read as a number at the last save (see unreadableFields).
@@ -82,10 +91,14 @@ function ConfigForm(props: { topic: string; config: TopicConfig | null; save: Us
       next.delete(name);
       return next;
     });
+  // A refusal of one setting is shown at that setting; anything else under the buttons.
+  const refusedField = fieldOfError(save.error);
   const numberField = (name: IntegerField) => {
     const f = INTEGER_FIELDS.find((x) => x.name === name)!;
+    const empty = emptyMeaning(name, props.defaults);
+    const error = unreadable.has(name) ? NOT_A_NUMBER : refusedField === name ? errorText(save.error) : null;
     return (
-      <Field key={name} label={f.label} hint={f.hint} error={unreadable.has(name) ? NOT_A_NUMBER : null}>
+      <Field key={name} label={f.label} hint={empty ? `${f.hint} ${empty}` : f.hint} error={error}>
         <input
           type="number"
           inputMode="numeric"
@@ -123,7 +136,7 @@ function ConfigForm(props: { topic: string; config: TopicConfig | null; save: Us
         </div>
         {numberField('replay_window_seconds')}
       </fieldset>
-      <EditorActions managed={managed !== null} exists={config !== null} saving={save.isPending} saved={save.isSuccess ? 'Saved.' : null} error={save.error} onDelete={props.onDelete} />
+      <EditorActions managed={managed !== null} exists={config !== null} saving={save.isPending} saved={save.isSuccess ? 'Saved.' : null} error={refusedField === null ? save.error : null} onDelete={props.onDelete} />
     </form>
   );
 }

@@ -1,4 +1,5 @@
-import type { TopicConfig, TopicConfigBody } from './api';
+import { formatAge } from '../format';
+import type { TopicConfig, TopicConfigBody, TopicConfigDefaults } from './api';
 
 export type IntegerField =
   | 'max_retries'
@@ -10,17 +11,43 @@ export type IntegerField =
   | 'retry_backoff_seconds'
   | 'retry_backoff_max_seconds';
 
-/** Every integer setting of PUT /api/topic-configs/:topic, named in the hint exactly as the API names it. */
+/** Seconds as the hints say them: "3600 (1.0 h)". */
+const secondsText = (n: number) => (n < 60 ? `${n}` : `${n} (${formatAge(n)})`);
+
+/**
+ * What an empty field means: the service's own value (`defaults` of GET /api/topic-configs, its queue.*
+ * settings) when it has one, named with the setting it comes from.
+ */
+export function emptyMeaning(name: IntegerField, defaults: TopicConfigDefaults | undefined): string | null {
+  const setting = SERVER_DEFAULTS[name];
+  if (!setting) return null;
+  const value = defaults?.[setting.field];
+  if (value === undefined) return `Empty: the server default (${setting.config}).`;
+  const text = setting.field === 'max_retries' ? String(value) : value === 0 && setting.field === 'message_ttl_seconds' ? '0, never' : secondsText(value);
+  return `Empty: the server default, ${text} (${setting.config}).`;
+}
+
+const SERVER_DEFAULTS: Partial<Record<IntegerField, { field: keyof TopicConfigDefaults; config: string }>> = {
+  max_retries: { field: 'max_retries', config: 'queue.max_retries' },
+  message_ttl_seconds: { field: 'message_ttl_seconds', config: 'queue.message_ttl' },
+  retry_backoff_seconds: { field: 'retry_backoff_seconds', config: 'queue.retry_backoff_seconds' },
+  retry_backoff_max_seconds: { field: 'retry_backoff_max_seconds', config: 'queue.retry_backoff_max_seconds' },
+};
+
+/**
+ * Every integer setting of PUT /api/topic-configs/:topic, named in the hint exactly as the API names it. The
+ * settings with a server default say what it is in emptyMeaning; the others say here what empty means.
+ */
 export const INTEGER_FIELDS: ReadonlyArray<{ name: IntegerField; label: string; hint: string }> = [
   {
     name: 'max_retries',
     label: 'Max retries',
-    hint: 'max_retries: delivery attempts before a message moves to the dead-letter topic <topic>.dlq; 0 turns retries and dead-lettering off. Empty: the server default.',
+    hint: 'max_retries: delivery attempts before a message moves to the dead-letter topic <topic>.dlq; 0 turns retries and dead-lettering off.',
   },
   {
     name: 'message_ttl_seconds',
     label: 'Message TTL (seconds)',
-    hint: 'message_ttl_seconds: how long a message may wait before it expires; 0: never. Empty: the server default (queue.message_ttl).',
+    hint: 'message_ttl_seconds: how long a message may wait before it expires; 0: never.',
   },
   {
     name: 'max_depth',
@@ -45,12 +72,12 @@ export const INTEGER_FIELDS: ReadonlyArray<{ name: IntegerField; label: string; 
   {
     name: 'retry_backoff_seconds',
     label: 'Retry backoff (seconds)',
-    hint: 'retry_backoff_seconds: after the n-th failed attempt (a nack, or a lease that ran out) the retry waits this × 2^(n-1) seconds, ±10 %, up to the cap below; 0: retry at once. Empty: the server default (queue.retry_backoff_seconds).',
+    hint: 'retry_backoff_seconds: after the n-th failed attempt (a nack, or a lease that ran out) the retry waits this × 2^(n-1) seconds, ±10 %, up to the cap below; 0: retry at once.',
   },
   {
     name: 'retry_backoff_max_seconds',
     label: 'Retry backoff cap (seconds)',
-    hint: 'retry_backoff_max_seconds: the longest a retry waits, however many attempts failed. Empty: the server default (queue.retry_backoff_max_seconds).',
+    hint: 'retry_backoff_max_seconds: the longest a retry waits, however many attempts failed.',
   },
 ];
 

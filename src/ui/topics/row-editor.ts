@@ -14,7 +14,11 @@ export function useTopicRowEditor<Row, Body>(options: {
 }) {
   const queryClient = useQueryClient();
   const [confirming, setConfirming] = useState(false);
-  const refreshList = () => void queryClient.invalidateQueries({ queryKey: options.listKey, exact: true });
+  const refreshList = () => {
+    void queryClient.invalidateQueries({ queryKey: options.listKey, exact: true });
+    // The topic list (pickers, overview) says which topics are configured or have a schema.
+    void queryClient.invalidateQueries({ queryKey: ['topics'] });
+  };
   const save = useMutation({
     mutationFn: options.put,
     onSuccess: (row) => {

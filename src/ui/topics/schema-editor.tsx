@@ -2,7 +2,8 @@ import type { UseMutationResult } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import { api, unwrap } from '../api/client';
 import { ConfirmDialog } from '../components/confirm-dialog';
-import { ErrorMessage } from '../components/error-message';
+import { ApiError } from '../api/client';
+import { ErrorMessage, errorText } from '../components/error-message';
 import { Field } from '../components/field';
 import { Timestamp } from '../components/timestamp';
 import { topicKeys, useTopicSchema, type TopicSchema } from './api';
@@ -62,6 +63,8 @@ function SchemaForm(props: { schema: TopicSchema | null; save: UseMutationResult
   const { schema, save } = props;
   const [text, setText] = useState(() => (schema ? pretty(schema.schema_json) : ''));
   const managed = schema?.managed_by ?? null;
+  // The service's 400 (not JSON, not valid Avro) is about the schema text: shown at it, not under the buttons.
+  const schemaRefused = save.error instanceof ApiError && (save.error.status === 400 || save.error.status === 422);
   const submit = (event: FormEvent) => {
     event.preventDefault();
     save.mutate(text);
@@ -69,7 +72,7 @@ function SchemaForm(props: { schema: TopicSchema | null; save: UseMutationResult
   return (
     <form onSubmit={submit} noValidate>
       {managed && <ManagedNotice managedBy={managed} />}
-      <Field label="Avro schema (JSON)" hint={`schema_json: an Avro schema as JSON, e.g. ${EXAMPLE}`}>
+      <Field label="Avro schema (JSON)" hint={`schema_json: an Avro schema as JSON, e.g. ${EXAMPLE}`} error={schemaRefused ? errorText(save.error) : null}>
         <textarea
           className="schema-text"
           value={text}
@@ -84,7 +87,7 @@ function SchemaForm(props: { schema: TopicSchema | null; save: UseMutationResult
           }}
         />
       </Field>
-      <EditorActions managed={managed !== null} exists={schema !== null} saving={save.isPending} saved={save.isSuccess ? `Saved as version ${save.data.version}.` : null} error={save.error} onDelete={props.onDelete} />
+      <EditorActions managed={managed !== null} exists={schema !== null} saving={save.isPending} saved={save.isSuccess ? `Saved as version ${save.data.version}.` : null} error={schemaRefused ? null : save.error} onDelete={props.onDelete} />
     </form>
   );
 }
