@@ -14,6 +14,7 @@ import * as accessKeys from './20261128030000_access_keys.js';
 import * as orderingKeys from './20261128020000_ordering_keys.js';
 import * as grantsManagedBy from './20261128040000_grants_managed_by.js';
 import * as sqsApi from './20261128050000_sqs_api.js';
+import * as queueDefaults from './20261128060000_queue_defaults.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -37,6 +38,7 @@ const migrations: Record<string, Migration> = {
   '20261128020000_ordering_keys': orderingKeys,
   '20261128040000_grants_managed_by': grantsManagedBy,
   '20261128050000_sqs_api': sqsApi,
+  '20261128060000_queue_defaults': queueDefaults,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

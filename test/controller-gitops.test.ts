@@ -76,6 +76,9 @@ describeEachEngine('controller: GitOps with the example manifests', (engine) => 
       delivery_delay_seconds: null,
       retry_backoff_seconds: null,
       retry_backoff_max_seconds: null,
+      visibility_timeout_seconds: null,
+      receive_wait_seconds: null,
+      content_based_deduplication: null,
       managed_by: { kind: 'TopicConfig', namespace: 'team-orders', name: 'orders' },
     });
     await expect.poll(async () => (await server.api.get('/api/topic-schemas')).body.items.length).toBe(1);
@@ -132,7 +135,7 @@ describeEachEngine('controller: GitOps with the example manifests', (engine) => 
       `apiVersion: conveyor.dev/v1alpha1
 kind: TopicConfig
 metadata: {name: orders, namespace: team-orders}
-spec: {maxRetries: 7, messageTtlSeconds: 86400, maxDepth: 100000, replayable: true, replayWindowSeconds: 604800, deliveryDelaySeconds: 5, retryBackoffSeconds: 2, retryBackoffMaxSeconds: 120}
+spec: {maxRetries: 7, messageTtlSeconds: 86400, maxDepth: 100000, replayable: true, replayWindowSeconds: 604800, deliveryDelaySeconds: 5, retryBackoffSeconds: 2, retryBackoffMaxSeconds: 120, visibilityTimeoutSeconds: 90, receiveWaitSeconds: 4, contentBasedDeduplication: false}
 `,
     );
     await kubectlOk(kube, ['apply', '-f', path]);
@@ -140,7 +143,14 @@ spec: {maxRetries: 7, messageTtlSeconds: 86400, maxDepth: 100000, replayable: tr
     expect(obj.metadata.generation).toBe(2);
     expect(obj.status.observedGeneration).toBe(2);
     await expect.poll(async () => (await server.api.get('/api/topic-configs/orders')).body.max_retries).toBe(7);
-    expect((await server.api.get('/api/topic-configs/orders')).body).toMatchObject({ delivery_delay_seconds: 5, retry_backoff_seconds: 2, retry_backoff_max_seconds: 120 });
+    expect((await server.api.get('/api/topic-configs/orders')).body).toMatchObject({
+      delivery_delay_seconds: 5,
+      retry_backoff_seconds: 2,
+      retry_backoff_max_seconds: 120,
+      visibility_timeout_seconds: 90,
+      receive_wait_seconds: 4,
+      content_based_deduplication: false,
+    });
   });
 
   it('repairs drift written straight into the database within a resync period', async () => {

@@ -285,6 +285,49 @@ describeEachEngine('SQS-compatible API', (engine) => {
     expect((await server.admin.get('/api/messages?topic=sqs-order.fifo')).body.total).toBe(0);
   });
 
+  it('VisibilityTimeout and ReceiveMessageWaitTimeSeconds are per queue: the defaults of a ReceiveMessage that names neither', async () => {
+    const url = await create('sqs-defaults', { VisibilityTimeout: '600', ReceiveMessageWaitTimeSeconds: '10' });
+    const attributes = async () => (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['VisibilityTimeout', 'ReceiveMessageWaitTimeSeconds'] }))).Attributes;
+    expect(await attributes()).toEqual({ VisibilityTimeout: '600', ReceiveMessageWaitTimeSeconds: '10' });
+    expect((await server.admin.get('/api/topic-configs/sqs-defaults')).body).toMatchObject({ visibility_timeout_seconds: 600, receive_wait_seconds: 10 });
+    // The receive waits (10 s, the queue's) for a message sent after it started, and claims it for 600 s.
+    const waiting = sqs.send(new ReceiveMessageCommand({ QueueUrl: url }));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const sent = await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'late' }));
+    expect((await waiting).Messages!.map((m) => m.MessageId)).toEqual([sent.MessageId]);
+    const listed = (await server.admin.get('/api/messages?topic=sqs-defaults')).body.items[0];
+    expect(Date.parse(listed.available_at) - Date.now()).toBeGreaterThan(500_000);
+
+    await sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { VisibilityTimeout: '45', ReceiveMessageWaitTimeSeconds: '0' } }));
+    expect(await attributes()).toEqual({ VisibilityTimeout: '45', ReceiveMessageWaitTimeSeconds: '0' });
+    for (const Attributes of [{ VisibilityTimeout: '43201' }, { ReceiveMessageWaitTimeSeconds: '21' }]) {
+      expect((await errorOf(sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes })))).name).toBe('InvalidAttributeValue');
+    }
+    // Unset, the server's queue.visibility_timeout.
+    expect((await sqs.send(new GetQueueAttributesCommand({ QueueUrl: await create('sqs-plain'), AttributeNames: ['VisibilityTimeout'] }))).Attributes).toEqual({ VisibilityTimeout: '30' });
+  });
+
+  it('ContentBasedDeduplication: off by default on a new FIFO queue (a send then needs a MessageDeduplicationId), settable', async () => {
+    const url = await create('sqs-dedup.fifo', { FifoQueue: 'true' });
+    const cbd = async () => (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ContentBasedDeduplication'] }))).Attributes!.ContentBasedDeduplication;
+    expect(await cbd()).toBe('false');
+    expect(await create('sqs-dedup.fifo', { FifoQueue: 'true' })).toBe(url);
+    const refused = await errorOf(sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageGroupId: 'g' })));
+    expect([refused.name, refused.message, refused.$metadata.httpStatusCode]).toEqual([
+      'InvalidParameterValue',
+      'The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly',
+      400,
+    ]);
+    expect((await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageGroupId: 'g', MessageDeduplicationId: 'd1' }))).MessageId).toBeDefined();
+
+    await sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { ContentBasedDeduplication: 'true' } }));
+    expect(await cbd()).toBe('true');
+    const first = await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'same', MessageGroupId: 'g' }));
+    expect((await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'same', MessageGroupId: 'g' }))).MessageId).toBe(first.MessageId);
+    expect((await errorOf(sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { ContentBasedDeduplication: 'maybe' } })))).name).toBe('InvalidAttributeValue');
+    expect((await errorOf(create('sqs-not-fifo', { ContentBasedDeduplication: 'true' }))).name).toBe('InvalidAttributeValue');
+  });
+
   it('messages cross transports: SQS to HTTP and gRPC, HTTP to SQS', async () => {
     const url = await create('sqs-cross');
     await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'to http', MessageAttributes: { source: { DataType: 'String', StringValue: 'sqs' } } }));

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
 import { describeEachEngine } from './helpers/engines.js';
-import { enqueueId, findMessage, putTopicConfig } from './helpers/messages.js';
+import { dequeueIds, enqueueId, findMessage, putTopicConfig } from './helpers/messages.js';
+import { QueueClient, StreamRecorder } from './helpers/grpc.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
-const INTEGER_FIELDS = ['max_retries', 'message_ttl_seconds', 'max_depth', 'throughput_limit', 'replay_window_seconds', 'delivery_delay_seconds', 'retry_backoff_seconds', 'retry_backoff_max_seconds'] as const;
+const INTEGER_FIELDS = ['max_retries', 'message_ttl_seconds', 'max_depth', 'throughput_limit', 'replay_window_seconds', 'delivery_delay_seconds', 'retry_backoff_seconds', 'retry_backoff_max_seconds', 'visibility_timeout_seconds', 'receive_wait_seconds'] as const;
 
 const unset = (topic: string) => ({
   topic,
@@ -17,6 +18,9 @@ const unset = (topic: string) => ({
   delivery_delay_seconds: null,
   retry_backoff_seconds: null,
   retry_backoff_max_seconds: null,
+  visibility_timeout_seconds: null,
+  receive_wait_seconds: null,
+  content_based_deduplication: null,
   managed_by: null,
 });
 
@@ -42,6 +46,9 @@ describeEachEngine('topic configurations', (engine) => {
       delivery_delay_seconds: 10,
       retry_backoff_seconds: 2,
       retry_backoff_max_seconds: 60,
+      visibility_timeout_seconds: 90,
+      receive_wait_seconds: 5,
+      content_based_deduplication: false,
     };
     const res = await server.api.put('/api/topic-configs/tc-full', full);
     expect(res.status).toBe(200);
@@ -97,6 +104,10 @@ describeEachEngine('topic configurations', (engine) => {
     ]),
     ['replayable as a string', { replayable: 'true' }],
     ['replayable as a number', { replayable: 1 }],
+    ['visibility_timeout_seconds 0', { visibility_timeout_seconds: 0 }],
+    ['visibility_timeout_seconds above 43200', { visibility_timeout_seconds: 43_201 }],
+    ['receive_wait_seconds above 20', { receive_wait_seconds: 21 }],
+    ['content_based_deduplication as a string', { content_based_deduplication: 'true' }],
     ['an array body', [1, 2]],
   ])('rejects %s with 400', async (_what, body) => {
     expectErrorBody(await server.api.put('/api/topic-configs/tc-bad', body), 400);
@@ -130,6 +141,41 @@ describeEachEngine('topic configurations', (engine) => {
     expect(message.expires_at).not.toBeNull();
   });
 
+  it("gives a dequeue that names no visibility timeout the topic's, a waiting one's hand-off included", async () => {
+    await putTopicConfig(server.api, 'tc-visibility', { visibility_timeout_seconds: 600 });
+    const claimedFor = async (id: string) => (Date.parse((await findMessage(server.api, 'tc-visibility', id)).available_at) - Date.now()) / 1000;
+    const first = await enqueueId(server.api, 'tc-visibility', 'x');
+    expect(await dequeueIds(server.api, 'tc-visibility')).toEqual([first]);
+    // 600 s, not the server's 30 (a slow machine takes seconds off, never hundreds).
+    expect(await claimedFor(first)).toBeGreaterThan(500);
+    // A dequeue's own visibility still wins.
+    const second = await enqueueId(server.api, 'tc-visibility', 'y');
+    expect(await dequeueIds(server.api, 'tc-visibility', { visibility_timeout_seconds: 5 })).toEqual([second]);
+    expect(await claimedFor(second)).toBeLessThanOrEqual(5);
+    // A long poll waiting on the empty topic gets the next enqueue handed over with the same visibility.
+    const waiting = server.api.post('/api/messages/dequeue', { topic: 'tc-visibility', wait_seconds: 10 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const third = await enqueueId(server.api, 'tc-visibility', 'z');
+    const answered = await waiting;
+    expect(answered.body.messages.map((m: any) => m.id)).toEqual([third]);
+    expect(await claimedFor(third)).toBeGreaterThan(500);
+    // gRPC: BatchDequeue and a Subscribe stream that name none get it too.
+    const grpc = new QueueClient(server.server.grpcPort);
+    try {
+      const fourth = await enqueueId(server.api, 'tc-visibility', 'g');
+      expect((await grpc.call('BatchDequeue', { topic: 'tc-visibility', count: 10 })).messages.map((m: any) => m.id)).toEqual([fourth]);
+      expect(await claimedFor(fourth)).toBeGreaterThan(500);
+      const rec = new StreamRecorder(grpc.subscribe({ topic: 'tc-visibility' }));
+      const fifth = await enqueueId(server.api, 'tc-visibility', 's');
+      await rec.until(() => rec.received.length === 1, 5000, 'one delivery');
+      rec.stream.cancel();
+      expect(rec.received[0].id).toBe(fifth);
+      expect(await claimedFor(fifth)).toBeGreaterThan(500);
+    } finally {
+      grpc.close();
+    }
+  });
+
   it('applies a new configuration to the next enqueue at once', async () => {
     await putTopicConfig(server.api, 'tc-live', { max_retries: 6 });
     const id = await enqueueId(server.api, 'tc-live', 'x');
@@ -141,7 +187,7 @@ describeEachEngine('topic configurations', (engine) => {
     expect(res.status).toBe(200);
     expect(Object.keys(res.body)).toEqual(['items', 'defaults']);
     // What a null setting means on this service (its queue.* settings), for the UI's "empty: 3".
-    expect(res.body.defaults).toEqual({ max_retries: 3, message_ttl_seconds: 86_400, retry_backoff_seconds: 0, retry_backoff_max_seconds: 3600 });
+    expect(res.body.defaults).toEqual({ max_retries: 3, message_ttl_seconds: 86_400, retry_backoff_seconds: 0, retry_backoff_max_seconds: 3600, visibility_timeout_seconds: 30 });
     expect(res.body.items.map((c: any) => c.topic)).toEqual(expect.arrayContaining(['tc-full', 'tc-empty', 'tc-live']));
     for (const item of res.body.items) expect(Object.keys(item).sort()).toEqual(Object.keys(unset('x')).sort());
   });

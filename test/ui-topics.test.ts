@@ -76,6 +76,9 @@ describe('admin UI: topics (SQLite, auth off)', () => {
       delivery_delay_seconds: null,
       retry_backoff_seconds: null,
       retry_backoff_max_seconds: null,
+      visibility_timeout_seconds: null,
+      receive_wait_seconds: null,
+      content_based_deduplication: null,
       managed_by: null,
     });
     // An emptied field goes back to the server default (null), as the API's PUT semantics say.
@@ -103,6 +106,8 @@ describe('admin UI: topics (SQLite, auth off)', () => {
     const delay = config.getByLabel('Delivery delay (seconds)');
     const backoff = config.getByLabel('Retry backoff (seconds)');
     const cap = config.getByLabel('Retry backoff cap (seconds)');
+    const visibility = config.getByLabel('Visibility timeout (seconds)');
+    const wait = config.getByLabel('SQS receive wait (seconds)');
     await expect.poll(() => config.getByLabel('Max retries').inputValue()).toBe('3');
     // Each field is described by its hint, which names the setting as the API does.
     for (const [field, hint] of [
@@ -110,6 +115,8 @@ describe('admin UI: topics (SQLite, auth off)', () => {
       // What empty means on this service, with its value (GET /api/topic-configs `defaults`).
       [backoff, /^retry_backoff_seconds: .*Empty: the server default, 0 \(queue\.retry_backoff_seconds\)\.$/],
       [cap, /^retry_backoff_max_seconds: .*Empty: the server default, 3600 \(1\.0 h\) \(queue\.retry_backoff_max_seconds\)\.$/],
+      [visibility, /^visibility_timeout_seconds: .*Empty: the server default, 30 \(queue\.visibility_timeout\)\.$/],
+      [wait, /^receive_wait_seconds: .*Empty: 0, no wait\.$/],
     ] as const) {
       expect(await field.inputValue()).toBe('');
       expect(await page.locator(`[id="${await field.getAttribute('aria-describedby')}"]`).textContent()).toMatch(hint);

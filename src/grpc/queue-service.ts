@@ -41,7 +41,6 @@ export interface QueueServiceDeps {
   guard: CallGuard;
   /** Other instances, when Redis connects them: Acks there free slots of streams here and vice versa. */
   peers?: SettledRelay;
-  defaultVisibilitySeconds: number;
   /** server.subscribe_streams_per_user: open Subscribe streams per principal (auth off: per connection). */
   subscribeStreamsPerUser: number;
   duration: TallyHistogram;
@@ -212,7 +211,7 @@ export class QueueServiceHandlers {
       this.record('Subscribe', error.code, started);
       return void call.emit('error', error);
     }
-    const stream = new SubscribeStream(call, request.visibility_timeout_seconds, this.deps.defaultVisibilitySeconds, group, maxInFlight, {
+    const stream = new SubscribeStream(call, request.visibility_timeout_seconds, this.deps.messages.visibilitySecondsOf(request.topic), group, maxInFlight, {
       hub: this.hub,
       deliveries: this.deliveries,
       streams: this.deps.streams,

@@ -52,7 +52,6 @@ export async function startGrpcServer(deps: GrpcDeps): Promise<RunningGrpcServer
     messages: deps.messages,
     guard: deps.guard,
     peers: deps.peers,
-    defaultVisibilitySeconds: config.queue.visibility_timeout,
     subscribeStreamsPerUser: config.server.subscribe_streams_per_user,
     duration: metrics.durations('conveyor_grpc_request_duration_seconds', 'gRPC call duration by method and status code (streams: their lifetime)'),
     streams: openStreamsGauge(metrics),

@@ -116,6 +116,7 @@ export class SubscribeStream implements Subscriber {
   constructor(
     private readonly call: ServerWritableStream<SubscribeRequest, unknown>,
     private readonly visibilitySeconds: number | undefined,
+    /** What a dequeue of the topic without its own visibility gets (the topic's, else the server's). */
     defaultVisibilitySeconds: number,
     group: string | undefined,
     private readonly maxInFlight: number,

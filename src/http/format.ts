@@ -65,6 +65,9 @@ export function topicConfigJson(row: TopicConfigRow) {
     delivery_delay_seconds: row.delivery_delay_seconds,
     retry_backoff_seconds: row.retry_backoff_seconds,
     retry_backoff_max_seconds: row.retry_backoff_max_seconds,
+    visibility_timeout_seconds: row.visibility_timeout_seconds,
+    receive_wait_seconds: row.receive_wait_seconds,
+    content_based_deduplication: row.content_based_deduplication,
     managed_by: decodeManager(row.managed_by),
   };
 }

@@ -118,7 +118,7 @@ export class MessageService {
       dequeue: (input) => this.dequeue(input),
       giveBack: (spec, messages) => this.giveBack(spec.topic, spec.group, messages),
       signals: deps.signals,
-      defaultVisibilitySeconds: deps.queue.visibility_timeout,
+      visibilitySecondsOf: (topic) => this.visibilitySecondsOf(topic),
     });
     this.enqueues = new GroupCommitter((batch) => this.storeEnqueues(batch), { maxBatch: 500, maxConcurrent: deps.maxConcurrentFlushes });
     // One ack flush at a time on either engine: acks that arrive meanwhile make the next DELETE bigger instead of
@@ -176,10 +176,10 @@ export class MessageService {
     const topic = assertTopicName(input.topic);
     const count = input.count ?? 1;
     if (!Number.isInteger(count) || count < 1 || count > MAX_DEQUEUE_COUNT) throw invalid(DEQUEUE_COUNT_MESSAGE);
-    const visibility = input.visibilityTimeoutSeconds ?? this.deps.queue.visibility_timeout;
     if (input.visibilityTimeoutSeconds !== undefined && !isValidVisibility(input.visibilityTimeoutSeconds)) {
       throw invalid(VISIBILITY_TIMEOUT_MESSAGE);
     }
+    const visibility = this.visibilitySecondsOf(topic, input.visibilityTimeoutSeconds);
     this.assertRegistered(baseTopicOf(topic));
     const route = await this.fanOut.dequeueRoute(topic, input.consumerGroup);
 
@@ -254,12 +254,21 @@ export class MessageService {
   }
 
   /**
+   * The visibility timeout a dequeue of the topic gets, in seconds: the one it asked for, else the topic's
+   * visibility_timeout_seconds, else queue.visibility_timeout. Every claim path (a dequeue's own claim, a
+   * long poll's hand-off, a Subscribe feed's bookkeeping) asks here, so they cannot disagree.
+   */
+  visibilitySecondsOf(topic: string, requested?: number): number {
+    return requested ?? this.deps.catalog.config(topic)?.visibility_timeout_seconds ?? this.deps.queue.visibility_timeout;
+  }
+
+  /**
    * How a topic's waiting dequeue takes messages an enqueue stored claimed for it (LongPoll.reserve): as its
    * claim would answer them (the access checked again, the answer's byte bound), the rest given back.
    */
   private handOffTo(topic: string, input: DequeueInput, caller: WaitingCaller): HandOff {
     return {
-      visibilityMs: Math.round((input.visibilityTimeoutSeconds ?? this.deps.queue.visibility_timeout) * 1000),
+      visibilityMs: Math.round(this.visibilitySecondsOf(topic, input.visibilityTimeoutSeconds) * 1000),
       take: async (messages) => {
         let answered: Message[] = [];
         try {

@@ -134,16 +134,17 @@ export class QueueService {
 
   /**
    * CreateQueue: writes the configuration, or answers the existing queue when it has the same settings (as
-   * SQS does); other settings for an existing queue are a conflict.
+   * SQS does); other settings for an existing queue are a conflict. `defaults` fill what a new queue's
+   * settings leave out and are not compared: a queue created before a default existed stays the same queue.
    */
-  async create(topic: string, settings: TopicConfigInput): Promise<void> {
+  async create(topic: string, settings: TopicConfigInput, defaults: TopicConfigInput = {}): Promise<void> {
     const existing = this.deps.topics.configOf(topic);
     if (existing) {
       const differs = Object.entries(settings).some(([field, value]) => (existing as unknown as Record<string, unknown>)[field] !== (value ?? null));
       if (differs) throw new DomainError('conflict', `queue "${topic}" exists with other attributes`);
       return;
     }
-    await this.deps.topics.putConfig(topic, settings);
+    await this.deps.topics.putConfig(topic, { ...defaults, ...settings });
   }
 
   /** Changes some settings, keeping the others. */

@@ -49,8 +49,8 @@ export interface SubscriptionHubDeps {
    * deliveries whose visibility timeout passed, and tokens refilled on a throughput-limited topic.
    */
   pollMs?: number;
-  /** queue.visibility_timeout: the visibility of feeds whose subscribers did not ask for one. */
-  defaultVisibilitySeconds: number;
+  /** The visibility of a feed whose subscribers did not ask for one: the topic's, else queue.visibility_timeout. */
+  visibilitySecondsOf: (topic: string) => number;
 }
 
 const DEFAULT_POLL_MS = 1000;
@@ -167,7 +167,7 @@ class Feed {
     const count = Math.min(max, this.room());
     if (count <= 0) return undefined;
     this.reserved += count;
-    const visibleUntil = now + Math.round((this.spec.visibilitySeconds ?? this.deps.defaultVisibilitySeconds) * 1000);
+    const visibleUntil = now + Math.round((this.spec.visibilitySeconds ?? this.deps.visibilitySecondsOf(this.spec.topic)) * 1000);
     let fulfilled = false;
     return {
       count,

@@ -11,7 +11,7 @@ import { countLines, type LineCount } from '../store/ordering/line-counts.js';
 import { deleteTopicConfig, getTopicConfig, putTopicConfig, type TopicConfigRow, type TopicConfigValues } from '../store/topic-configs.js';
 import { deleteTopicSchema, getTopicSchema, putTopicSchema, type TopicSchemaRow } from '../store/topic-schemas.js';
 import { compileSchema } from './avro.js';
-import { MAX_DATA_SECONDS, MAX_DELAY_SECONDS, MAX_INT32 } from './bounds.js';
+import { MAX_DATA_SECONDS, MAX_DELAY_SECONDS, MAX_INT32, MAX_VISIBILITY_SECONDS, MAX_WAIT_SECONDS, VISIBILITY_TIMEOUT_MESSAGE } from './bounds.js';
 import type { Catalog } from './catalog.js';
 import { invalid, messageNotFound, notFound } from './errors.js';
 import { assertManagedByOrFree, assertNotManaged, decodeManager, encodeManager, type DeletionPolicy, type ManagedBy } from './managed-by.js';
@@ -36,7 +36,18 @@ export interface TopicServiceDeps {
 
 export type TopicConfigInput = Partial<Record<keyof TopicConfigValues, unknown>>;
 
-const INTEGER_SETTINGS = ['max_retries', 'message_ttl_seconds', 'max_depth', 'throughput_limit', 'replay_window_seconds', 'delivery_delay_seconds', 'retry_backoff_seconds', 'retry_backoff_max_seconds'] as const;
+const INTEGER_SETTINGS = [
+  'max_retries',
+  'message_ttl_seconds',
+  'max_depth',
+  'throughput_limit',
+  'replay_window_seconds',
+  'delivery_delay_seconds',
+  'retry_backoff_seconds',
+  'retry_backoff_max_seconds',
+  'visibility_timeout_seconds',
+  'receive_wait_seconds',
+] as const;
 
 const configWhat = (topic: string) => `topic configuration of "${topic}"`;
 const schemaWhat = (topic: string) => `schema of "${topic}"`;
@@ -257,6 +268,21 @@ export const topicConfigBody = z.object({
     MAX_DELAY_SECONDS,
   ),
   retry_backoff_max_seconds: setting('retry_backoff_max_seconds', 'Cap of the retry backoff, in seconds; null or absent: queue.retry_backoff_max_seconds.', MAX_DELAY_SECONDS),
+  visibility_timeout_seconds: z
+    .int({ error: 'visibility_timeout_seconds must be an integer or null' })
+    .min(1, { error: VISIBILITY_TIMEOUT_MESSAGE })
+    .max(MAX_VISIBILITY_SECONDS, { error: VISIBILITY_TIMEOUT_MESSAGE })
+    .nullish()
+    .meta({ description: 'Seconds a dequeue of the topic that names no visibility_timeout_seconds (HTTP, gRPC Dequeue, BatchDequeue and Subscribe, SQS ReceiveMessage) claims its messages for; 1 to 43200. Null or absent: queue.visibility_timeout.' }),
+  receive_wait_seconds: setting(
+    'receive_wait_seconds',
+    'Seconds an SQS ReceiveMessage of the queue that names no WaitTimeSeconds waits for a message (its ReceiveMessageWaitTimeSeconds); 0 to 20. HTTP and gRPC dequeues ignore it. Null or absent: 0.',
+    MAX_WAIT_SECONDS,
+  ),
+  content_based_deduplication: z
+    .boolean({ error: 'content_based_deduplication must be a boolean or null' })
+    .nullish()
+    .meta({ description: "For a FIFO queue (.fifo) of the SQS API: whether a SendMessage without MessageDeduplicationId is deduplicated by its body's SHA-256 (its ContentBasedDeduplication); false refuses such a send. Null or absent: true." }),
 });
 
 function validateConfigValues(input: TopicConfigInput): TopicConfigValues {
@@ -266,6 +292,7 @@ function validateConfigValues(input: TopicConfigInput): TopicConfigValues {
   const values = {} as TopicConfigValues;
   for (const field of INTEGER_SETTINGS) values[field] = result.data[field] ?? null;
   values.replayable = result.data.replayable === true;
+  values.content_based_deduplication = result.data.content_based_deduplication ?? null;
   return values;
 }
 

@@ -8,7 +8,8 @@ import { queueOfArn, type QueueUrls } from './queue-urls.js';
 /**
  * Queue attributes on topic configuration: DelaySeconds is delivery_delay_seconds, MessageRetentionPeriod
  * message_ttl_seconds, a RedrivePolicy's maxReceiveCount max_retries (its target can only be the queue's own
- * `<queue>.dlq`). The rest are read from the queue: counts, times, its ARN, whether it is FIFO.
+ * `<queue>.dlq`), VisibilityTimeout visibility_timeout_seconds, ReceiveMessageWaitTimeSeconds
+ * receive_wait_seconds, ContentBasedDeduplication content_based_deduplication. The rest are read from the queue: counts, times, its ARN, whether it is FIFO.
  */
 export const SETTABLE = ['DelaySeconds', 'MessageRetentionPeriod', 'RedrivePolicy', 'VisibilityTimeout', 'MaximumMessageSize', 'ReceiveMessageWaitTimeSeconds', 'FifoQueue', 'ContentBasedDeduplication'] as const;
 export const READ_ONLY = [
@@ -66,16 +67,14 @@ export function settingsOf(queue: string, attributes: Record<string, string>, co
         break;
       }
       case 'VisibilityTimeout':
-        // No per-queue default: the service's queue.visibility_timeout applies; ReceiveMessage may set its own.
-        if (integer(name, value, 0, 43_200) !== config.queue.visibility_timeout) {
-          throw invalidAttribute(`Invalid value for the parameter VisibilityTimeout: queues use the service default of ${config.queue.visibility_timeout} s; pass VisibilityTimeout to ReceiveMessage instead.`);
-        }
+        // A claim lasts at least a second (as ReceiveMessage's VisibilityTimeout 0): 0 is kept as 1.
+        settings.visibility_timeout_seconds = Math.max(1, integer(name, value, 0, 43_200));
         break;
       case 'MaximumMessageSize':
         integer(name, value, 1024, config.queue.max_payload_bytes);
         break;
       case 'ReceiveMessageWaitTimeSeconds':
-        if (integer(name, value, 0, 20) !== 0) throw invalidAttribute('Invalid value for the parameter ReceiveMessageWaitTimeSeconds: only 0; pass WaitTimeSeconds to ReceiveMessage.');
+        settings.receive_wait_seconds = integer(name, value, 0, 20);
         break;
       case 'FifoQueue':
         if (!created) throw invalidAttribute('FifoQueue can only be set when the queue is created.');
@@ -83,7 +82,8 @@ export function settingsOf(queue: string, attributes: Record<string, string>, co
         break;
       case 'ContentBasedDeduplication':
         if (!fifo) throw invalidAttribute('ContentBasedDeduplication is only valid for FIFO queues.');
-        if (value !== 'true') throw invalidAttribute('FIFO queues always deduplicate by content when no MessageDeduplicationId is given: ContentBasedDeduplication can only be true.');
+        if (value !== 'true' && value !== 'false') throw invalidAttribute('Invalid value for the parameter ContentBasedDeduplication: true or false.');
+        settings.content_based_deduplication = value === 'true';
         break;
       default:
         throw new SqsError('InvalidAttributeName', `Unknown Attribute ${name}.`);
@@ -114,19 +114,20 @@ export async function readAttributes(queue: string, names: string[] | undefined,
         if (row?.max_retries != null) out[name] = JSON.stringify({ deadLetterTargetArn: urls.arnOf(`${queue}.dlq`), maxReceiveCount: row.max_retries });
         break;
       case 'VisibilityTimeout':
-        out[name] = String(config.queue.visibility_timeout);
+        out[name] = String(row?.visibility_timeout_seconds ?? config.queue.visibility_timeout);
         break;
       case 'MaximumMessageSize':
         out[name] = String(config.queue.max_payload_bytes);
         break;
       case 'ReceiveMessageWaitTimeSeconds':
-        out[name] = '0';
+        out[name] = String(row?.receive_wait_seconds ?? 0);
         break;
       case 'FifoQueue':
         if (fifo) out[name] = 'true';
         break;
       case 'ContentBasedDeduplication':
-        if (fifo) out[name] = 'true';
+        // Null (a topic configured through the HTTP API or the controller): on, as before the setting existed.
+        if (fifo) out[name] = String(row?.content_based_deduplication ?? true);
         break;
       case 'ApproximateNumberOfMessages':
         out[name] = String(counts!.visible);

@@ -14,6 +14,9 @@ export interface TopicConfigRow {
   delivery_delay_seconds: number | null;
   retry_backoff_seconds: number | null;
   retry_backoff_max_seconds: number | null;
+  visibility_timeout_seconds: number | null;
+  receive_wait_seconds: number | null;
+  content_based_deduplication: boolean | null;
   managed_by: string;
   updated_at: number;
 }
@@ -31,6 +34,9 @@ export const TOPIC_CONFIG_FIELDS = [
   'delivery_delay_seconds',
   'retry_backoff_seconds',
   'retry_backoff_max_seconds',
+  'visibility_timeout_seconds',
+  'receive_wait_seconds',
+  'content_based_deduplication',
 ] as const satisfies ReadonlyArray<keyof TopicConfigValues>;
 
 const num = (v: unknown) => (v == null ? null : Number(v));
@@ -47,6 +53,9 @@ function normalise(raw: Record<string, unknown>): TopicConfigRow {
     delivery_delay_seconds: num(raw.delivery_delay_seconds),
     retry_backoff_seconds: num(raw.retry_backoff_seconds),
     retry_backoff_max_seconds: num(raw.retry_backoff_max_seconds),
+    visibility_timeout_seconds: num(raw.visibility_timeout_seconds),
+    receive_wait_seconds: num(raw.receive_wait_seconds),
+    content_based_deduplication: raw.content_based_deduplication == null ? null : Boolean(raw.content_based_deduplication),
     managed_by: String(raw.managed_by ?? ''),
     updated_at: Number(raw.updated_at),
   };

@@ -16,6 +16,9 @@ const FIELDS = {
   deliveryDelaySeconds: 'delivery_delay_seconds',
   retryBackoffSeconds: 'retry_backoff_seconds',
   retryBackoffMaxSeconds: 'retry_backoff_max_seconds',
+  visibilityTimeoutSeconds: 'visibility_timeout_seconds',
+  receiveWaitSeconds: 'receive_wait_seconds',
+  contentBasedDeduplication: 'content_based_deduplication',
 } as const;
 
 export const topicConfigKind: KindHandler = {

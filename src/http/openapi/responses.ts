@@ -102,6 +102,9 @@ export const TopicConfig = z.strictObject({
   delivery_delay_seconds: count().nullable(),
   retry_backoff_seconds: count().nullable(),
   retry_backoff_max_seconds: count().nullable(),
+  visibility_timeout_seconds: z.int().min(1).nullable(),
+  receive_wait_seconds: count().nullable(),
+  content_based_deduplication: z.boolean().nullable(),
   managed_by: ManagedBy.nullable(),
 });
 
@@ -112,6 +115,7 @@ export const TopicConfigDefaults = z
     message_ttl_seconds: count().meta({ description: 'queue.message_ttl in seconds; 0: never' }),
     retry_backoff_seconds: count().meta({ description: 'queue.retry_backoff_seconds' }),
     retry_backoff_max_seconds: count().meta({ description: 'queue.retry_backoff_max_seconds' }),
+    visibility_timeout_seconds: z.int().min(1).meta({ description: 'queue.visibility_timeout' }),
   })
   .meta({ description: "The server's values for the settings a configuration leaves unset (extension)." });
 

@@ -48,6 +48,7 @@ export const topicConfigOperations: Operation[] = [
         message_ttl_seconds: ctx.config.queue.message_ttl,
         retry_backoff_seconds: ctx.config.queue.retry_backoff_seconds,
         retry_backoff_max_seconds: ctx.config.queue.retry_backoff_max_seconds,
+        visibility_timeout_seconds: ctx.config.queue.visibility_timeout,
       },
     }),
   ),

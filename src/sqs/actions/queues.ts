@@ -29,7 +29,8 @@ export const queueActions: SqsAction[] = [
       const attributes = body.Attributes ?? {};
       if (queue.endsWith('.fifo') && attributes.FifoQueue !== 'true') throw new SqsError('InvalidParameterValue', 'a queue whose name ends in .fifo must be created with FifoQueue=true.');
       const settings = settingsOf(queue, attributes, ctx.config, ctx.config.sqs.account_id, true);
-      await queues.create(queue, settings);
+      // As SQS: a new FIFO queue created without ContentBasedDeduplication has it off.
+      await queues.create(queue, settings, queue.endsWith('.fifo') ? { content_based_deduplication: false } : {});
       return { QueueUrl: urls.urlOf(queue) };
     },
   }),

@@ -63,7 +63,9 @@ export const receiveActions: SqsAction[] = [
       // A claim lasts at least a second: VisibilityTimeout 0 (visible again at once) claims for one.
       const visibility = body.VisibilityTimeout === undefined ? undefined : Math.max(1, body.VisibilityTimeout);
       const input = { topic: queue, count: body.MaxNumberOfMessages ?? 1, visibilityTimeoutSeconds: visibility };
-      const messages = await ctx.messages.dequeueWaiting(input, body.WaitTimeSeconds ?? 0, waitingCallerOf(call));
+      // No WaitTimeSeconds: the queue's ReceiveMessageWaitTimeSeconds.
+      const waitSeconds = body.WaitTimeSeconds ?? ctx.topics.configOf(queue)?.receive_wait_seconds ?? 0;
+      const messages = await ctx.messages.dequeueWaiting(input, waitSeconds, waitingCallerOf(call));
       const key = await queues.receiptKey();
       const receivedAt = Date.now();
       const receives = await queues.recordReceives(messages.map((m) => m.id));

@@ -42,6 +42,9 @@ async function sendOne(call: SqsCall<unknown>, entry: MessageEntry): Promise<Rec
   }
   if (entry.MessageGroupId === undefined) throw new SqsError('MissingParameter', 'The request must contain the parameter MessageGroupId.');
   if (entry.DelaySeconds !== undefined && entry.DelaySeconds !== 0) throw invalidParameter(`Value ${entry.DelaySeconds} for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type.`);
+  if (entry.MessageDeduplicationId === undefined && ctx.topics.configOf(queue)?.content_based_deduplication === false) {
+    throw invalidParameter('The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly');
+  }
   const dedupId = entry.MessageDeduplicationId ?? createHash('sha256').update(entry.MessageBody, 'utf8').digest('hex');
   if (!DEDUP_ID.test(dedupId)) throw invalidParameter('MessageDeduplicationId can only hold 1-128 printable ASCII characters.');
   const { id } = await queues.sendOnce({ ...input, metadata: { ...metadata, [DEDUP_KEY]: dedupId }, orderingKey: entry.MessageGroupId }, dedupId);

@@ -1089,6 +1089,9 @@ export interface components {
             delivery_delay_seconds: number | null;
             retry_backoff_seconds: number | null;
             retry_backoff_max_seconds: number | null;
+            visibility_timeout_seconds: number | null;
+            receive_wait_seconds: number | null;
+            content_based_deduplication: boolean | null;
             managed_by: components["schemas"]["ManagedBy"] | null;
         };
         /** @description The server's values for the settings a configuration leaves unset (extension). */
@@ -1101,6 +1104,8 @@ export interface components {
             retry_backoff_seconds: number;
             /** @description queue.retry_backoff_max_seconds */
             retry_backoff_max_seconds: number;
+            /** @description queue.visibility_timeout */
+            visibility_timeout_seconds: number;
         };
         TopicConfigList: {
             items: components["schemas"]["TopicConfig"][];
@@ -1279,6 +1284,12 @@ export interface components {
             retry_backoff_seconds?: number | null;
             /** @description Cap of the retry backoff, in seconds; null or absent: queue.retry_backoff_max_seconds. */
             retry_backoff_max_seconds?: number | null;
+            /** @description Seconds a dequeue of the topic that names no visibility_timeout_seconds (HTTP, gRPC Dequeue, BatchDequeue and Subscribe, SQS ReceiveMessage) claims its messages for; 1 to 43200. Null or absent: queue.visibility_timeout. */
+            visibility_timeout_seconds?: number | null;
+            /** @description Seconds an SQS ReceiveMessage of the queue that names no WaitTimeSeconds waits for a message (its ReceiveMessageWaitTimeSeconds); 0 to 20. HTTP and gRPC dequeues ignore it. Null or absent: 0. */
+            receive_wait_seconds?: number | null;
+            /** @description For a FIFO queue (.fifo) of the SQS API: whether a SendMessage without MessageDeduplicationId is deduplicated by its body's SHA-256 (its ContentBasedDeduplication); false refuses such a send. Null or absent: true. */
+            content_based_deduplication?: boolean | null;
         };
         TopicSchemaRequest: {
             /** @description An Avro schema, as JSON text. */

@@ -125,6 +125,8 @@ function ConfigForm(props: { topic: string; config: TopicConfig | null; defaults
         {numberField('delivery_delay_seconds')}
         {numberField('retry_backoff_seconds')}
         {numberField('retry_backoff_max_seconds')}
+        {numberField('visibility_timeout_seconds')}
+        {numberField('receive_wait_seconds')}
         <div className="field">
           <label className="checkbox-label">
             <input type="checkbox" checked={draft.replayable} onChange={(e) => change({ replayable: e.target.checked })} aria-describedby={replayableHint} />

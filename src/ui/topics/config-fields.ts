@@ -9,7 +9,9 @@ export type IntegerField =
   | 'replay_window_seconds'
   | 'delivery_delay_seconds'
   | 'retry_backoff_seconds'
-  | 'retry_backoff_max_seconds';
+  | 'retry_backoff_max_seconds'
+  | 'visibility_timeout_seconds'
+  | 'receive_wait_seconds';
 
 /** Seconds as the hints say them: "3600 (1.0 h)". */
 const secondsText = (n: number) => (n < 60 ? `${n}` : `${n} (${formatAge(n)})`);
@@ -32,6 +34,7 @@ const SERVER_DEFAULTS: Partial<Record<IntegerField, { field: keyof TopicConfigDe
   message_ttl_seconds: { field: 'message_ttl_seconds', config: 'queue.message_ttl' },
   retry_backoff_seconds: { field: 'retry_backoff_seconds', config: 'queue.retry_backoff_seconds' },
   retry_backoff_max_seconds: { field: 'retry_backoff_max_seconds', config: 'queue.retry_backoff_max_seconds' },
+  visibility_timeout_seconds: { field: 'visibility_timeout_seconds', config: 'queue.visibility_timeout' },
 };
 
 /**
@@ -79,10 +82,21 @@ export const INTEGER_FIELDS: ReadonlyArray<{ name: IntegerField; label: string; 
     label: 'Retry backoff cap (seconds)',
     hint: 'retry_backoff_max_seconds: the longest a retry waits, however many attempts failed.',
   },
+  {
+    name: 'visibility_timeout_seconds',
+    label: 'Visibility timeout (seconds)',
+    hint: 'visibility_timeout_seconds: how long a dequeue that names no visibility timeout holds its messages before they come back; 1 to 43200.',
+  },
+  {
+    name: 'receive_wait_seconds',
+    label: 'SQS receive wait (seconds)',
+    hint: 'receive_wait_seconds: how long an SQS ReceiveMessage that names no WaitTimeSeconds waits for a message; 0 to 20. Empty: 0, no wait.',
+  },
 ];
 
 /** The form's state: the inputs' text (empty = null, the server default) and the checkbox. */
-export type ConfigDraft = Record<IntegerField, string> & { replayable: boolean };
+// content_based_deduplication is kept as loaded (the SQS API sets it): a save must not reset it.
+export type ConfigDraft = Record<IntegerField, string> & { replayable: boolean; content_based_deduplication: boolean | null };
 
 export function draftOf(config: TopicConfig | null): ConfigDraft {
   const text = (n: number | null | undefined) => (n === null || n === undefined ? '' : String(n));
@@ -96,6 +110,9 @@ export function draftOf(config: TopicConfig | null): ConfigDraft {
     delivery_delay_seconds: text(config?.delivery_delay_seconds),
     retry_backoff_seconds: text(config?.retry_backoff_seconds),
     retry_backoff_max_seconds: text(config?.retry_backoff_max_seconds),
+    visibility_timeout_seconds: text(config?.visibility_timeout_seconds),
+    receive_wait_seconds: text(config?.receive_wait_seconds),
+    content_based_deduplication: config?.content_based_deduplication ?? null,
   };
 }
 
@@ -112,6 +129,9 @@ export function bodyOf(draft: ConfigDraft): TopicConfigBody {
     delivery_delay_seconds: number(draft.delivery_delay_seconds),
     retry_backoff_seconds: number(draft.retry_backoff_seconds),
     retry_backoff_max_seconds: number(draft.retry_backoff_max_seconds),
+    visibility_timeout_seconds: number(draft.visibility_timeout_seconds),
+    receive_wait_seconds: number(draft.receive_wait_seconds),
+    content_based_deduplication: draft.content_based_deduplication,
   };
 }
 
