@@ -5,6 +5,7 @@ import type { MetricsRegistry } from './metrics/registry.js';
 import { ReaperMetrics } from './metrics/reaper-metrics.js';
 import { ArchiveService } from './queue/archive.js';
 import { AuditLog } from './queue/audit.js';
+import type { AttemptsObserver } from './queue/attempts-observer.js';
 import type { Catalog } from './queue/catalog.js';
 import { ConsumerGroupService } from './queue/consumer-groups.js';
 import type { MessageService } from './queue/messages.js';
@@ -33,6 +34,8 @@ export interface MaintenanceDeps {
   metrics: MetricsRegistry;
   signals: TopicSignals;
   now?: () => number;
+  /** The expiry reaper's released messages, for their spans (tracing, when on). */
+  attemptsObserver?: AttemptsObserver;
 }
 
 /** Builds the services and, unless reapers.mode is external, starts the in-process reapers. */
@@ -47,6 +50,7 @@ export async function startMaintenance(deps: MaintenanceDeps): Promise<Maintenan
     logger,
     attempts: config.queue,
     signals: deps.signals,
+    attemptsObserver: deps.attemptsObserver,
   });
   let scheduler: ReaperScheduler | undefined;
   const deleteSchedule = new DeleteSchedule(db, config.queue.delete_reaper_schedule, async () => scheduler?.refresh());

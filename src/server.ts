@@ -29,9 +29,11 @@ import { capabilities, capabilitiesOf } from './store/capabilities.js';
 import { checkClusterSchema } from './store/galera-checks.js';
 import { checkPacketSize } from './store/packet-size.js';
 import { observeRetries } from './store/retry.js';
+import { readTraceContexts } from './store/messages/trace-context.js';
 import { DbRetryMetrics } from './metrics/db-retry-metrics.js';
 import { CertificateFiles, httpTls, tlsPaths } from './tls/certificate-files.js';
 import { VERSION } from './version.js';
+import { ExpirySpans } from './tracing/expiry-spans.js';
 import { Tracing } from './tracing/tracing.js';
 import { traceStatements } from './tracing/statement-spans.js';
 
@@ -108,7 +110,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 
   const now = options.now ?? clock!.now;
   const metrics = new MetricsRegistry();
-  const tracing = Tracing.fromConfig(config, logger);
+  const tracing = Tracing.fromConfig(config, logger, (ids) => readTraceContexts(db, ids));
+  const attemptsObserver = tracing.enabled ? new ExpirySpans(tracing) : undefined;
   if (tracing.enabled) traceStatements(db, describeDb(config.db.url).kind);
   observeRetries(db, new DbRetryMetrics(metrics.meter));
   const catalog = new Catalog(db, config.queue.config_refresh_interval, logger);
@@ -135,10 +138,11 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     // MySQL: 2 flushes in flight made larger batches than 4 and measured ~7% more enqueues/s with ~20% less
     // database CPU per message (docs/benchmark.md); 1 was as fast but lets one slow flush stall every caller.
     maxConcurrentFlushes: capabilities(db).singleWriter ? 1 : 2,
+    attemptsObserver,
   });
   const topics = new TopicService({ db, catalog, metrics, now });
   metrics.observeQueues(new QueueGauges(db, 10_000, now, logger));
-  const maintenance = await startMaintenance({ config, db, logger, catalog, messages, metrics, signals, now });
+  const maintenance = await startMaintenance({ config, db, logger, catalog, messages, metrics, signals, now, attemptsObserver });
   const authRuntime = await startAuth(config, db, logger, now, () => peerRelay?.publishChanged('principals'));
   // With Redis, a change made here reaches the other instances' caches at once (docs/configuration.md, redis.url).
   catalog.onOwnChange(() => peerRelay?.publishChanged('catalog'));

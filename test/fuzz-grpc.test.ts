@@ -28,8 +28,8 @@ import { alarmingLogLines, rawRequest, startLoggedServer, type LoggedServer } fr
  */
 
 /** Calls per engine (FUZZ_RUNS overrides both suites' counts). */
-const DEFAULT_RUNS = 4000;
-const DEFAULT_AUTH_RUNS = 1500;
+const DEFAULT_RUNS = 2500;
+const DEFAULT_AUTH_RUNS = 1000;
 const MAX_PAYLOAD = 4096;
 const CHECK_EVERY = 250;
 

@@ -21,8 +21,8 @@ import { alarmingLogLines, errorShapeProblem, rawRequest, rawSocket, startLogged
  */
 
 /** Cases per engine (FUZZ_RUNS overrides both suites' counts). */
-const DEFAULT_RUNS = 5000;
-const DEFAULT_AUTH_RUNS = 2000;
+const DEFAULT_RUNS = 3000;
+const DEFAULT_AUTH_RUNS = 1200;
 const MAX_PAYLOAD = 4096;
 const CHECK_EVERY = 250;
 /** The single-request body limit of the server under test (src/http/app.ts, singleBodyLimit). */

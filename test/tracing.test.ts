@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../src/config/load.js';
 import { createLogger } from '../src/log/logger.js';
 import { sqsTraceAttributes } from '../src/tracing/trace-metadata.js';
-import { describeEachEngine, engineByName } from './helpers/engines.js';
+import { describeEachEngine, engineByName, type TestDatabase } from './helpers/engines.js';
 import { QueueClient } from './helpers/grpc.js';
 import { OtlpReceiver, SpanKinds, type ReceivedSpan } from './helpers/otlp-receiver.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -210,6 +210,43 @@ describeEachEngine('tracing: propagation and spans', (engine) => {
     expect(replayed.metadata.traceparent).toBe(stored);
   });
 
+  it('a delivery whose visibility timeout a dequeue finds passed makes an expire span linked to the send span, naming its group', async () => {
+    const groupTopic = `trace-expire-group-${engine.name}`;
+    expect((await server.api.post(`/api/topics/${groupTopic}/consumer-groups`, { consumer_group: 'billing' })).status).toBe(201);
+    const plainTopic = `trace-expire-plain-${engine.name}`;
+    const sent = async (t: string) => {
+      const res = await server.api.post('/api/messages', { topic: t, payload: MARKERS.payload, key: `${MARKERS.key}-${t}`, metadata: { note: MARKERS.metadata } }, { traceparent: clientSpan().traceparent });
+      expect(res.status).toBe(201);
+      return res.body.id as string;
+    };
+    const [groupId, plainId] = [await sent(groupTopic), await sent(plainTopic)];
+    const [viaGroup] = (await server.api.dequeue(groupTopic, { consumer_group: 'billing', visibility_timeout_seconds: 1 })).body.messages;
+    const [plain] = (await server.api.dequeue(plainTopic, { visibility_timeout_seconds: 1 })).body.messages;
+    expect([viaGroup.id, plain.id]).toEqual([groupId, plainId]);
+    await new Promise((resolve) => setTimeout(resolve, 1300));
+    // The next dequeues release both first (the expiry reaper runs once a minute here).
+    await server.api.dequeue(groupTopic, { consumer_group: 'billing' });
+    await server.api.dequeue(plainTopic);
+
+    const [groupExpire] = await receiver.waitFor(isMessaging('expire', groupTopic));
+    expect(groupExpire).toMatchObject({ name: `expire ${groupTopic}`, kind: SpanKinds.internal, parentSpanId: '' });
+    expect(groupExpire.attributes).toMatchObject({
+      'messaging.system': 'conveyor',
+      'messaging.operation.type': 'settle',
+      'messaging.message.id': groupId,
+      'messaging.consumer.group.name': 'billing',
+      'conveyor.expire.outcome': 'retry',
+    });
+    expect(linksTo(groupExpire, viaGroup.metadata.traceparent)).toBe(true);
+    // The root of its own trace: not the producer's.
+    expect(groupExpire.traceId).not.toBe(partsOf(viaGroup.metadata.traceparent).traceId);
+
+    const [plainExpire] = await receiver.waitFor(isMessaging('expire', plainTopic));
+    expect(plainExpire.attributes).toMatchObject({ 'messaging.message.id': plainId, 'conveyor.expire.outcome': 'retry' });
+    expect(plainExpire.attributes['messaging.consumer.group.name']).toBeUndefined();
+    expect(linksTo(plainExpire, plain.metadata.traceparent)).toBe(true);
+  });
+
   it('no payload, key, metadata value or nack error appears in any export; log lines of a traced request carry its ids', async () => {
     const client = clientSpan();
     const probe = clientSpan();
@@ -226,6 +263,59 @@ describeEachEngine('tracing: propagation and spans', (engine) => {
     expect(access, 'the access line of the traced enqueue').toBeDefined();
     expect(access!.span_id).toMatch(/^[0-9a-f]{16}$/);
     expect(receiver.spans.some((s) => s.spanId === access!.span_id)).toBe(true);
+  });
+});
+
+describeEachEngine('tracing: expiry reaper and a second instance', (engine) => {
+  let receiver: OtlpReceiver;
+  let a: TestServer & { database: TestDatabase };
+  let b: TestServer;
+
+  beforeAll(async () => {
+    receiver = await new OtlpReceiver().start();
+    const overrides = { telemetry: { traces_endpoint: receiver.url, traces_sample_ratio: 1, traces_export_interval: '100ms' }, queue: { expiry_reaper_interval: '1s' } };
+    a = await startTestServer(engine, { overrides });
+    b = await startTestServer(engine, { overrides, database: a.database });
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+    await receiver?.close();
+  });
+
+  it('the expiry reaper dead-letters a delivery nobody settled and makes an expire span linked to its send span', async () => {
+    const topic = `trace-reaped-${engine.name}`;
+    expect((await a.api.put(`/api/topic-configs/${topic}`, { max_retries: 1 })).status).toBe(200);
+    const enqueued = await a.api.post('/api/messages', { topic, payload: MARKERS.payload, key: MARKERS.key, metadata: { note: MARKERS.metadata } }, { traceparent: clientSpan().traceparent });
+    expect(enqueued.status).toBe(201);
+    const [delivered] = (await a.api.dequeue(topic, { visibility_timeout_seconds: 1 })).body.messages;
+    expect(delivered.id).toBe(enqueued.body.id);
+    // Nobody dequeues the topic again: only the reaper can release it.
+    const [expire] = await receiver.waitFor(isMessaging('expire', topic), 1, 15_000);
+    expect(expire).toMatchObject({ name: `expire ${topic}`, parentSpanId: '' });
+    expect(expire.attributes).toMatchObject({ 'messaging.operation.type': 'settle', 'messaging.message.id': delivered.id, 'conveyor.expire.outcome': 'dlq' });
+    const [send] = await receiver.waitFor(isMessaging('send', topic));
+    expect(partsOf(delivered.metadata.traceparent)).toMatchObject({ traceId: send.traceId, spanId: send.spanId });
+    expect(linksTo(expire, delivered.metadata.traceparent)).toBe(true);
+    expect((await a.api.get(`/api/messages?topic=${topic}.dlq`)).body.items.map((m: any) => m.id)).toEqual([delivered.id]);
+  });
+
+  it('an ack on another instance than the delivery\'s links to the send span, read from the store', async () => {
+    const topic = `trace-elsewhere-${engine.name}`;
+    const enqueued = await a.api.post('/api/messages', { topic, payload: MARKERS.payload, metadata: { note: MARKERS.metadata } }, { traceparent: clientSpan().traceparent });
+    const [delivered] = (await a.api.dequeue(topic, { visibility_timeout_seconds: 60 })).body.messages;
+    expect(delivered.id).toBe(enqueued.body.id);
+    expect((await b.api.post(`/api/messages/${delivered.id}/ack`)).status).toBe(204);
+    const [ack] = await receiver.waitFor(isMessaging('ack', topic));
+    expect(ack).toMatchObject({ name: `ack ${topic}` });
+    expect(ack.attributes).toMatchObject({ 'messaging.operation.type': 'settle', 'messaging.message.id': delivered.id });
+    expect(linksTo(ack, delivered.metadata.traceparent)).toBe(true);
+  });
+
+  it('no payload, key or metadata value appears in these exports', async () => {
+    await receiver.waitFor((s) => s.attributes['messaging.operation.name'] === 'expire');
+    const exported = receiver.bodies.join('\n');
+    for (const marker of Object.values(MARKERS)) expect(exported, marker).not.toContain(marker);
   });
 });
 

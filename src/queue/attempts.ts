@@ -1,6 +1,7 @@
 import type { AttemptOutcome, AttemptResult, AttemptRules } from '../store/messages/settle.js';
 import { retryAt, type Backoff } from './backoff.js';
 import type { MessageRow } from '../store/messages/rows.js';
+import type { AttemptsObserver } from './attempts-observer.js';
 import type { QueueMetrics } from './metrics-port.js';
 import type { TopicSignals } from './topic-signals.js';
 import { isDlqTopic } from './topic-names.js';
@@ -55,9 +56,10 @@ export function announceAttempt(result: AttemptResult, metrics: QueueMetrics, si
 }
 
 /** A visibility timeout that passed: a redelivery, then whatever the attempt decided. */
-export function announceRedelivery(result: AttemptResult, metrics: QueueMetrics, signals?: TopicSignals): void {
+export function announceRedelivery(result: AttemptResult, metrics: QueueMetrics, signals?: TopicSignals, observer?: AttemptsObserver): void {
   metrics.message('redelivered', result.topic);
   announceAttempt(result, metrics, signals);
+  observer?.expired(result);
 }
 
 /** last_error keeps at most 64 KiB of UTF-8, the capacity of its MySQL TEXT column, on both engines alike. */

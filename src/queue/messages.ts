@@ -13,6 +13,7 @@ import { moveDeliveryDeadline, releaseDeliveryClaim } from '../store/deliveries/
 import { catchUpWithCluster } from '../store/cluster-catch-up.js';
 import { FanOut } from './fan-out.js';
 import { announceAttempt, announceRedelivery, attemptRules, boundedLastError, VISIBILITY_EXPIRED } from './attempts.js';
+import type { AttemptsObserver } from './attempts-observer.js';
 import { backoffOf } from './backoff.js';
 import { availableAtOf } from './delays.js';
 import { validatePayload } from './avro.js';
@@ -58,6 +59,8 @@ export interface MessageServiceDeps {
   now?: () => number;
   /** Enqueue flushes in flight at once: SQLite has one writer, MySQL gains from a few. */
   maxConcurrentFlushes: number;
+  /** Hears of the messages a dequeue released after their visibility timeout (tracing, when on). */
+  attemptsObserver?: AttemptsObserver;
 }
 
 /** Re-exported for src/http/validation.ts until it imports bounds.ts, where it is defined. */
@@ -725,7 +728,7 @@ export class MessageService {
     const results = await release();
     if (results.length === 0) this.quietProbes.set(key, now);
     else this.quietProbes.delete(key);
-    for (const result of results) announceRedelivery(result, this.deps.metrics, this.deps.signals);
+    for (const result of results) announceRedelivery(result, this.deps.metrics, this.deps.signals, this.deps.attemptsObserver);
   }
 
 

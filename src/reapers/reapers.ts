@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { announceRedelivery, attemptRules, VISIBILITY_EXPIRED } from '../queue/attempts.js';
+import type { AttemptsObserver } from '../queue/attempts-observer.js';
 import { backoffOf } from '../queue/backoff.js';
 import { DomainError } from '../queue/errors.js';
 import type { QueueMetrics } from '../queue/metrics-port.js';
@@ -53,6 +54,8 @@ export interface ReapersDeps {
   attempts: Pick<Config['queue'], 'dlq_threshold' | 'retry_backoff_seconds' | 'retry_backoff_max_seconds'>;
   /** Wakes this instance's waiting consumers of topics that got messages back (absent in a one-shot run). */
   signals?: TopicSignals;
+  /** Hears of the messages released after their visibility timeout (tracing, when on). */
+  attemptsObserver?: AttemptsObserver;
 }
 
 const sum = (counts: TopicCounts) => [...counts.values()].reduce((a, b) => a + b, 0);
@@ -158,7 +161,7 @@ export class Reapers {
       this.deps.logger?.warn({ err }, 'could not release deliveries whose visibility timeout passed; expiring messages past their TTL all the same');
       return;
     }
-    for (const result of released) announceRedelivery(result, this.deps.metrics, this.deps.signals);
+    for (const result of released) announceRedelivery(result, this.deps.metrics, this.deps.signals, this.deps.attemptsObserver);
     if (released.length > 0) {
       this.deps.logger?.info({ messages: released.length, topics: new Set(released.map((r) => r.topic)).size }, 'released deliveries whose visibility timeout passed without a dequeue');
     }

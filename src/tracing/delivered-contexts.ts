@@ -12,9 +12,16 @@ export interface DeliveredContext {
 }
 
 /**
+ * Reads the stored trace contexts of messages by id (src/store/messages/trace-context.ts), for the settle of
+ * a message another instance delivered; ids whose message carries none are absent from the answer.
+ */
+export type StoredContexts = (ids: string[]) => Promise<Map<string, { topic: string; trace: TraceCarrier }>>;
+
+/**
  * The stored trace context of each message this instance delivered, until its ack or nack: an ack carries only
  * the message's id, and reading the message's metadata for it would cost every traced ack a statement. An ack
- * that reaches another instance than the delivery's gets its settle span without the link.
+ * that reaches another instance than the delivery's finds nothing here: its span, when recorded, reads the
+ * context from the store instead (StoredContexts).
  */
 export class DeliveredContexts {
   private readonly byId = new Map<string, DeliveredContext>();

@@ -4,14 +4,17 @@ import type { EnqueueInput } from '../queue/messages.js';
 import { assertConsumerGroupName } from '../queue/consumer-group-names.js';
 import { normaliseMessageId } from '../queue/message-ids.js';
 import { isValidTopicName } from '../queue/topic-names.js';
+import type { AttemptResult } from '../store/messages/settle.js';
+import type { DeliveredContext } from './delivered-contexts.js';
 import { traceCarrierOf, TRACEPARENT_KEY, TRACESTATE_KEY } from './trace-metadata.js';
 import { errorTypeOf, type RequestTrace, type Tracing } from './tracing.js';
 
 /**
  * The messaging spans of the OpenTelemetry semantic conventions, as a broker sees them: `send` per message
  * enqueued, `receive` per delivery (a dequeue, a push to a Subscribe stream), `ack` and `nack` (settle) per
- * settling call; the transports call these around the domain's work. Attributes name topics, groups, ids and
- * counts, never a payload, a key or a metadata value.
+ * settling call; the transports call these around the domain's work. An `expire` (settle) span per message
+ * whose visibility timeout passed comes from the domain's attempts observer (expiry-spans.ts). Attributes name
+ * topics, groups, ids and counts, never a payload, a key or a metadata value.
  */
 
 const SYSTEM = 'conveyor';
@@ -114,7 +117,7 @@ function delivered(tracing: Tracing, span: Span, messages: Message[], batch: boo
   if (batch || messages.length > 1) span.setAttribute('messaging.batch.message_count', messages.length);
   if (messages.length !== 1) return;
   span.setAttribute('messaging.message.id', messages[0].id);
-  // How often it failed before: nacks and visibility timeouts, which make no span of their own here.
+  // How often it failed before, nacks and visibility timeouts alike (their nack and expire spans are in other traces).
   span.setAttribute('conveyor.message.retry_count', messages[0].retryCount);
 }
 
@@ -156,10 +159,31 @@ export function traceDelivery(tracing: Tracing, where: Receiving, messages: Mess
 
 export type SettleOperation = 'ack' | 'nack';
 
+/** The one topic of the messages, or undefined when there are none or several. */
+function oneTopicOf(messages: ReadonlyArray<{ topic: string }>): string | undefined {
+  const topics = new Set(messages.map((m) => m.topic));
+  return topics.size === 1 ? [...topics][0] : undefined;
+}
+
+/**
+ * The stored contexts of messages another instance delivered (its statement a child of the settle span). A
+ * failed read costs the span its links, never the settle.
+ */
+async function storedContextsOf(tracing: Tracing, within: Context, ids: string[]): Promise<Array<{ id: string } & DeliveredContext>> {
+  try {
+    const stored = await context.with(within, () => tracing.storedContexts!(ids));
+    return [...stored].map(([id, { topic, trace }]) => ({ id, topic, carrier: trace }));
+  } catch {
+    return [];
+  }
+}
+
 /**
  * An `ack` or `nack` span around a settling call, the child of the request's span and linked to the `send`
- * spans of the messages this instance delivered (an id delivered elsewhere gets no link). `outcome` adds what
- * the settle did (a nack's retry, failed or dlq).
+ * spans of its messages. The context of a message this instance delivered is remembered (delivered-contexts.ts);
+ * that of one delivered by another instance is read from the store before the settle removes it, one
+ * primary-key read for all such ids of the call, and only when the span is recorded. `outcome` adds what the
+ * settle did (a nack's retry, failed or dlq).
  */
 export async function traceSettle<T>(
   request: RequestTrace,
@@ -172,12 +196,18 @@ export async function traceSettle<T>(
   const { tracing, context: parent } = request;
   // Only ids that are message ids: a malformed one (answered 404 or 400) is nothing to name or look up.
   const valid = ids.map(normaliseMessageId);
-  const known = valid.flatMap((id) => {
-    const found = id === null ? undefined : tracing.delivered.take(id);
-    return found ? [{ id: id!, ...found }] : [];
-  });
-  const topics = new Set(known.map((k) => k.topic));
-  const topic = topics.size === 1 ? [...topics][0] : undefined;
+  const known: Array<{ id: string } & DeliveredContext> = [];
+  const missing = new Set<string>();
+  for (const id of valid) {
+    if (id === null) continue;
+    const found = tracing.delivered.take(id);
+    if (found) known.push({ id, ...found });
+    else missing.add(id);
+  }
+  // With ids to read, the topic is named once they are read: only a recorded span reads them, and only a
+  // recorded span's attributes are kept.
+  const lookUp = missing.size > 0 && tracing.storedContexts !== undefined;
+  const topic = lookUp ? undefined : oneTopicOf(known);
   const attributes: Attributes = { 'messaging.system': SYSTEM, 'messaging.operation.type': 'settle', 'messaging.operation.name': operation };
   if (topic !== undefined) attributes['messaging.destination.name'] = topic;
   const groupAttribute = groupName(group);
@@ -185,14 +215,23 @@ export async function traceSettle<T>(
   if (ids.length !== 1) attributes['messaging.batch.message_count'] = ids.length;
   else if (valid[0] !== null) attributes['messaging.message.id'] = valid[0];
   const span = tracing.tracer.startSpan(spanName(operation, topic), { kind: SpanKind.INTERNAL, attributes }, parent);
+  const within = trace.setSpan(parent, span);
   if (span.isRecording()) {
+    if (lookUp) {
+      known.push(...(await storedContextsOf(tracing, within, [...missing])));
+      const named = oneTopicOf(known);
+      if (named !== undefined) {
+        span.setAttribute('messaging.destination.name', named);
+        span.updateName(spanName(operation, named));
+      }
+    }
     for (const k of known) {
       const link = linkTo(tracing, k.carrier, k.id);
       if (link) span.addLink(link);
     }
   }
   try {
-    const result = await context.with(trace.setSpan(parent, span), work);
+    const result = await context.with(within, work);
     if (outcome && span.isRecording()) span.setAttributes(outcome(result));
     return result;
   } catch (err) {
@@ -201,4 +240,29 @@ export async function traceSettle<T>(
   } finally {
     span.end();
   }
+}
+
+/**
+ * An `expire` span for a message released after its visibility timeout (by a dequeue's sweep or the expiry
+ * reaper), with what the attempt decided. Like a Subscribe delivery, no request asked for it: each is the root
+ * of its own trace, sampled by the ratio, and linked to the message's `send` span.
+ */
+export function traceExpiry(tracing: Tracing, result: AttemptResult): void {
+  const topic = destination(result.topic);
+  const attributes: Attributes = {
+    'messaging.system': SYSTEM,
+    'messaging.operation.type': 'settle',
+    'messaging.operation.name': 'expire',
+    'messaging.message.id': result.id,
+    'conveyor.expire.outcome': result.outcome,
+  };
+  if (topic !== undefined) attributes['messaging.destination.name'] = topic;
+  const group = groupName(result.group);
+  if (group !== undefined) attributes['messaging.consumer.group.name'] = group;
+  const span = tracing.tracer.startSpan(spanName('expire', topic), { kind: SpanKind.INTERNAL, attributes }, tracing.detached());
+  if (result.trace !== undefined && span.isRecording()) {
+    const link = linkTo(tracing, result.trace, result.id);
+    if (link) span.addLink(link);
+  }
+  span.end();
 }

@@ -9,7 +9,7 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
 import { VERSION } from '../version.js';
 import { TRACER_KEY } from './context-keys.js';
-import { DeliveredContexts } from './delivered-contexts.js';
+import { DeliveredContexts, type StoredContexts } from './delivered-contexts.js';
 import { ReportingExporter } from './reporting-exporter.js';
 import { enableStatementSpans } from './statement-spans.js';
 import { enableTraceLogFields } from './log-fields.js';
@@ -71,6 +71,8 @@ export class Tracing {
   readonly tracer: Tracer;
   /** The trace contexts of messages this instance delivered, for the links of their acks and nacks. */
   readonly delivered = new DeliveredContexts();
+  /** Those of messages delivered elsewhere, read for a recorded ack or nack (absent with tracing off). */
+  readonly storedContexts?: StoredContexts;
   private readonly propagator = new W3CTraceContextPropagator();
   private readonly provider?: sdkTraceNode.NodeTracerProvider;
 
@@ -78,17 +80,18 @@ export class Tracing {
     return new Tracing(undefined, undefined);
   }
 
-  static fromConfig(config: Config, logger: Logger): Tracing {
-    return config.telemetry.traces_endpoint === '' ? Tracing.off() : new Tracing(config.telemetry, logger);
+  static fromConfig(config: Config, logger: Logger, storedContexts?: StoredContexts): Tracing {
+    return config.telemetry.traces_endpoint === '' ? Tracing.off() : new Tracing(config.telemetry, logger, storedContexts);
   }
 
-  private constructor(settings: Config['telemetry'] | undefined, logger: Logger | undefined) {
+  private constructor(settings: Config['telemetry'] | undefined, logger: Logger | undefined, storedContexts?: StoredContexts) {
     if (!settings || !logger) {
       this.enabled = false;
       this.tracer = trace.getTracer('conveyor');
       return;
     }
     this.enabled = true;
+    this.storedContexts = storedContexts;
     const timeoutMillis = exportTimeoutMs(settings.traces_export_interval);
     const exporter = new OTLPTraceExporter({ url: settings.traces_endpoint, headers: parseHeaders(settings.traces_headers), timeoutMillis });
     const processor = new BatchSpanProcessor(new ReportingExporter(exporter, logger), {

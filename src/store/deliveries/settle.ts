@@ -6,6 +6,7 @@ import { normaliseRow, type MessageRow } from '../messages/rows.js';
 import { appliedEarlier, dlqTopicOf, goneIds, type AttemptResult, type AttemptRules, type Decided } from '../messages/settle.js';
 import { lockMessages, settleMessages, type SettleOutcome } from './complete.js';
 import { leaveLine, leaveLinesOf } from '../ordering/lines.js';
+import { storedTraceContext } from '../messages/trace-context.js';
 
 export interface GroupSettleContext {
   replayable: (topic: string) => boolean;
@@ -81,7 +82,8 @@ async function applyGroupAttempt(trx: Knex.Transaction, row: MessageRow, group: 
     if (row.ordering_key !== null) await leaveLine(trx, { topic: row.topic, group, key: row.ordering_key }, row.id, ctx.now);
     await settleMessages(trx, [{ id: row.id, topic: row.topic }], ctx.replayable, ctx.now);
   }
-  return { id: row.id, topic: row.topic, outcome };
+  const trace = storedTraceContext(row.metadata);
+  return trace ? { id: row.id, topic: row.topic, outcome, group, trace } : { id: row.id, topic: row.topic, outcome, group };
 }
 
 /**

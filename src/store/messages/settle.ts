@@ -6,6 +6,7 @@ import { runInOneTrip, runStatement } from '../statement.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
 import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from './rows.js';
 import { leaveLine, leaveLinesOf, leaveTopicLinesStatements, requeueIntoLines } from '../ordering/lines.js';
+import { storedTraceContext, type StoredTraceContext } from './trace-context.js';
 
 /** What the domain decided for a failed delivery attempt (nack or visibility timeout). */
 export type AttemptOutcome = 'retry' | 'dlq' | 'failed';
@@ -13,7 +14,16 @@ export type AttemptOutcome = 'retry' | 'dlq' | 'failed';
  * What actually happened: a retry whose key a newer pending message holds is superseded (removed); one that
  * took its key from an older pending message is `displaced` (that one was removed, superseded).
  */
-export type AttemptResult = { id: string; topic: string; outcome: AttemptOutcome | 'superseded'; displaced?: true };
+export type AttemptResult = {
+  id: string;
+  topic: string;
+  outcome: AttemptOutcome | 'superseded';
+  displaced?: true;
+  /** The consumer group whose delivery it was; absent for a plain topic's message. */
+  group?: string;
+  /** The trace context the message carries, for a span of the attempt (docs/observability.md, Tracing). */
+  trace?: StoredTraceContext;
+};
 /**
  * The domain's rules for a failed attempt, asked per row inside the settling transaction: what happens to
  * it, and when a retry may be claimed again (epoch ms; 0 at once, at the head of the queue as before).
@@ -78,7 +88,8 @@ async function applyAttempt(trx: Knex.Transaction, row: MessageRow, rules: Attem
 async function applyOutcome(trx: Knex.Transaction, row: MessageRow, rules: AttemptRules, error: string, now: number): Promise<AttemptResult> {
   const outcome = rules.decide(row);
   const attempts = row.retry_count + 1;
-  const result = (o: AttemptResult['outcome']): AttemptResult => ({ id: row.id, topic: row.topic, outcome: o });
+  const trace = storedTraceContext(row.metadata);
+  const result = (o: AttemptResult['outcome']): AttemptResult => (trace ? { id: row.id, topic: row.topic, outcome: o, trace } : { id: row.id, topic: row.topic, outcome: o });
   if (outcome === 'failed') {
     await trx('messages').where({ id: row.id }).update({ status: 'failed', retry_count: attempts, last_error: error });
     return result('failed');
