@@ -36,7 +36,7 @@ const galeraSuites = [
  * closes its own servers and databases and restores what it changes in the process (environment, spies);
  * test/helpers/per-file-setup.ts fails a file that leaves a child process running.
  */
-const shared = { pool: 'forks', isolate: false, setupFiles: ['test/helpers/per-file-setup.ts'], testTimeout: 60_000, hookTimeout: 60_000, expect: { poll: { timeout: 10_000 } } } as const;
+const shared = { pool: 'forks', isolate: false, setupFiles: ['test/helpers/per-file-setup.ts'], testTimeout: 60_000, hookTimeout: 120_000, expect: { poll: { timeout: 10_000 } } } as const;
 
 export default defineConfig({
   test: {

@@ -91,7 +91,7 @@ export async function startChildServer(env: Record<string, string>, args: string
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 50_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 110_000);
     const onData = () => {
       const match = /"httpPort":(\d+)/.exec(output);
       if (match) {
