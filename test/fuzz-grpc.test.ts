@@ -537,7 +537,7 @@ function fuzzSuite(title: string, auth: boolean, defaultRuns: number): void {
       console.log(`[${label}] ${settings.numRuns} cases, seed ${settings.seed}, ${((Date.now() - started) / 1000).toFixed(1)} s`);
       if (process.env.FUZZ_STATS) console.log([...outcomes].sort().map(([k, n]) => `${String(n).padStart(6)}  ${k}`).join('\n'));
       await invariantsHold();
-    }, 180_000);
+    }, 360_000);
 
     it('the server recorded no INTERNAL or UNKNOWN of its own, and logged no error or stack trace', async () => {
       const metrics = await rawRequest(server.port, { method: 'GET', path: '/metrics', headers: ctx.tokens ? { authorization: `Bearer ${ctx.tokens.admin}` } : {} });

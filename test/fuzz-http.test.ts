@@ -563,7 +563,7 @@ function fuzzSuite(title: string, auth: boolean, defaultRuns: number): void {
       // FUZZ_STATS=1 prints how the answers spread over routes and statuses (what the cases reached).
       if (process.env.FUZZ_STATS) console.log([...outcomes].sort().map(([k, n]) => `${String(n).padStart(6)}  ${k}`).join('\n'));
       await invariantsHold();
-    }, 180_000);
+    }, 360_000);
 
     it('no request was answered with a 5xx, and nothing was logged as an error or with a stack trace', async () => {
       const metrics = await rawRequest(server.port, { method: 'GET', path: '/metrics', headers: ctx.tokens ? { authorization: `Bearer ${ctx.tokens.admin}` } : {} });
