@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import type { Reporter, TestModule } from 'vitest/node';
 
 /**
@@ -25,6 +26,11 @@ export default class SummaryReporter implements Reporter {
     const slowest = [...testModules].sort((a, b) => b.diagnostic().duration - a.diagnostic().duration).slice(0, 12);
     const times = slowest.map((m) => `  ${(m.diagnostic().duration / 1000).toFixed(0).padStart(5)} s  ${m.project.name}  ${m.moduleId.replace(`${process.cwd()}/`, '')}`);
     process.stdout.write(`\nslowest test files:\n${times.join('\n')}\n`);
+    // Every file's time, for planning the run's time budget: TEST_TIMES_FILE=/tmp/times.txt npm test.
+    if (process.env.TEST_TIMES_FILE) {
+      const all = [...testModules].sort((a, b) => b.diagnostic().duration - a.diagnostic().duration);
+      writeFileSync(process.env.TEST_TIMES_FILE, all.map((m) => `${(m.diagnostic().duration / 1000).toFixed(1)}\t${m.project.name}\t${m.moduleId.replace(`${process.cwd()}/`, '')}`).join('\n') + '\n');
+    }
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped${files}\n`);
   }
 }
