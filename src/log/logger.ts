@@ -77,6 +77,9 @@ function stdoutDestination(): DestinationStream {
     stream.write = dropped;
     stream.flushSync = () => undefined;
     stream.end = () => undefined;
+    // stderr may be the same closed pipe (`serve 2>&1 | head`): its EPIPE arrives as an 'error' event, which
+    // unheard would end the process with code 1. The queue goes on without anywhere to tell.
+    process.stderr.on('error', () => undefined);
     try {
       process.stderr.write(`conveyor: writing the log to stdout failed (${err.code ?? err.message}); log lines are dropped from now on\n`);
     } catch {
