@@ -47,12 +47,12 @@ export default defineConfig({
     // Each file starts its own servers and databases; two cores run two files at a time.
     ...shared,
     maxWorkers: 2,
-    globalSetup: ['test/helpers/global-setup.ts', 'test/helpers/ui-global-setup.ts'],
+    globalSetup: ['test/helpers/global-setup.ts', 'test/helpers/build-global-setup.ts', 'test/helpers/ui-global-setup.ts'],
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     projects: [
       { extends: true, test: { name: 'default' } },
       ...(process.env.TEST_GALERA === '1'
-        ? [{ test: { ...shared, name: 'galera', include: galeraSuites.map((name) => `test/${name}.test.ts`), globalSetup: ['test/helpers/galera-global-setup.ts'] } }]
+        ? [{ test: { ...shared, name: 'galera', include: galeraSuites.map((name) => `test/${name}.test.ts`), globalSetup: ['test/helpers/build-global-setup.ts', 'test/helpers/galera-global-setup.ts'] } }]
         : []),
     ],
   },

@@ -2,18 +2,17 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { JWT_SECRET } from './helpers/auth.js';
 import { startChildServer } from './helpers/server.js';
+import { conveyorArgs } from './helpers/conveyor-command.js';
 
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'conveyor-auth-startup-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function serve(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], {
+    const child = spawn(process.execPath, conveyorArgs(['serve']), {
       env: { ...process.env, CONVEYOR_SERVER_HTTP_PORT: '0', CONVEYOR_SERVER_GRPC_PORT: '0', CONVEYOR_SERVER_HOST: '127.0.0.1', CONVEYOR_DB_URL: `sqlite:${join(dir, 'refused.db')}`, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

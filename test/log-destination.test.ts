@@ -2,18 +2,16 @@ import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { freePorts } from './helpers/free-ports.js';
 import { Api } from './helpers/http.js';
-
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+import { conveyorArgs } from './helpers/conveyor-command.js';
 
 /** `conveyor serve` on a fresh SQLite file with the given stdio; `run` gets its API while it runs. */
 async function withServer(stdio: (dir: string) => StdioOptions, run: (child: ChildProcess, api: Api, exited: Promise<number | null>) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'conveyor-log-destination-'));
   const [httpPort, grpcPort] = await freePorts(2);
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], {
+  const child = spawn(process.execPath, conveyorArgs(['serve']), {
     env: {
       ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CONVEYOR_'))),
       CONVEYOR_DB_URL: `sqlite:${join(dir, 'conveyor.db')}`,

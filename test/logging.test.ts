@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
@@ -17,8 +16,8 @@ import { Api } from './helpers/http.js';
 import { captureLogger, type LogLine as Line } from './helpers/log-capture.js';
 import { testConfig, type ConfigOverrides } from './helpers/server.js';
 import { startTcpProxy } from './helpers/tcp-proxy.js';
+import { conveyorArgs } from './helpers/conveyor-command.js';
 
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 const withMsg = (lines: Line[], msg: string) => lines.filter((l) => l.msg === msg);
@@ -380,7 +379,7 @@ describe.skipIf(!mysqlUrl)('conveyor serve while MySQL is cut and restored [mysq
     const real = new URL(database.url);
     const proxy = await startTcpProxy(real.hostname, Number(real.port || 3306));
     const url = `mysql://${USER}:${PASSWORD}@127.0.0.1:${proxy.port}${real.pathname}`;
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], {
+    const child = spawn(process.execPath, conveyorArgs(['serve']), {
       env: {
         ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CONVEYOR_'))),
         CONVEYOR_DB_URL: url,

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { engineByName, type TestDatabase } from './helpers/engines.js';
 import { startChildServer, type ChildServer } from './helpers/server.js';
+import { conveyorArgs } from './helpers/conveyor-command.js';
 
 // Two `conveyor serve` processes over one MySQL database: the production shape (SQLite is single-node).
 const mysqlUrl = inject('mysqlUrl');
@@ -176,11 +176,9 @@ const mysqlUrl = inject('mysqlUrl');
   }, 120_000);
 });
 
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-
 function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, conveyorArgs(args), { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));

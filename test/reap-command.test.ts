@@ -1,10 +1,8 @@
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachEngine } from './helpers/engines.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
-
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+import { conveyorArgs } from './helpers/conveyor-command.js';
 
 interface Run {
   code: number;
@@ -16,7 +14,7 @@ function conveyor(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', CLI, ...args],
+      conveyorArgs(args),
       { env: { ...process.env, CONVEYOR_LOG_LEVEL: 'silent', ...env }, timeout: 60_000 },
       (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { createLeasesTable } from '../migrations/20261123020000_leases.js';
 import { createLogger } from '../src/log/logger.js';
@@ -9,6 +8,7 @@ import { releaseLease, tryAcquireLease } from '../src/store/leases.js';
 import { describeEachEngine, type Engine } from './helpers/engines.js';
 import { startChildServer } from './helpers/server.js';
 import { startTestServer } from './helpers/server.js';
+import { conveyorArgs } from './helpers/conveyor-command.js';
 
 const SHUTDOWN_TIMEOUT_SECONDS = 5;
 
@@ -116,7 +116,6 @@ describeEachEngine('graceful shutdown', (engine) => {
   }, 120_000);
 });
 
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const TEST_HOLDER = 'shutdown test';
 
 async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
@@ -161,7 +160,7 @@ describeEachEngine('shutdown during start-up', (engine) => {
       await createLeasesTable(db);
       expect(await tryAcquireLease(db, 'migrations', 120_000, TEST_HOLDER)).not.toBeNull();
     });
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], {
+    const child = spawn(process.execPath, conveyorArgs(['serve']), {
       env: { ...process.env, CONVEYOR_DB_URL: database.url, CONVEYOR_SERVER_HTTP_PORT: '0', CONVEYOR_SERVER_GRPC_PORT: '0', CONVEYOR_SERVER_HOST: '127.0.0.1', CONVEYOR_LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

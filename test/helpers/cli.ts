@@ -2,12 +2,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
-
-const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
-// Absolute, because the CLI runs in a temporary working directory where `tsx` would not resolve.
-const TSX = import.meta.resolve('tsx');
+import { conveyorArgs } from './conveyor-command.js';
 
 export interface CliRun {
   code: number | null;
@@ -32,7 +28,7 @@ export function tempDirs(prefix: string): () => string {
 export function runCli(args: string[], env: Record<string, string>, cwd: string, nodeArgs: string[] = []): Promise<CliRun> {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CONVEYOR_'))) as Record<string, string>;
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', TSX, ...nodeArgs, CLI, ...args], { env: { ...base, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, conveyorArgs(args, nodeArgs), { env: { ...base, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));

@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { vi } from 'vitest';
 import { startController, type RunningController } from '../../src/controller/controller.js';
 import type { OwnPod } from '../../src/controller/own-deployment.js';
 import { createLogger, type Logger } from '../../src/log/logger.js';
 import type { FakeKube } from '../fake-kube/index.js';
+import { conveyorArgs } from './conveyor-command.js';
 import { Api } from './http.js';
 import { testConfig, type ConfigOverrides } from './server.js';
 
@@ -44,7 +44,6 @@ export async function startTestController(
   return { ...running, api: new Api(`http://127.0.0.1:${running.port}`) };
 }
 
-const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 
 export interface ControllerProcess {
   process: ChildProcess;
@@ -58,7 +57,7 @@ export interface ControllerProcess {
 export async function startControllerProcess(kubeconfig: string, dbUrl: string, controller: Record<string, string> = {}): Promise<ControllerProcess> {
   const env: Record<string, string> = { KUBECONFIG: kubeconfig, CONVEYOR_DB_URL: dbUrl, CONVEYOR_LOG_LEVEL: 'info', CONVEYOR_CONTROLLER_PORT: '0', CONVEYOR_CONTROLLER_HOST: '127.0.0.1' };
   for (const [key, value] of Object.entries({ ...FAST_CONTROLLER, ...controller })) env[`CONVEYOR_CONTROLLER_${key.toUpperCase()}`] = value;
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'controller'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, conveyorArgs(['controller']), { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));

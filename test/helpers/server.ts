@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { Knex } from 'knex';
 import { validateConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { createLogger, type Logger } from '../../src/log/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import type { Engine, TestDatabase } from './engines.js';
+import { conveyorArgs } from './conveyor-command.js';
 import { Api } from './http.js';
 
 export type ConfigOverrides = { [S in keyof Config]?: Partial<Record<keyof Config[S], unknown>> };
@@ -63,7 +63,6 @@ export async function startTestServer(
   };
 }
 
-const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 
 export interface ChildServer {
   api: Api;
@@ -73,9 +72,9 @@ export interface ChildServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `conveyor serve` as a separate OS process (tsx), for multi-instance and shutdown tests; `nodeArgs` go to node (a preload). */
+/** Starts `conveyor serve` as a separate OS process (compiled), for multi-instance and shutdown tests; `nodeArgs` go to node (a preload). */
 export async function startChildServer(env: Record<string, string>, args: string[] = ['serve'], nodeArgs: string[] = []): Promise<ChildServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, CLI, ...args], {
+  const child = spawn(process.execPath, conveyorArgs(args, nodeArgs), {
     env: {
       ...process.env,
       CONVEYOR_SERVER_HTTP_PORT: '0',
