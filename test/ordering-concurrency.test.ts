@@ -25,7 +25,7 @@ interface Run {
 }
 
 /**
- * CONSUMERS consumers spread over the instances dequeue, ack 85 %, nack 10 % (retried at once) and abandon 5 %
+ * CONSUMERS consumers spread over the instances dequeue, ack 85 % (a batch per dequeue), nack 10 % (retried at once) and abandon 5 %
  * (their claims time out), until nothing is left for them; the instance whose `kill` is given is SIGKILLed
  * once a third of the messages have been acked, and its consumers move on to the others. A delivery is held
  * from its dequeue to the moment its settle is sent; an abandoned one until shortly before its visibility
@@ -89,19 +89,24 @@ async function consume(apis: Api[], kill: () => Promise<void>, topic: string, gr
         list.push(Number(i));
         delivered.set(key, list);
       }
-      await Promise.all(
-        messages.map(async (m) => {
-          const roll = next();
-          const body = group ? { consumer_group: group } : {};
-          if (roll < 0.05) {
-            held.set(m.ordering_key, { id: m.id, until: received + VISIBILITY_SECONDS * 1000 - 300 });
-            return;
-          }
-          if (held.get(m.ordering_key)?.id === m.id) held.delete(m.ordering_key);
-          const settled = await api.post(`/api/messages/${m.id}/${roll < 0.15 ? 'nack' : 'ack'}`, body).catch(() => undefined);
-          if (roll >= 0.15 && settled?.status === 204) acks++;
-        }),
-      );
+      const body = group ? { consumer_group: group } : {};
+      const acking: string[] = [];
+      const nacks: Array<Promise<unknown>> = [];
+      for (const m of messages) {
+        const roll = next();
+        if (roll < 0.05) {
+          held.set(m.ordering_key, { id: m.id, until: received + VISIBILITY_SECONDS * 1000 - 300 });
+          continue;
+        }
+        if (held.get(m.ordering_key)?.id === m.id) held.delete(m.ordering_key);
+        if (roll < 0.15) nacks.push(api.post(`/api/messages/${m.id}/nack`, body).catch(() => undefined));
+        else acking.push(m.id);
+      }
+      // The acks of a dequeue go as one batch (their lines handed over together), the nacks one by one.
+      const acked = acking.length > 0 ? api.post('/api/messages/ack', { ids: acking, ...body }).catch(() => undefined) : undefined;
+      await Promise.all(nacks);
+      const answer = await acked;
+      if (answer?.status === 200) acks += (answer.body.acked as string[]).length;
     }
   };
   await Promise.all(Array.from({ length: CONSUMERS }, (_, i) => consumer(i)));
