@@ -9,7 +9,6 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../src/config/load.js';
 import { createLogger } from '../src/log/logger.js';
-import { sqsTraceAttributes } from '../src/tracing/trace-metadata.js';
 import { describeEachEngine, engineByName, type TestDatabase } from './helpers/engines.js';
 import { QueueClient } from './helpers/grpc.js';
 import { OtlpReceiver, SpanKinds, type ReceivedSpan } from './helpers/otlp-receiver.js';
@@ -371,17 +370,6 @@ describe('tracing: export settings', () => {
     } finally {
       await server.close();
     }
-  });
-
-  it('maps a message\'s trace context to SQS message attributes, and nothing else', () => {
-    const { traceparent } = clientSpan();
-    expect(sqsTraceAttributes({ traceparent, tracestate: 'a=1', other: 'x' })).toEqual({
-      traceparent: { DataType: 'String', StringValue: traceparent },
-      tracestate: { DataType: 'String', StringValue: 'a=1' },
-    });
-    expect(sqsTraceAttributes({ traceparent })).toEqual({ traceparent: { DataType: 'String', StringValue: traceparent } });
-    expect(sqsTraceAttributes({ traceparent: 'not-a-traceparent', tracestate: 'a=1' })).toEqual({});
-    expect(sqsTraceAttributes({})).toEqual({});
   });
 
   it('refuses settings that cannot work, naming the key', () => {

@@ -27,20 +27,3 @@ export function traceCarrierOf(metadata: Readonly<Record<string, string>>): Trac
   const tracestate = metadata[TRACESTATE_KEY];
   return typeof tracestate === 'string' && tracestate !== '' ? { traceparent, tracestate } : { traceparent };
 }
-
-export interface SqsStringAttribute {
-  DataType: 'String';
-  StringValue: string;
-}
-
-/**
- * A message's trace context as SQS message attributes (`traceparent`, and `tracestate` when set), the names
- * OpenTelemetry's SQS instrumentations read and write; empty when it carries none. For the SQS-compatible API.
- */
-export function sqsTraceAttributes(metadata: Readonly<Record<string, string>>): Record<string, SqsStringAttribute> {
-  const carrier = traceCarrierOf(metadata);
-  if (!carrier) return {};
-  const attributes: Record<string, SqsStringAttribute> = { [TRACEPARENT_KEY]: { DataType: 'String', StringValue: carrier.traceparent! } };
-  if (carrier.tracestate !== undefined) attributes[TRACESTATE_KEY] = { DataType: 'String', StringValue: carrier.tracestate };
-  return attributes;
-}
