@@ -25,6 +25,7 @@ const galeraSuites = [
   'delayed-messages',
   'retry-backoff',
   'ordering-keys',
+  'ordering-concurrency',
 ];
 
 /**
