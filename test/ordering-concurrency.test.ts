@@ -28,8 +28,9 @@ interface Run {
  * CONSUMERS consumers spread over the instances dequeue, ack 85 % (a batch per dequeue), nack 10 % (retried at once) and abandon 5 %
  * (their claims time out), until nothing is left for them; the instance whose `kill` is given is SIGKILLed
  * once a third of the messages have been acked, and its consumers move on to the others. A delivery is held
- * from its dequeue to the moment its settle is sent; an abandoned one until shortly before its visibility
- * timeout ends (the server's claim started a little before the answer arrived).
+ * from its dequeue to the moment its settle is sent; an abandoned one until its visibility timeout ends at
+ * the earliest: that timeout counted from when the dequeue was sent, since the server's claim came after it
+ * however late the answer arrives (a slow machine never makes a legitimate redelivery look like an overlap).
  *
  * Deliveries of one key arrive in the order the server made them: a consumer settles a delivery only after
  * it arrived, and the server claims the next message of a key only after that settle. So the sequence of
@@ -66,6 +67,7 @@ async function consume(apis: Api[], kill: () => Promise<void>, topic: string, gr
         await kill();
       }
       let res;
+      const sent = Date.now();
       try {
         res = await api.dequeue(topic, { count: 10, visibility_timeout_seconds: VISIBILITY_SECONDS, ...(group ? { consumer_group: group } : {}) });
       } catch {
@@ -95,7 +97,7 @@ async function consume(apis: Api[], kill: () => Promise<void>, topic: string, gr
       for (const m of messages) {
         const roll = next();
         if (roll < 0.05) {
-          held.set(m.ordering_key, { id: m.id, until: received + VISIBILITY_SECONDS * 1000 - 300 });
+          held.set(m.ordering_key, { id: m.id, until: sent + VISIBILITY_SECONDS * 1000 - 20 });
           continue;
         }
         if (held.get(m.ordering_key)?.id === m.id) held.delete(m.ordering_key);
