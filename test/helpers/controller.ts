@@ -44,7 +44,6 @@ export async function startTestController(
   return { ...running, api: new Api(`http://127.0.0.1:${running.port}`) };
 }
 
-
 export interface ControllerProcess {
   process: ChildProcess;
   identity: string;

@@ -63,7 +63,6 @@ export async function startTestServer(
   };
 }
 
-
 export interface ChildServer {
   api: Api;
   url: string;
