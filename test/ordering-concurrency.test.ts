@@ -31,6 +31,8 @@ interface Run {
  * from its dequeue to the moment its settle is sent; an abandoned one until its visibility timeout ends at
  * the earliest: that timeout counted from when the dequeue was sent, since the server's claim came after it
  * however late the answer arrives (a slow machine never makes a legitimate redelivery look like an overlap).
+ * Acks name a message, not a delivery: an ack sent late for an earlier delivery ends the claim of its
+ * redelivery too, so a redelivery of a message whose ack was sent holds nothing.
  *
  * Deliveries of one key arrive in the order the server made them: a consumer settles a delivery only after
  * it arrived, and the server claims the next message of a key only after that settle. So the sequence of
@@ -40,6 +42,8 @@ async function consume(apis: Api[], kill: () => Promise<void>, topic: string, gr
   const next = random(seed);
   const delivered = new Map<string, number[]>();
   const held = new Map<string, { id: string; until: number }>();
+  // Acks are by id: a late ack of an earlier delivery ends a redelivery's claim too, whenever it lands.
+  const ackSent = new Set<string>();
   const overlaps: string[] = [];
   let acks = 0;
   let killed = false;
@@ -84,7 +88,10 @@ async function consume(apis: Api[], kill: () => Promise<void>, topic: string, gr
       for (const m of messages) {
         // The same message again is its retry (its claim timed out at the server a little before ours would).
         const other = held.get(m.ordering_key);
-        if (other !== undefined && other.until > received && other.id !== m.id) overlaps.push(`${m.ordering_key}: ${m.payload} while another was held`);
+        if (other !== undefined && other.until > received && other.id !== m.id) {
+          const left = other.until === Number.MAX_SAFE_INTEGER ? 'unsettled' : `${other.until - received} ms of its timeout left`;
+          overlaps.push(`${m.ordering_key}: ${m.payload} while ${other.id} was held (${left})`);
+        }
         held.set(m.ordering_key, { id: m.id, until: Number.MAX_SAFE_INTEGER });
         const [key, i] = m.payload.split(':');
         const list = delivered.get(key) ?? [];
@@ -96,13 +103,17 @@ async function consume(apis: Api[], kill: () => Promise<void>, topic: string, gr
       const nacks: Array<Promise<unknown>> = [];
       for (const m of messages) {
         const roll = next();
-        if (roll < 0.05) {
+        if (roll < 0.05 && !ackSent.has(m.id)) {
           held.set(m.ordering_key, { id: m.id, until: sent + VISIBILITY_SECONDS * 1000 - 20 });
           continue;
         }
         if (held.get(m.ordering_key)?.id === m.id) held.delete(m.ordering_key);
+        if (roll < 0.05) continue;
         if (roll < 0.15) nacks.push(api.post(`/api/messages/${m.id}/nack`, body).catch(() => undefined));
-        else acking.push(m.id);
+        else {
+          acking.push(m.id);
+          ackSent.add(m.id);
+        }
       }
       // The acks of a dequeue go as one batch (their lines handed over together), the nacks one by one.
       const acked = acking.length > 0 ? api.post('/api/messages/ack', { ids: acking, ...body }).catch(() => undefined) : undefined;
