@@ -8,7 +8,7 @@ import { Api } from './helpers/http.js';
 import { conveyorArgs } from './helpers/conveyor-command.js';
 
 /** `conveyor serve` on a fresh SQLite file with the given stdio; `run` gets its API while it runs. */
-async function withServer(stdio: (dir: string) => StdioOptions, run: (child: ChildProcess, api: Api, exited: Promise<number | null>) => Promise<void>): Promise<void> {
+async function withServer(stdio: () => StdioOptions, run: (child: ChildProcess, api: Api, exited: Promise<number | null>) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'conveyor-log-destination-'));
   const [httpPort, grpcPort] = await freePorts(2);
   const child = spawn(process.execPath, conveyorArgs(['serve']), {
@@ -20,7 +20,7 @@ async function withServer(stdio: (dir: string) => StdioOptions, run: (child: Chi
       CONVEYOR_SERVER_HOST: '127.0.0.1',
       CONVEYOR_LOG_LEVEL: 'info',
     },
-    stdio: stdio(dir),
+    stdio: stdio(),
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   try {
