@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { claimSelectMysql, type ClaimRequest } from '../src/store/messages/claim.js';
 import { overdueMessages, WITHOUT_DELIVERIES } from '../src/store/messages/settle.js';
-import { joinTopicLinesStatements, leaveTopicLinesStatements, nextInLineStatement } from '../src/store/ordering/lines.js';
+import { joinTopicLinesStatements, leaveTopicLinesStatements, lineHeadsStatement, nextInLineStatement } from '../src/store/ordering/lines.js';
 import { engineByName } from './helpers/engines.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -130,13 +130,15 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
     const heads = (await server.db('ordering_heads').where({ topic: 'ordered', consumer_group: '' }).orderBy('ordering_key').limit(30)) as Array<{ ordering_key: string; message_id: string }>;
     expect(heads).toHaveLength(30);
     const lines = heads.map((h) => ({ line: { topic: 'ordered', group: '', key: h.ordering_key }, id: h.message_id }));
-    for (const statement of [...leaveTopicLinesStatements(lines, now), ...joinTopicLinesStatements(lines)]) {
+    for (const statement of [...leaveTopicLinesStatements(lines, now), lineHeadsStatement(lines), ...joinTopicLinesStatements(lines)]) {
       const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${statement.sql}`, statement.bindings as any[])) as [Array<{ EXPLAIN: string }>];
       const text = json[0].EXPLAIN;
       for (const t of tablesOf(JSON.parse(text))) {
         // Heads by their whole primary key (range or eq_ref), messages by key: never a walk of every head.
         expect(['ALL', 'index'], `${t.table_name} in ${statement.sql}`).not.toContain(t.access_type);
         if (t.table_name === 'h') expect(Number(t.rows), statement.sql).toBeLessThanOrEqual(30);
+        // Messages by id, or a line's first rows: never the topic's 2,000.
+        if (t.table_name === 'm' || t.table_name === 'messages') expect(Number(t.rows), `${t.table_name} in ${statement.sql}`).toBeLessThanOrEqual(2 * lines.length);
       }
       // The join's INSERT sorts its batch's own rows into the lock order; nothing else sorts.
       if (!statement.sql.startsWith('INSERT')) expect(text, statement.sql).not.toMatch(/filesort/i);

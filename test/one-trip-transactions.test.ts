@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createLogger } from '../src/log/logger.js';
 import { createDb } from '../src/store/db.js';
-import { runInOneTrip } from '../src/store/statement.js';
+import { runInOneTrip, runInTwoTrips } from '../src/store/statement.js';
 import { engineByName, type TestDatabase } from './helpers/engines.js';
 
 /**
@@ -55,5 +55,33 @@ import { engineByName, type TestDatabase } from './helpers/engines.js';
     } finally {
       await other.destroy();
     }
+  });
+
+  it('two trips: the second part is made from the first one\'s answers, and all of it commits', async () => {
+    const result = await runInTwoTrips(
+      db,
+      [
+        { sql: 'INSERT INTO trips (id, note) VALUES (?, ?)', bindings: [3, 'c'] },
+        { sql: 'SELECT COUNT(*) AS n FROM trips', bindings: [] },
+      ],
+      ([, rows]) => [{ sql: 'INSERT INTO trips (id, note) VALUES (?, ?)', bindings: [4, `after ${(rows as Array<{ n: number }>)[0].n}`] }],
+    );
+    expect((result.first[0] as { affectedRows: number }).affectedRows).toBe(1);
+    expect((result.then[0] as { affectedRows: number }).affectedRows).toBe(1);
+    expect(await notes()).toEqual(expect.arrayContaining(['3:c', '4:after 3']));
+  });
+
+  it('two trips: a failure in the second rolls back the first, and so does an error thrown between them', async () => {
+    const failing = (second: () => Array<{ sql: string; bindings: unknown[] }>) =>
+      runInTwoTrips(db, [{ sql: 'UPDATE trips SET note = ? WHERE id = ?', bindings: ['changed', 3] }], second);
+    await expect(failing(() => [{ sql: 'INSERT INTO trips (id, note) VALUES (?, ?)', bindings: [3, 'duplicate'] }])).rejects.toThrow(/Duplicate entry/);
+    await expect(
+      failing(() => {
+        throw new Error('no plan');
+      }),
+    ).rejects.toThrow(/no plan/);
+    expect((await db('trips').where({ id: 3 }).first('note')).note).toBe('c');
+    const [[state]] = (await db.raw('SELECT @@in_transaction AS open')) as [[{ open: number }]];
+    expect(Number(state.open)).toBe(0);
   });
 });

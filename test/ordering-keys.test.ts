@@ -4,6 +4,7 @@ import { describeEachEngine } from './helpers/engines.js';
 import { clockedSuite, sleep, StreamRecorder } from './helpers/grpc.js';
 import { enqueueId, findMessage, putTopicConfig } from './helpers/messages.js';
 import type { Api } from './helpers/http.js';
+import { parseMetrics, valueOf } from './helpers/metrics.js';
 
 const payloads = async (api: Api, topic: string, extra: Record<string, unknown> = {}) =>
   ((await api.dequeue(topic, { count: 100, visibility_timeout_seconds: 600, ...extra })).body.messages as any[]).map((m) => m.payload);
@@ -188,6 +189,29 @@ describeEachEngine('ordering keys', (engine) => {
     expect(await payloads(api(), 'ok-stale')).toEqual([]);
     await enqueueId(api(), 'ok-stale', 's3', { ordering_key: 'K' });
     expect(await payloads(api(), 'ok-stale')).toEqual(['s2']);
+  });
+
+  it('concurrent enqueues of new keys and of keys with a backlog: each line gets one head, its first message, and no flush deadlocks', async () => {
+    const deadlocks = async () => valueOf(parseMetrics((await api().get('/metrics')).text), 'conveyor_db_conflicts_total', { kind: 'deadlock' }) ?? 0;
+    const before = await deadlocks();
+    // 600 keys, each first enqueued by a request of its own; 64 requests in flight, so the service commits
+    // them in concurrent flushes that create new lines beside each other, then add to lines that have a head.
+    const keys = 600;
+    for (let wave = 0; wave < 2; wave++) {
+      const sent = Array.from({ length: keys }, (_, k) => k);
+      const statuses = await Promise.all(
+        Array.from({ length: 64 }, async (_, worker) => {
+          const seen: number[] = [];
+          for (let k = worker; k < keys; k += 64) seen.push((await api().enqueue('ok-concurrent', `w${wave}-k${sent[k]}`, { ordering_key: `key-${sent[k]}` })).status);
+          return seen;
+        }),
+      );
+      expect(new Set(statuses.flat())).toEqual(new Set([201]));
+    }
+    const claimed: string[] = [];
+    for (let batch = await payloads(api(), 'ok-concurrent'); batch.length > 0; batch = await payloads(api(), 'ok-concurrent')) claimed.push(...batch);
+    expect(claimed.sort()).toEqual(Array.from({ length: keys }, (_, k) => `w0-k${k}`).sort());
+    expect(await deadlocks()).toBe(before);
   });
 
   it('over gRPC: Enqueue takes ordering_key, Dequeue and Subscribe carry it, one at a time per key', async () => {

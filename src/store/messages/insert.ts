@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
 import { capabilities, capabilitiesOf } from '../capabilities.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
-import { runInOneTrip, runStatement } from '../statement.js';
+import { runInTwoTrips, runStatement } from '../statement.js';
 import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
-import { BEHIND_HEAD, joinLinesOf, joinTopicLinesStatements, repairLines } from '../ordering/lines.js';
+import { BEHIND_HEAD, joinLinesOf, joinTopicLinesAfter, lineHeadsStatement, repairLines } from '../ordering/lines.js';
 
 export interface NewMessage {
   id: string;
@@ -309,9 +309,12 @@ function laterRows(count: number, tableValueConstructor: boolean): string {
 }
 
 /**
- * insertUngrouped for a batch with ordering keys: the same INSERT, and the new messages join their lines, in
- * one transaction sent in one round trip (src/store/statement.ts) instead of seven. Lines whose head turned
- * out gone are handed over after the commit (rare: an instance died between an ack and its hand-over).
+ * insertUngrouped for a batch with ordering keys: the same INSERT, stored waiting, and the new messages join
+ * their lines, in one transaction of two round trips (src/store/statement.ts, runInTwoTrips). The first reads
+ * each line's head, share-locked (src/store/ordering/lines.ts, lineHeadsStatement); the second is COMMIT alone
+ * when every line has a live head (a key with a backlog: one read of a row per line), else it opens the lines
+ * that have none first. Lines whose head turned out gone are handed over after the commit (rare: an instance
+ * died between an ack and its hand-over).
  */
 async function insertUngroupedInLines(db: Knex, messages: NewMessage[]): Promise<boolean> {
   const topics = [...new Set(messages.map((m) => m.topic))];
@@ -319,10 +322,23 @@ async function insertUngroupedInLines(db: Knex, messages: NewMessage[]): Promise
   for (const m of messages) bindings.push(...Object.values(newMessageRow(m)));
   const insert = { sql: ungroupedInsertSql(messages.length, topics.length, (await capabilitiesOf(db)).tableValueConstructor), bindings: [...bindings, ...topics] };
   const joins = messages.flatMap((m) => (m.orderingKey == null ? [] : [{ line: { topic: m.topic, group: '', key: m.orderingKey }, id: m.id }]));
-  const [inserted, , , stale] = (await runInOneTrip(db, [insert, ...joinTopicLinesStatements(joins)])) as [{ affectedRows: number }, unknown, unknown, Array<{ topic: string }>];
+  let stale = new Set<string>();
+  const result = await runInTwoTrips(
+    db,
+    [insert, lineHeadsStatement(joins)],
+    ([inserted, heads]) => {
+      // Nothing stored (a topic has groups now): nothing to join.
+      if ((inserted as { affectedRows: number }).affectedRows === 0) return [];
+      const after = joinTopicLinesAfter(joins, heads as Parameters<typeof joinTopicLinesAfter>[1]);
+      stale = after.stale;
+      return after.statements;
+    },
+  );
+  const inserted = result.first[0] as { affectedRows: number };
   if (inserted.affectedRows !== 0 && inserted.affectedRows !== messages.length) throw new Error(`stored ${inserted.affectedRows} of ${messages.length} messages in one statement`);
+  for (const r of (result.then[2] as Array<{ topic: string }> | undefined) ?? []) stale.add(String(r.topic));
   const now = Math.max(...messages.map((m) => m.createdAt));
-  for (const topic of new Set(stale.map((r) => String(r.topic)))) await repairLines(db, now, topic).catch(() => undefined);
+  for (const topic of stale) await repairLines(db, now, topic).catch(() => undefined);
   return inserted.affectedRows === messages.length;
 }
 

@@ -157,7 +157,8 @@ function linesCondition(lines: Line[], prefix = ''): { sql: string; bindings: st
   return { sql: `(${sql})`, bindings: lines.flatMap((l) => [l.topic, l.group, l.key]) };
 }
 
-const lineId = (l: Line) => JSON.stringify([l.topic, l.group, l.key]);
+/** A line's identity as one string: topic and group names hold no NUL, so the key is whatever follows the second. */
+const lineId = (l: Line) => `${l.topic}\u0000${l.group}\u0000${l.key}`;
 /** Lines per statement: three bindings each, well inside every engine's limit. */
 const LINES_PER_STATEMENT = 200;
 
@@ -287,7 +288,7 @@ async function liveHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: s
  */
 export async function leaveLinesOf(trx: Knex.Transaction, lefts: Array<{ line: Line; id: string }>, now: number): Promise<void> {
   if (lefts.length === 0) return;
-  const ordered = [...lefts].sort((a, b) => (lineId(a.line) < lineId(b.line) ? -1 : lineId(a.line) > lineId(b.line) ? 1 : 0));
+  const ordered = lefts.map((l) => [lineId(l.line), l] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, l]) => l);
   const heads = await headsOf(trx, ordered.map((l) => l.line));
   const ending = ordered.filter((l) => heads.get(lineId(l.line)) === l.id);
   const next = new Map<string, { id: string; deliverAfter: number }>();
@@ -341,40 +342,85 @@ function candidatesOf<J extends { line: Line; id: string }>(joins: J[]): J[] {
     const seen = first.get(at);
     if (!seen || j.id < seen.id) first.set(at, j);
   }
-  return [...first.values()].sort((a, b) => (lineId(a.line) < lineId(b.line) ? -1 : lineId(a.line) > lineId(b.line) ? 1 : 0));
+  return [...first.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, j]) => j);
 }
 
 const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
 /**
+ * The first half of an ordered enqueue's join of its lines on MySQL/MariaDB (src/store/messages/insert.ts,
+ * insertUngroupedInLines), run after the INSERT that stored the messages waiting, in the same transaction: each
+ * line's head row, share-locked, with its head's id where that message is still live (pending or processing on
+ * the line's topic). A line with a live head needs nothing more: its message waits, and whoever hands the line
+ * over later finds it. joinTopicLinesAfter says what the rest of the transaction does.
+ *
+ * Why a share lock is enough: a hand-over locks the head row exclusively before it seeks the line's next
+ * message, and holds it to its commit. If the hand-over came first, this read waits for its commit and reads
+ * what it left (a locking read sees the latest commit): a new head, or no row when it closed the line, which
+ * this enqueue then opens. Where a line has no row, the read locks nothing (the service's sessions run READ
+ * COMMITTED, which takes no gap locks), so enqueues of new keys do not wait for one another. If this read came first, the hand-over waits
+ * for this enqueue's commit, and its seek then sees the message. Two enqueues share the lock: neither waits for
+ * the other. The live head is read in a subquery, which takes no lock: a claim's SKIP LOCKED never skips it.
+ */
+export function lineHeadsStatement(joins: Array<{ line: Line; id: string }>): Statement {
+  const lines = candidatesOf(joins).map((c) => c.line);
+  return {
+    sql:
+      "SELECT h.topic, h.ordering_key, (SELECT m.id FROM messages m WHERE m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing')) AS live_id " +
+      `FROM ordering_heads h WHERE (h.topic, h.consumer_group, h.ordering_key) IN (${lines.map(() => "(?, '', ?)").join(', ')}) LOCK IN SHARE MODE`,
+    bindings: lines.flatMap((l) => [l.topic, l.key]),
+  };
+}
+
+/**
+ * The rest of the join, from lineHeadsStatement's rows: the lines without a head row (a new key, or a line its
+ * last hand-over closed) join as joinTopicLinesStatements says, and `stale` names the topics of lines whose head
+ * is gone (an instance died between an ack and its hand-over), which `repairLines` hands over after the commit.
+ */
+export function joinTopicLinesAfter(
+  joins: Array<{ line: Line; id: string }>,
+  heads: Array<{ topic: string; ordering_key: string; live_id: string | null }>,
+): { statements: Statement[]; stale: Set<string> } {
+  const found = new Set(heads.map((h) => lineId({ topic: String(h.topic), group: '', key: String(h.ordering_key) })));
+  const missing = joins.filter((j) => !found.has(lineId(j.line)));
+  const stale = new Set(heads.filter((h) => h.live_id == null).map((h) => String(h.topic)));
+  return { statements: missing.length > 0 ? joinTopicLinesStatements(missing) : [], stale };
+}
+
+/**
  * joinLinesOf for new messages of a topic's own lines, as statements that need no answer of one another, for
- * a transaction sent in one round trip after the statement that stores the messages (src/store/statement.ts,
- * runInOneTrip): each line's first new message becomes its head where the line has none (an upsert that keeps
- * a live line's head and locks its row), is opened (made claimable from its delay on) when it did, and the
- * last statement lists the lines whose head is gone, which `repairLines` then hands over. A candidate that was
- * not stored (its statement stored nothing) makes no head: the heads are read from the stored rows.
+ * a transaction after the statement that stores the messages: each line's first new message becomes its head
+ * where the line has none (an upsert that keeps a live line's head and locks its row), is opened (made
+ * claimable from its delay on) when it did, and the last statement lists the lines whose head is gone, which
+ * `repairLines` then hands over. A candidate that was not stored (its statement stored nothing) makes no head:
+ * the heads are read from the stored rows.
+ *
+ * The statements name the indexes they read messages by, so that their plans do not depend on the table's
+ * statistics: for the upsert's ORDER BY (the lock order) MariaDB once walked messages_ordering, the topic's
+ * every message, per enqueue; with statistics taken while the table was small, the UPDATE scanned and locked
+ * the table, and two enqueues deadlocked.
  */
 export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }>): Statement[] {
   const candidates = candidatesOf(joins);
   const ids = candidates.map((c) => c.id);
-  const where = linesCondition(candidates.map((c) => c.line), 'h.');
+  const lines = `(h.topic, h.consumer_group, h.ordering_key) IN (${candidates.map(() => "(?, '', ?)").join(', ')})`;
   const mysql = 'ON DUPLICATE KEY UPDATE message_id = ordering_heads.message_id';
   return [
     {
-      sql: `INSERT INTO ordering_heads (topic, consumer_group, ordering_key, message_id) SELECT topic, '', ordering_key, id FROM messages WHERE id IN (${placeholders(ids.length)}) ORDER BY topic, ordering_key ${mysql}`,
+      sql: `INSERT INTO ordering_heads (topic, consumer_group, ordering_key, message_id) SELECT topic, '', ordering_key, id FROM messages FORCE INDEX (PRIMARY) WHERE id IN (${placeholders(ids.length)}) ORDER BY topic, ordering_key ${mysql}`,
       bindings: ids,
     },
     {
       sql:
-        "UPDATE messages m JOIN ordering_heads h ON h.topic = m.topic AND h.consumer_group = '' AND h.ordering_key = m.ordering_key AND h.message_id = m.id " +
+        "UPDATE messages m FORCE INDEX (PRIMARY) STRAIGHT_JOIN ordering_heads h ON h.topic = m.topic AND h.consumer_group = '' AND h.ordering_key = m.ordering_key AND h.message_id = m.id " +
         `SET m.visible_at = m.deliver_after WHERE m.id IN (${placeholders(ids.length)}) AND m.status = 'pending'`,
       bindings: ids,
     },
     {
       sql:
-        "SELECT h.topic FROM ordering_heads h LEFT JOIN messages m ON m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing') " +
-        `WHERE ${where.sql} AND m.id IS NULL`,
-      bindings: where.bindings,
+        "SELECT h.topic FROM ordering_heads h LEFT JOIN messages m FORCE INDEX (PRIMARY) ON m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing') " +
+        `WHERE ${lines} AND m.id IS NULL`,
+      bindings: candidates.flatMap((c) => [c.line.topic, c.line.key]),
     },
   ];
 }
@@ -411,7 +457,7 @@ export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string 
     { sql: `DELETE h FROM ordering_heads h WHERE ${named}`, bindings: namedBindings },
     {
       sql:
-        "UPDATE messages m JOIN ordering_heads h ON h.message_id = m.id AND h.topic = m.topic AND h.consumer_group = '' " +
+        "UPDATE ordering_heads h STRAIGHT_JOIN messages m FORCE INDEX (PRIMARY) ON h.message_id = m.id AND h.topic = m.topic AND h.consumer_group = '' " +
         `SET m.visible_at = m.deliver_after WHERE ${lines} AND m.status = 'pending' AND m.visible_at = ?`,
       bindings: [...linesBindings, BEHIND_HEAD],
     },
