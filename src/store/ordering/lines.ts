@@ -426,9 +426,10 @@ export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }
 }
 
 /**
- * leaveLinesOf for a topic's own lines, as statements for a transaction sent in one round trip: each line
- * whose head is one of `lefts` moves its head to its next waiting message (a seek into messages_ordering per
- * line, in the statement), a line with none left closes, and the new heads are opened.
+ * leaveLinesOf for a topic's own lines, as statements for a transaction sent in one round trip (the
+ * one-statement ack's hand-over, MariaDB): each line whose head is one of `lefts` moves its head to its next
+ * waiting message and opens it in one UPDATE of both rows (a seek into messages_ordering per line, in the
+ * join), and a line with none left closes.
  *
  * The seek names its index: evaluated per head row, MariaDB costed it as a walk of the topic's pending
  * messages sorted by place (half a second per statement with 9,000 waiting).
@@ -441,25 +442,18 @@ export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string 
   const ordered = candidatesOf(lefts);
   // Each line by its whole primary key, so the statements read (and lock) those rows only: with the group
   // factored out of the OR, MariaDB walked every head of the topic.
-  const lines = `(h.topic, h.consumer_group, h.ordering_key) IN (${ordered.map(() => "(?, '', ?)").join(', ')})`;
-  const linesBindings = ordered.flatMap((l) => [l.line.topic, l.line.key]);
-  const named = `${lines} AND h.message_id IN (${placeholders(ordered.length)})`;
-  const namedBindings = [...linesBindings, ...ordered.map((l) => l.id)];
+  const named = `(h.topic, h.consumer_group, h.ordering_key) IN (${ordered.map(() => "(?, '', ?)").join(', ')}) AND h.message_id IN (${placeholders(ordered.length)})`;
+  const namedBindings = [...ordered.flatMap((l) => [l.line.topic, l.line.key]), ...ordered.map((l) => l.id)];
   return [
     { sql: `SELECT h.message_id FROM ordering_heads h WHERE ${named} FOR UPDATE`, bindings: namedBindings },
     {
+      // A line with no next message joins no row and keeps naming the head that left: the DELETE closes it.
       sql:
-        'UPDATE ordering_heads h SET h.message_id = COALESCE((SELECT m.id FROM messages m FORCE INDEX (messages_ordering) WHERE m.topic = h.topic AND m.ordering_key = h.ordering_key ' +
-        "AND m.status = 'pending' AND (m.expires_at IS NULL OR m.expires_at > ?) ORDER BY m.ordering_seq LIMIT 1), h.message_id) " +
-        `WHERE ${named}`,
-      bindings: [now, ...namedBindings],
+        'UPDATE ordering_heads h JOIN messages m FORCE INDEX (PRIMARY) ON m.id = (SELECT n.id FROM messages n FORCE INDEX (messages_ordering) ' +
+        "WHERE n.topic = h.topic AND n.ordering_key = h.ordering_key AND n.status = 'pending' AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.ordering_seq LIMIT 1) " +
+        `SET h.message_id = m.id, m.visible_at = IF(m.visible_at = ?, m.deliver_after, m.visible_at) WHERE ${named}`,
+      bindings: [now, BEHIND_HEAD, ...namedBindings],
     },
     { sql: `DELETE h FROM ordering_heads h WHERE ${named}`, bindings: namedBindings },
-    {
-      sql:
-        "UPDATE ordering_heads h STRAIGHT_JOIN messages m FORCE INDEX (PRIMARY) ON h.message_id = m.id AND h.topic = m.topic AND h.consumer_group = '' " +
-        `SET m.visible_at = m.deliver_after WHERE ${lines} AND m.status = 'pending' AND m.visible_at = ?`,
-      bindings: [...linesBindings, BEHIND_HEAD],
-    },
   ];
 }
