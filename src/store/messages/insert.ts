@@ -336,6 +336,7 @@ async function insertUngroupedInLines(db: Knex, messages: NewMessage[]): Promise
   );
   const inserted = result.first[0] as { affectedRows: number };
   if (inserted.affectedRows !== 0 && inserted.affectedRows !== messages.length) throw new Error(`stored ${inserted.affectedRows} of ${messages.length} messages in one statement`);
+  // The join's third statement, when it ran, lists the lines whose head is gone.
   for (const r of (result.then[2] as Array<{ topic: string }> | undefined) ?? []) stale.add(String(r.topic));
   const now = Math.max(...messages.map((m) => m.createdAt));
   for (const topic of stale) await repairLines(db, now, topic).catch(() => undefined);

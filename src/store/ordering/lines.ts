@@ -357,10 +357,11 @@ const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',
  * Why a share lock is enough: a hand-over locks the head row exclusively before it seeks the line's next
  * message, and holds it to its commit. If the hand-over came first, this read waits for its commit and reads
  * what it left (a locking read sees the latest commit): a new head, or no row when it closed the line, which
- * this enqueue then opens. Where a line has no row, the read locks nothing (the service's sessions run READ
- * COMMITTED, which takes no gap locks), so enqueues of new keys do not wait for one another. If this read came first, the hand-over waits
- * for this enqueue's commit, and its seek then sees the message. Two enqueues share the lock: neither waits for
- * the other. The live head is read in a subquery, which takes no lock: a claim's SKIP LOCKED never skips it.
+ * this enqueue then opens. If this read came first, the hand-over waits for this enqueue's commit, and its seek
+ * then sees the message. Two enqueues share the lock: neither waits for the other. Where a line has no row the
+ * read locks nothing (the service's sessions run READ COMMITTED, which takes no gap locks), so enqueues of new
+ * keys do not wait for one another either. The live head is read in a subquery, which takes no lock: a
+ * claim's SKIP LOCKED never skips it.
  */
 export function lineHeadsStatement(joins: Array<{ line: Line; id: string }>): Statement {
   const lines = candidatesOf(joins).map((c) => c.line);
