@@ -169,7 +169,7 @@ async function benchEngine(engine: Engine, auth: AuthMode): Promise<EngineResult
         await token.renew(client);
         const lp = { rate: Number(process.env.BENCH_LONG_POLL_RATE ?? 1000), seconds: Number(process.env.BENCH_LONG_POLL_SECONDS ?? 10) };
         const common = { consumers: options.consumers, dequeueCount: options.dequeueCount, payloadBytes: options.payloadBytes, deadlineMs: deadlineMs + lp.seconds * 1000 };
-        report(await longPollPhase(client, procs, { ...common, topic: 'bench.long-poll', waitSeconds: 20, ratePerSecond: lp.rate, seconds: lp.seconds, idleSeconds: 5, mysqlUrl: engine === 'mysql' ? db.url : undefined }));
+        report(await longPollPhase(client, procs, { ...common, topic: 'bench.long-poll', waitSeconds: 20, ratePerSecond: lp.rate, seconds: lp.seconds, warmupSeconds: 2, idleSeconds: 5, mysqlUrl: engine === 'mysql' ? db.url : undefined }));
       }
       if (runGrpc) {
         await token.renew(client);

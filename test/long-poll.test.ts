@@ -109,6 +109,34 @@ describeEachEngine('long polling', (engine) => {
     expect((await server.api.post(`/api/messages/${id}/ack`, {})).status).toBe(204);
   });
 
+  it('a message that is not handed over wakes one waiting call: one claim, not one per waiting call', async () => {
+    const aborts = new AbortController();
+    const calls = Array.from({ length: 8 }, () => post(server.url, { topic: 'lp-one', count: 5, wait_seconds: 10 }, aborts.signal).catch(() => 'aborted'));
+    await untilWaiting(server, 8);
+    await sleep(200); // the last reads of the next moment have returned
+    const claims = async (result: string) => (await metricValue(server.api, 'conveyor_claims_total', { topic: 'lp-one', result })) ?? 0;
+    const [found, empty] = [await claims('found'), await claims('empty')];
+    const counter = statementCounter(server.db);
+    // A keyed message is stored pending (a later enqueue of its key may still replace it): it is claimed.
+    const id = await enqueueId(server.api, 'lp-one', 'keyed', { key: 'k1' });
+    await untilWaiting(server, 7);
+    await sleep(200);
+    counter.stop();
+    expect(await claims('found')).toBe(found + 1);
+    expect(await claims('empty')).toBe(empty);
+    // Woken waiters that found nothing would each have read when their topic has something next.
+    expect(counter.sql.filter((sql) => sql.includes('AS pending_at'))).toEqual([]);
+    // The other seven still wait, idle: the next plain enqueue is handed to one of them.
+    await enqueueId(server.api, 'lp-one', 'plain');
+    await untilWaiting(server, 6);
+    expect(await metricValue(server.api, 'conveyor_messages_handed_over_total', { topic: 'lp-one' })).toBe(1);
+    expect(await claims('empty')).toBe(empty);
+    aborts.abort();
+    const answers = await Promise.all(calls);
+    expect(answers.filter((a) => a !== 'aborted').map((a: any) => a.body.messages[0].id)).toContain(id);
+    await untilWaiting(server, 0);
+  });
+
   it('gRPC: Dequeue and BatchDequeue wait, and answer right after an enqueue', async () => {
     const latencies: number[] = [];
     for (let i = 0; i < 4; i++) {

@@ -105,6 +105,26 @@ const mysqlUrl = inject('mysqlUrl');
     expect(new Set(results.map((r) => r.body.id))).toEqual(new Set(items.map((m: any) => m.id)));
   });
 
+  it('ordering keys: an ack on the instance that dequeued the head hands its line over, unless another instance gave it back meanwhile', async () => {
+    const enqueue = async (payload: string) => (await a.api.enqueue('shared-ordered', payload, { ordering_key: 'K' })).body.id as string;
+    const [k1, k2, k3] = [await enqueue('k1'), await enqueue('k2'), await enqueue('k3')];
+    const dequeue = async (server: ChildServer) => (await server.api.dequeue('shared-ordered', { count: 10, visibility_timeout_seconds: 600 })).body.messages.map((m: any) => m.id);
+    expect(await dequeue(a)).toEqual([k1]);
+    // b nacks k1 back (a retry keeps its turn); a, which dequeued it, still knows its line and acks it: the
+    // ack finds it pending, settles nothing, and must not hand the line on to k2.
+    expect((await b.api.post(`/api/messages/${k1}/nack`, { error: 'busy' })).status).toBe(204);
+    expect((await a.api.post(`/api/messages/${k1}/ack`)).status).toBe(404);
+    expect(await dequeue(b)).toEqual([k1]);
+    expect(await dequeue(b)).toEqual([]);
+    // Dequeued and acked on b: the ack and the hand-over to k2 go in one transaction.
+    expect((await b.api.post(`/api/messages/${k1}/ack`)).status).toBe(204);
+    expect(await dequeue(a)).toEqual([k2]);
+    expect((await a.api.post(`/api/messages/${k2}/ack`)).status).toBe(204);
+    expect(await dequeue(b)).toEqual([k3]);
+    expect((await b.api.post('/api/messages/ack', { ids: [k3] })).body.acked).toEqual([k3]);
+    expect((await a.api.get('/api/messages?topic=shared-ordered')).body.total).toBe(0);
+  });
+
   it('the depth cap holds across instances', async () => {
     await a.api.put('/api/topic-configs/shared-capped', { max_depth: 15 });
     await waitFor(async () => (await b.api.get('/api/topic-configs/shared-capped')).status === 200, 3000);

@@ -5,16 +5,23 @@
  * its topic first. Only a hint: an ack whose message moved meanwhile, was dequeued through another
  * instance or fell out of here takes the ordinary way, with the same answers.
  */
+interface Dequeued {
+  topic: string;
+  until: number;
+  /** Its line's key: an ack can hand the line over in its own transaction (src/store/messages/settle.ts). */
+  orderingKey: string | null;
+}
+
 export class DequeuedTopics {
   /** In insertion order, which is deadline order for one visibility timeout: the oldest go first. */
-  private readonly entries = new Map<string, { topic: string; until: number }>();
+  private readonly entries = new Map<string, Dequeued>();
 
   /** Bounds the memory (about 100 bytes an entry) whatever the consumers leave unacked. */
   constructor(private readonly max = 50_000) {}
 
-  remember(id: string, topic: string, until: number): void {
+  remember(id: string, topic: string, until: number, orderingKey: string | null): void {
     if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(id, { topic, until });
+    this.entries.set(id, { topic, until, orderingKey });
   }
 
   /** The topic the message was dequeued from, while its visibility deadline (at `now`) has not passed. */
@@ -34,5 +41,12 @@ export class DequeuedTopics {
 
   forget(id: string): void {
     this.entries.delete(id);
+  }
+
+  /** Forgets the message, telling what was known of it: its ordering key, where it was dequeued from `topic`. */
+  take(id: string, topic: string): { orderingKey: string | null } | undefined {
+    const entry = this.entries.get(id);
+    this.entries.delete(id);
+    return entry?.topic === topic ? entry : undefined;
   }
 }

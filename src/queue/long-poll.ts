@@ -94,8 +94,9 @@ const tooManyWaiting = (max: number) =>
  * form a lane, and what wakes them:
  *
  * - a signal of the topic (src/queue/topic-signals.ts): an enqueue here or, through the Redis relay, on another
- *   instance; a message given back, nacked for a retry or released. Every waiter of the lane claims; the
- *   claim combiner (claim-combiner.ts) merges concurrent claims of one lane into a few transactions;
+ *   instance; a message given back, nacked for a retry or released. One waiter claims (Lane.wakeForSignal),
+ *   and a claim that took all it asked for wakes the next; the claim combiner (claim-combiner.ts) merges
+ *   concurrent claims of one lane into a few transactions;
  * - the lane's timer, for what no signal announces: a delay or retry backoff that ends, a visibility timeout
  *   that runs out. After claims that found nothing, the lane reads (once, whoever asked) the earliest moment
  *   something of the topic becomes claimable, up to its longest wait, and sets the timer for it;
@@ -238,6 +239,11 @@ class Waiter {
     private readonly count: number,
   ) {}
 
+  /** Its next claim starts after now, once woken (or at once when due): no claim running, no hand-over to answer first. */
+  get free(): boolean {
+    return this.handOver === undefined && this.ended === undefined && !this.claiming;
+  }
+
   /** Whether new messages may be stored for this call now: it waits idle, no claim running or due. */
   get idle(): boolean {
     return this.handOff !== undefined && this.handOver === undefined && this.ended === undefined && !this.due && !this.claiming;
@@ -304,7 +310,7 @@ class Lane {
   ) {
     this.unsubscribe = options.signals.subscribe(topic, () => {
       this.stale = true;
-      for (const waiter of this.waiters) waiter.signal();
+      this.wakeForSignal();
     });
     const needsRecheck = options.needsRecheck;
     if (needsRecheck) {
@@ -410,6 +416,23 @@ class Lane {
   private disarm(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+  }
+
+  /**
+   * A signal needs one claim that starts after it: a claim takes up to its count, and one that took all it
+   * asked for wakes the next waiter (found), so a burst spreads over the lane. Waking every waiter instead made
+   * each enqueue that found no idle waiter cost a claim per waiter, most of them empty, and kept the waiters
+   * busy claiming, so the next enqueues found none idle to hand their messages to either (a waiter with a
+   * hand-over coming answers it without claiming, so it does not count). Only when every waiter is claiming
+   * now (those claims may have begun before the signal) does each claim once more.
+   */
+  private wakeForSignal(): void {
+    for (const waiter of this.waiters) {
+      if (!waiter.free) continue;
+      waiter.signal();
+      return;
+    }
+    for (const waiter of this.waiters) waiter.signal();
   }
 
   /** One claim for the lane: its oldest waiter's, unless one is due already. */

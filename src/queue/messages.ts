@@ -204,7 +204,7 @@ export class MessageService {
       await this.releaseExpiredUnlessQuiet(topic, now, () => releaseExpired(this.deps.db, topic, now, attemptRules(this.policy(), now), VISIBILITY_EXPIRED));
       const lane = JSON.stringify(['topic', topic, route.deadLetterGroup ?? null, visibleMs]);
       rows = await this.claims.claim(lane, count, (limit) => this.counted(topic, claimMessages(this.deps.db, { ...claim(limit), consumerGroup: route.deadLetterGroup })));
-      if (route.deadLetterGroup === undefined) for (const row of rows) this.dequeuedTopics.remember(row.id, row.topic, row.visible_at);
+      if (route.deadLetterGroup === undefined) for (const row of rows) this.dequeuedTopics.remember(row.id, row.topic, row.visible_at, row.ordering_key);
     }
     const claimed = rows.map(toMessage);
     const answered = claimed.slice(0, answerLength(rows.map(rowBytes), this.deps.queue.max_dequeue_bytes));
@@ -281,7 +281,7 @@ export class MessageService {
           // Not given back (the database is down): they come back through their visibility timeout.
           if (answered.length < messages.length) await this.giveBack(topic, undefined, messages.slice(answered.length)).catch(() => {});
         }
-        for (const m of answered) this.dequeuedTopics.remember(m.id, topic, m.claimedUntil!);
+        for (const m of answered) this.dequeuedTopics.remember(m.id, topic, m.claimedUntil!, m.orderingKey);
         return answered;
       },
     };
@@ -349,10 +349,12 @@ export class MessageService {
    */
   async ackOnTopics(held: ReadonlyArray<{ id: unknown; topic: string }>): Promise<Set<string>> {
     const topics = new Map<string, string>();
+    const orderingKeys = new Map<string, string | null>();
     for (const { id, topic } of held) {
       const messageId = normaliseMessageId(id);
       if (!messageId) continue;
-      this.dequeuedTopics.forget(messageId);
+      const known = this.dequeuedTopics.take(messageId, topic);
+      if (known) orderingKeys.set(messageId, known.orderingKey);
       topics.set(messageId, topic);
     }
     const settled = new Set<string>();
@@ -366,7 +368,7 @@ export class MessageService {
     }
     await Promise.all(
       plain.map(async (id) => {
-        if (await this.acks.submit({ id, topic: topics.get(id)! })) settled.add(id);
+        if (await this.acks.submit({ id, topic: topics.get(id)!, orderingKey: orderingKeys.get(id) })) settled.add(id);
       }),
     );
     return settled;

@@ -15,6 +15,15 @@ interface PoolClient {
 }
 
 /**
+ * Tells the listeners of knex's `query` event (a test's statement counter, for one) of a statement run here
+ * as of one of knex's own. Without knex's query id, which the statement spans' listener
+ * (src/tracing/statement-spans.ts) takes for the mark of its own statements: these have their span here.
+ */
+function announce(db: Knex, sql: string, bindings: readonly unknown[]): void {
+  (db.client as unknown as { emit(event: string, query: unknown): void }).emit('query', { sql, bindings });
+}
+
+/**
  * One statement with `?` placeholders, autocommit or in the transaction `db` is; what it returns: the rows of a
  * SELECT or a RETURNING, or MySQL's result header (affectedRows) of any other statement.
  *
@@ -33,7 +42,8 @@ export async function runStatement(db: Knex, sql: string, values: readonly unkno
   // The shape knex's `debug` hands its logger (src/store/db.ts turns it into a line without values).
   if (client.config.debug) client.logger.debug({ sql, bindings: values });
   const connection = await client.acquireConnection();
-  // knex's query events do not see this statement: its span (with tracing on, in a traced request) starts here.
+  announce(db, sql, values);
+  // knex's statement spans do not see this statement: its span (with tracing on, in a traced request) starts here.
   const span = startStatementSpan('mysql', sql);
   try {
     // Outside a transaction, typed as knex's own statements are (src/store/errors.ts); in one, the driver's error.
@@ -78,6 +88,7 @@ export async function runInOneTrip(db: Knex, statements: Statement[]): Promise<u
   const values = bindingsOf(statements);
   if (client.config.debug) client.logger.debug({ sql, bindings: values });
   const connection = await client.acquireConnection();
+  announce(db, sql, values);
   const span = startStatementSpan('mysql', sql);
   try {
     const results = await new Promise<unknown[]>((resolve, reject) => connection.query(sql, values, (err, rows) => (err ? reject(err) : resolve(rows as unknown[]))));
@@ -108,6 +119,7 @@ export async function runInTwoTrips(
   const trip = async (statements: string[], values: readonly unknown[]): Promise<unknown[]> => {
     const sql = statements.join(';\n');
     if (client.config.debug) client.logger.debug({ sql, bindings: values });
+    announce(db, sql, values);
     const span = startStatementSpan('mysql', sql);
     try {
       const rows = await new Promise<unknown>((resolve, reject) => connection.query(sql, values, (err, rows) => (err ? reject(err) : resolve(rows))));

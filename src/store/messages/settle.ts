@@ -5,7 +5,7 @@ import { retryTransaction, withDbRetry } from '../retry.js';
 import { runInOneTrip, runStatement } from '../statement.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
 import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from './rows.js';
-import { leaveLine, leaveLinesOf, leaveTopicLinesStatements, requeueIntoLines } from '../ordering/lines.js';
+import { leaveLine, leaveLinesOf, leaveTopicLinesStatements, requeueIntoLines, type Line } from '../ordering/lines.js';
 import { storedTraceContext, type StoredTraceContext } from './trace-context.js';
 
 /** What the domain decided for a failed delivery attempt (nack or visibility timeout). */
@@ -218,6 +218,11 @@ async function leaveLines(trx: Knex.Transaction, acked: AckedMessage[], now: num
 export interface AckTarget {
   id: string;
   topic?: string;
+  /**
+   * With `topic`: the ordering key the message was dequeued with, as the instance that handed it out knows it
+   * (undefined where it does not). On MariaDB the line's hand-over then goes in the ack's own transaction.
+   */
+  orderingKey?: string | null;
 }
 
 /**
@@ -243,7 +248,7 @@ export async function ackMessages(
   const which = targetCondition(targets);
   const seen = new Map<string, string>();
   return withDbRetry(db, async (attempt) => {
-    if (oneStatement && !attempt.uncertain) return deleteProcessing(db, which, now);
+    if (oneStatement && !attempt.uncertain) return deleteProcessing(db, which, knownLines(targets), now);
     return db.transaction(async (trx) => {
       const acked: AckedMessage[] = (
         await lockForSettle(
@@ -310,19 +315,42 @@ export async function goneIds(trx: Knex.Transaction, ids: string[]): Promise<str
 }
 
 /**
- * The one-statement ack. Messages with an ordering key are handed over after it, in a transaction of their
- * own: an instance that dies between the two leaves the key's line on a head that is gone, which the next
- * enqueue of the key or the expiry reaper's sweep hands over (src/store/ordering/lines.ts). Order holds
- * either way: nothing of the key is claimable meanwhile.
+ * The lines of the targets whose ordering key the caller knows: the hand-overs an ack may have to make. A
+ * line named by two targets (an ack of a head that left already, beside one of its successor) is left out:
+ * which of them is the head is known only after the DELETE.
  */
-async function deleteProcessing(db: Knex, which: Condition, now: number): Promise<AckedMessage[]> {
-  const rows = (await runStatement(db, `DELETE FROM messages WHERE ${which.sql} AND status = 'processing' AND ${WITHOUT_DELIVERIES} RETURNING id, topic, ordering_key`, which.bindings)) as Array<{
+function knownLines(targets: AckTarget[]): Array<{ line: Line; id: string }> {
+  const byLine = new Map<string, { line: Line; id: string } | null>();
+  for (const t of targets) {
+    if (t.topic === undefined || t.orderingKey == null) continue;
+    const at = `${t.topic}\u0000${t.orderingKey}`;
+    byLine.set(at, byLine.has(at) ? null : { line: { topic: t.topic, group: '', key: t.orderingKey }, id: t.id });
+  }
+  return [...byLine.values()].filter((l) => l !== null);
+}
+
+/**
+ * The one-statement ack. On MariaDB, the lines its caller named (`known`, the ordering keys of messages this
+ * instance handed out) are handed over in the same transaction, sent with the DELETE in one round trip: one
+ * commit for both. A line is handed over only where the DELETE took its head (the hand-over's statements
+ * look for head rows that name a message no longer there), so a named message that was not processing keeps
+ * its turn. Messages with an ordering key that no one named (acked through another instance than the one
+ * that dequeued them) are handed over after it, in a transaction of their own: an instance that dies between
+ * the two leaves the key's line on a head that is gone, which the next enqueue of the key or the expiry
+ * reaper's sweep hands over (src/store/ordering/lines.ts). Order holds either way: nothing of the key is
+ * claimable meanwhile.
+ */
+async function deleteProcessing(db: Knex, which: Condition, known: Array<{ line: Line; id: string }>, now: number): Promise<AckedMessage[]> {
+  const remove = { sql: `DELETE FROM messages WHERE ${which.sql} AND status = 'processing' AND ${WITHOUT_DELIVERIES} RETURNING id, topic, ordering_key`, bindings: which.bindings };
+  const together = known.length > 0 && capabilities(db).driverQuery;
+  const rows = (together ? (await runInOneTrip(db, [remove, ...leaveTopicLinesStatements(known, now, true)]))[0] : await runStatement(db, remove.sql, remove.bindings)) as Array<{
     id: string;
     topic: string;
     ordering_key: string | null;
   }>;
   const acked = rows.map((r) => ({ id: String(r.id), topic: String(r.topic), orderingKey: r.ordering_key ?? null }));
-  const lefts = acked.flatMap((a) => (a.orderingKey === null ? [] : [{ line: { topic: a.topic, group: '', key: a.orderingKey }, id: a.id }]));
+  const handed = new Set(together ? known.map((k) => k.id) : []);
+  const lefts = acked.flatMap((a) => (a.orderingKey === null || handed.has(a.id) ? [] : [{ line: { topic: a.topic, group: '', key: a.orderingKey }, id: a.id }]));
   if (lefts.length === 0) return acked;
   // MySQL/MariaDB: the hand-over's statements in one round trip; SQLite's statements cost no round trip.
   if (capabilities(db).driverQuery) await withDbRetry(db, () => runInOneTrip(db, leaveTopicLinesStatements(lefts, now)));

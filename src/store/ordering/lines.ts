@@ -439,11 +439,13 @@ export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }
  * began: the seek, had it waited for a row lock held by an enqueue of the key inside the same statement, would
  * not see that enqueue's message once it committed, and would close a line that has a message waiting.
  */
-export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string }>, now: number): Statement[] {
+export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string }>, now: number, ifGone = false): Statement[] {
   const ordered = candidatesOf(lefts);
   // Each line by its whole primary key, so the statements read (and lock) those rows only: with the group
-  // factored out of the OR, MariaDB walked every head of the topic.
-  const named = `(h.topic, h.consumer_group, h.ordering_key) IN (${ordered.map(() => "(?, '', ?)").join(', ')}) AND h.message_id IN (${placeholders(ordered.length)})`;
+  // factored out of the OR, MariaDB walked every head of the topic. `ifGone` (after a DELETE of the same
+  // transaction that may not have taken every message named): only heads whose message is no longer there.
+  const gone = ifGone ? ' AND NOT EXISTS (SELECT 1 FROM messages x FORCE INDEX (PRIMARY) WHERE x.id = h.message_id)' : '';
+  const named = `(h.topic, h.consumer_group, h.ordering_key) IN (${ordered.map(() => "(?, '', ?)").join(', ')}) AND h.message_id IN (${placeholders(ordered.length)})${gone}`;
   const namedBindings = [...ordered.flatMap((l) => [l.line.topic, l.line.key]), ...ordered.map((l) => l.id)];
   return [
     { sql: `SELECT h.message_id FROM ordering_heads h WHERE ${named} FOR UPDATE`, bindings: namedBindings },
