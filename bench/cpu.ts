@@ -60,3 +60,19 @@ export class CpuMeter {
     });
   }
 }
+
+/**
+ * Waits until the processes together use under `share` of a core over a second (at most `maxMs`); resolves to
+ * the milliseconds waited. A database server goes on for a while after a heavy phase (InnoDB purges the rows
+ * it deleted), and a latency phase started meanwhile measures that work, not the service.
+ */
+export async function untilQuiet(pids: Array<number | undefined>, maxMs: number, share = 0.05): Promise<number> {
+  const started = performance.now();
+  while (performance.now() - started < maxMs) {
+    const meter = new CpuMeter(pids);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const used = meter.elapsed().reduce<number>((sum, cpu) => sum + (cpu ?? 0), 0);
+    if (used < share) break;
+  }
+  return Math.round(performance.now() - started);
+}

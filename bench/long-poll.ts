@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql from 'mysql2/promise';
+import { untilQuiet } from './cpu.js';
 import { BenchClient, expectStatus } from './http-client.js';
 import type { LatencyRecorder } from './latency.js';
 import { makePayload, measured, type PhaseResult, type Processes } from './phases.js';
@@ -67,6 +68,8 @@ async function statementCounter(url: string): Promise<{ read(): Promise<number>;
 export async function longPollPhase(client: BenchClient, procs: Processes, o: LongPollPhaseOptions): Promise<PhaseResult & { idle: IdleCost }> {
   const statements = o.mysqlUrl ? await statementCounter(o.mysqlUrl) : undefined;
   try {
+    const waited = await untilQuiet([procs.serverPid, procs.dbPid], 60_000);
+    process.stdout.write(`long-poll: waited ${waited} ms for the service and the database to go quiet\n`);
     const window = async () => {
       const [claims, sent] = [await claimsOf(client, o.topic), await statements?.read()];
       await sleep(o.idleSeconds * 1000);
