@@ -64,6 +64,19 @@ export interface Statement {
   bindings: readonly unknown[];
 }
 
+const START: Statement = { sql: 'START TRANSACTION', bindings: [] };
+const COMMIT: Statement = { sql: 'COMMIT', bindings: [] };
+
+/** Statements sent as one text (the connection's multipleStatements). */
+const textOf = (statements: Statement[]) => statements.map((s) => s.sql).join(';\n');
+
+/** A text about to be sent, statement by statement: knex's trace line (`debug`) and query event (announce) for each. */
+function report(db: Knex, statements: Statement[]): void {
+  const client = db.client as PoolClient;
+  if (client.config.debug) client.logger.debug(statements.map((s) => ({ sql: s.sql, bindings: s.bindings })));
+  for (const s of statements) announce(db, s.sql, s.bindings);
+}
+
 /** The statements' values in order. A loop: flatMap over a group commit's few hundred values showed in profiles. */
 function bindingsOf(statements: Statement[]): unknown[] {
   const values: unknown[] = [];
@@ -84,11 +97,11 @@ function bindingsOf(statements: Statement[]): unknown[] {
  */
 export async function runInOneTrip(db: Knex, statements: Statement[]): Promise<unknown[]> {
   const client = db.client as PoolClient;
-  const sql = ['START TRANSACTION', ...statements.map((s) => s.sql), 'COMMIT'].join(';\n');
+  const all = [START, ...statements, COMMIT];
+  const sql = textOf(all);
   const values = bindingsOf(statements);
-  if (client.config.debug) client.logger.debug({ sql, bindings: values });
   const connection = await client.acquireConnection();
-  announce(db, sql, values);
+  report(db, all);
   const span = startStatementSpan('mysql', sql);
   try {
     const results = await new Promise<unknown[]>((resolve, reject) => connection.query(sql, values, (err, rows) => (err ? reject(err) : resolve(rows as unknown[]))));
@@ -116,10 +129,10 @@ export async function runInTwoTrips(
 ): Promise<{ first: unknown[]; then: unknown[] }> {
   const client = db.client as PoolClient;
   const connection = await client.acquireConnection();
-  const trip = async (statements: string[], values: readonly unknown[]): Promise<unknown[]> => {
-    const sql = statements.join(';\n');
-    if (client.config.debug) client.logger.debug({ sql, bindings: values });
-    announce(db, sql, values);
+  const trip = async (statements: Statement[]): Promise<unknown[]> => {
+    const sql = textOf(statements);
+    const values = bindingsOf(statements);
+    report(db, statements);
     const span = startStatementSpan('mysql', sql);
     try {
       const rows = await new Promise<unknown>((resolve, reject) => connection.query(sql, values, (err, rows) => (err ? reject(err) : resolve(rows))));
@@ -132,10 +145,10 @@ export async function runInTwoTrips(
     }
   };
   try {
-    const opened = await trip(['START TRANSACTION', ...first.map((s) => s.sql)], bindingsOf(first));
+    const opened = await trip([START, ...first]);
     const firstResults = opened.slice(1);
     const next = then(firstResults);
-    const closed = await trip([...next.map((s) => s.sql), 'COMMIT'], bindingsOf(next));
+    const closed = await trip([...next, COMMIT]);
     return { first: firstResults, then: closed.slice(0, -1) };
   } catch (err) {
     await new Promise<void>((resolve) => connection.query('ROLLBACK', [], () => resolve()));
