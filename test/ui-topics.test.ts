@@ -119,7 +119,9 @@ describe('admin UI: topics (SQLite, auth off)', () => {
       [wait, /^receive_wait_seconds: .*Empty: 0, no wait\.$/],
     ] as const) {
       expect(await field.inputValue()).toBe('');
-      expect(await page.locator(`[id="${await field.getAttribute('aria-describedby')}"]`).textContent()).toMatch(hint);
+      // The server's defaults come with GET /api/topic-configs, which may answer after the form is drawn.
+      const described = page.locator(`[id="${await field.getAttribute('aria-describedby')}"]`);
+      await expect.poll(() => described.textContent()).toMatch(hint);
     }
 
     await delay.fill('30');
