@@ -37,6 +37,31 @@ interface SqliteConnection {
   close(): unknown;
 }
 
+interface SqliteStatement {
+  reader: boolean;
+  all(bindings: unknown[]): unknown[];
+  run(bindings: unknown[]): { lastInsertRowid: number | bigint; changes: number };
+}
+
+interface PreparingConnection {
+  prepare(sql: string): SqliteStatement;
+}
+
+interface KnexQuery {
+  sql?: string;
+  bindings?: unknown[];
+  options?: unknown;
+  response?: unknown;
+  context?: unknown;
+}
+
+/**
+ * Prepared statements kept per connection. Compiling a statement costs SQLite more than running it for the
+ * short statements of a queue (a batch's lookup of 50 ordering lines: about 0.5 ms to compile, 0.1 ms to
+ * run), and the same few hundred texts come back over and over: one per batch size of each statement.
+ */
+const STATEMENT_CACHE_SIZE = 500;
+
 interface KnexTransaction {
   begin: (conn: unknown) => unknown;
   query: (conn: unknown, sql: string) => unknown;
@@ -44,6 +69,8 @@ interface KnexTransaction {
 
 interface KnexClient {
   _query(connection: unknown, obj: unknown): Promise<unknown>;
+  _optSafeIntegers(options: unknown): boolean | undefined;
+  _formatBindings(bindings: unknown[] | undefined): unknown[];
   transaction(...args: unknown[]): KnexTransaction;
 }
 
@@ -86,11 +113,45 @@ export function sqliteClient(lockWaitMs: number): SqliteClient {
     return true;
   }
 
+  /** Per connection, most recently used last; a connection that is gone takes its statements with it. */
+  const statements = new WeakMap<object, Map<string, SqliteStatement>>();
+
+  function prepared(connection: PreparingConnection, sql: string): SqliteStatement {
+    let cache = statements.get(connection);
+    if (!cache) statements.set(connection, (cache = new Map()));
+    let statement = cache.get(sql);
+    if (statement) {
+      cache.delete(sql);
+    } else {
+      statement = connection.prepare(sql);
+      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    }
+    cache.set(sql, statement);
+    return statement;
+  }
+
   class Client extends BetterSqlite3Client {
+    /** knex's own, with each text compiled once per connection (a schema change recompiles inside SQLite). */
+    private run(connection: PreparingConnection, obj: KnexQuery): KnexQuery {
+      if (!obj.sql) throw new Error('The query is empty');
+      if (this._optSafeIntegers(obj.options) !== undefined) throw new Error('per-query safeIntegers is not supported');
+      const statement = prepared(connection, obj.sql);
+      const bindings = this._formatBindings(obj.bindings);
+      if (statement.reader) {
+        obj.response = statement.all(bindings);
+        return obj;
+      }
+      const response = statement.run(bindings);
+      obj.response = response;
+      obj.context = { lastID: response.lastInsertRowid, changes: response.changes };
+      return obj;
+    }
+
     override async _query(connection: unknown, obj: unknown): Promise<unknown> {
+      if (!connection) throw new Error('No connection provided');
       for (let attempt = 0; ; attempt++) {
         try {
-          const result = await super._query(connection, obj);
+          const result = this.run(connection as PreparingConnection, obj as KnexQuery);
           if (tookTheLock(obj)) lockedOutSince = undefined;
           return result;
         } catch (err) {

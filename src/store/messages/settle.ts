@@ -203,12 +203,6 @@ export interface AckedMessage {
   orderingKey?: string | null;
 }
 
-/** Acked messages with an ordering key end their turn: the next one of each key becomes its head. */
-async function leaveLines(trx: Knex.Transaction, acked: AckedMessage[], now: number): Promise<void> {
-  const lefts = acked.flatMap((a) => (a.orderingKey == null ? [] : [{ line: { topic: a.topic, group: '', key: a.orderingKey }, id: a.id }]));
-  await leaveLinesOf(trx, lefts, now);
-}
-
 /**
  * One ack of a group-committed batch. With `topic`, the message is settled only while it is on that topic:
  * the caller checked its grant on that topic without reading the message first (an Ack of a delivery made
@@ -266,7 +260,7 @@ export async function ackMessages(
             acked.map((a) => a.id),
           )
           .delete();
-        await leaveLines(trx, acked, now);
+        await leaveLinesOf(trx, leftLines(acked, new Set()), now);
       }
       return [...acked, ...gone.map((id) => ({ id, topic: seen.get(id) ?? '' }))];
     });
@@ -342,20 +336,33 @@ function knownLines(targets: AckTarget[]): Array<{ line: Line; id: string }> {
  */
 async function deleteProcessing(db: Knex, which: Condition, known: Array<{ line: Line; id: string }>, now: number): Promise<AckedMessage[]> {
   const remove = { sql: `DELETE FROM messages WHERE ${which.sql} AND status = 'processing' AND ${WITHOUT_DELIVERIES} RETURNING id, topic, ordering_key`, bindings: which.bindings };
-  const together = known.length > 0 && capabilities(db).driverQuery;
-  const rows = (together ? (await runInOneTrip(db, [remove, ...leaveTopicLinesStatements(known, now, true)]))[0] : await runStatement(db, remove.sql, remove.bindings)) as Array<{
-    id: string;
-    topic: string;
-    ordering_key: string | null;
-  }>;
-  const acked = rows.map((r) => ({ id: String(r.id), topic: String(r.topic), orderingKey: r.ordering_key ?? null }));
-  const handed = new Set(together ? known.map((k) => k.id) : []);
-  const lefts = acked.flatMap((a) => (a.orderingKey === null || handed.has(a.id) ? [] : [{ line: { topic: a.topic, group: '', key: a.orderingKey }, id: a.id }]));
+  const driver = capabilities(db).driverQuery;
+  // SQLite: the statements cost no round trip, but each transaction is a commit (an fsync); the hand-over of
+  // the lines it knows of goes in the DELETE's, and it sees exactly what the DELETE took.
+  if (known.length > 0 && !driver) {
+    return retryTransaction(db, async (trx) => {
+      const acked = ackedOf(await runStatement(trx, remove.sql, remove.bindings));
+      await leaveLinesOf(trx, leftLines(acked, new Set()), now);
+      return acked;
+    });
+  }
+  const together = known.length > 0 && driver;
+  const acked = ackedOf(together ? (await runInOneTrip(db, [remove, ...leaveTopicLinesStatements(known, now, true)]))[0] : await runStatement(db, remove.sql, remove.bindings));
+  const lefts = leftLines(acked, new Set(together ? known.map((k) => k.id) : []));
   if (lefts.length === 0) return acked;
   // MySQL/MariaDB: the hand-over's statements in one round trip; SQLite's statements cost no round trip.
   if (capabilities(db).driverQuery) await withDbRetry(db, () => runInOneTrip(db, leaveTopicLinesStatements(lefts, now)));
   else await retryTransaction(db, (trx) => leaveLinesOf(trx, lefts, now));
   return acked;
+}
+
+function ackedOf(rows: unknown): AckedMessage[] {
+  return (rows as Array<{ id: string; topic: string; ordering_key: string | null }>).map((r) => ({ id: String(r.id), topic: String(r.topic), orderingKey: r.ordering_key ?? null }));
+}
+
+/** Acked messages with an ordering key end their turn (the next one of each key becomes its head), but for those already `handed` over. */
+function leftLines(acked: AckedMessage[], handed: Set<string>): Array<{ line: Line; id: string }> {
+  return acked.flatMap((a) => (a.orderingKey == null || handed.has(a.id) ? [] : [{ line: { topic: a.topic, group: '', key: a.orderingKey }, id: a.id }]));
 }
 
 export interface RequeueTarget {
