@@ -19,6 +19,8 @@ export interface Capabilities {
   readonly upsert: 'onDuplicateKey' | 'onConflict';
   /** `DELETE ... RETURNING`: SQLite (3.35+) and MariaDB (10.0.5+) have it, MySQL 8 does not. Asked of the server. */
   readonly deleteReturning: boolean;
+  /** `INSERT ... RETURNING`: SQLite (3.35+) and MariaDB (10.5+) have it, MySQL 8 does not. Asked of the server. */
+  readonly insertReturning: boolean;
   /** `VALUES (...), (...)` as rows of a UNION, without ROW(): MariaDB and SQLite; MySQL 8 wants ROW() (none before 8.0.19). Asked of the server. */
   readonly tableValueConstructor: boolean;
   /** The database runs in this process (SQLite): a statement costs no network round trip, and its clock is this process's. */
@@ -39,7 +41,7 @@ export interface Capabilities {
 }
 
 /** The capabilities the server is asked about (SELECT VERSION()): known once capabilitiesOf(db) has resolved. */
-export type ProbedCapability = 'deleteReturning' | 'tableValueConstructor';
+export type ProbedCapability = 'deleteReturning' | 'insertReturning' | 'tableValueConstructor';
 
 type Table = { -readonly [K in keyof Capabilities]: Capabilities[K] };
 
@@ -69,6 +71,7 @@ function tableOf(db: Knex): Table {
       upsert: mysql ? 'onDuplicateKey' : 'onConflict',
       // MySQL/MariaDB: the portable answer until the probe says MariaDB.
       deleteReturning: !mysql,
+      insertReturning: !mysql,
       tableValueConstructor: !mysql,
       inProcess: !mysql,
       driverQuery: mysql,
@@ -93,7 +96,7 @@ export function capabilities(db: Knex): Omit<Capabilities, ProbedCapability> {
 /**
  * The pool's whole table, the server asked once per pool (start-up awaits it, src/server.ts, so hot paths
  * never probe). MySQL/MariaDB: whether it is MariaDB, whose SQL goes further than MySQL 8's where the store
- * uses it (`DELETE ... RETURNING`, table value constructors without `ROW`); a failed probe answers no, which
+ * uses it (`DELETE ... RETURNING` and `INSERT ... RETURNING`, table value constructors without `ROW`); a failed probe answers no, which
  * only costs the portable form. SQLite: nothing to ask.
  */
 export function capabilitiesOf(db: Knex): Promise<Capabilities> {
@@ -110,6 +113,7 @@ export function capabilitiesOf(db: Knex): Promise<Capabilities> {
             .catch(() => false)
             .then((mariaDb) => {
               table.deleteReturning = mariaDb;
+              table.insertReturning = mariaDb;
               table.tableValueConstructor = mariaDb;
               return table;
             });

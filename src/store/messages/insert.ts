@@ -5,7 +5,7 @@ import { runInTwoTrips, runStatement } from '../statement.js';
 import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
-import { BEHIND_HEAD, joinLinesOf, joinTopicLinesAfter, lineHeadsStatement, repairLines } from '../ordering/lines.js';
+import { BEHIND_HEAD, inLockOrder, joinLinesOf, joinTopicLinesAfter, LINE_HEADS_RETURNING, lineHeadsStatement, repairLines, type ReadHead } from '../ordering/lines.js';
 
 export interface NewMessage {
   id: string;
@@ -310,37 +310,42 @@ function laterRows(count: number, tableValueConstructor: boolean): string {
 
 /**
  * insertUngrouped for a batch with ordering keys: the same INSERT, stored waiting, and the new messages join
- * their lines, in one transaction of two round trips (src/store/statement.ts, runInTwoTrips). The first reads
- * each line's head, share-locked (src/store/ordering/lines.ts, lineHeadsStatement); the second is COMMIT alone
- * when every line has a live head (a key with a backlog: one read of a row per line), else it opens the lines
- * that have none first. Lines whose head turned out gone are handed over after the commit (rare: an instance
- * died between an ack and its hand-over).
+ * their lines, in one transaction of two round trips (src/store/statement.ts, runInTwoTrips). The first stores
+ * the rows and reads each line's head, share-locked: on MariaDB in the INSERT's RETURNING clause, on MySQL 8 in
+ * a statement of its own (src/store/ordering/lines.ts, LINE_HEADS_RETURNING and lineHeadsStatement). The second
+ * is COMMIT alone when every line has a live head (a key with a backlog: one read of a row per line), else it
+ * opens the lines that have none first. Lines whose head turned out gone are handed over after the commit
+ * (rare: an instance died between an ack and its hand-over).
  */
-async function insertUngroupedInLines(db: Knex, messages: NewMessage[]): Promise<boolean> {
+async function insertUngroupedInLines(db: Knex, batch: NewMessage[]): Promise<boolean> {
+  // Rows in the lines' lock order: the RETURNING clause share-locks each row's head row as the row is stored.
+  const messages = inLockOrder(batch, (m) => (m.orderingKey == null ? null : { topic: m.topic, group: '', key: m.orderingKey }));
   const topics = [...new Set(messages.map((m) => m.topic))];
   const bindings: Knex.RawBinding[] = [];
   for (const m of messages) bindings.push(...Object.values(newMessageRow(m)));
-  const insert = { sql: ungroupedInsertSql(messages.length, topics.length, (await capabilitiesOf(db)).tableValueConstructor), bindings: [...bindings, ...topics] };
+  const can = await capabilitiesOf(db);
+  const insertSql = ungroupedInsertSql(messages.length, topics.length, can.tableValueConstructor);
   const joins = messages.flatMap((m) => (m.orderingKey == null ? [] : [{ line: { topic: m.topic, group: '', key: m.orderingKey }, id: m.id }]));
+  const first = can.insertReturning
+    ? [{ sql: insertSql + LINE_HEADS_RETURNING, bindings: [...bindings, ...topics] }]
+    : [{ sql: insertSql, bindings: [...bindings, ...topics] }, lineHeadsStatement(joins)];
+  // Rows stored: RETURNING's rows, or the INSERT's count.
+  const storedOf = (results: unknown[]) => (can.insertReturning ? (results[0] as unknown[]).length : (results[0] as { affectedRows: number }).affectedRows);
   let stale = new Set<string>();
-  const result = await runInTwoTrips(
-    db,
-    [insert, lineHeadsStatement(joins)],
-    ([inserted, heads]) => {
-      // Nothing stored (a topic has groups now): nothing to join.
-      if ((inserted as { affectedRows: number }).affectedRows === 0) return [];
-      const after = joinTopicLinesAfter(joins, heads as Parameters<typeof joinTopicLinesAfter>[1]);
-      stale = after.stale;
-      return after.statements;
-    },
-  );
-  const inserted = result.first[0] as { affectedRows: number };
-  if (inserted.affectedRows !== 0 && inserted.affectedRows !== messages.length) throw new Error(`stored ${inserted.affectedRows} of ${messages.length} messages in one statement`);
+  const result = await runInTwoTrips(db, first, (results) => {
+    // Nothing stored (a topic has groups now): nothing to join.
+    if (storedOf(results) === 0) return [];
+    const after = joinTopicLinesAfter(joins, (can.insertReturning ? results[0] : results[1]) as ReadHead[]);
+    stale = after.stale;
+    return after.statements;
+  });
+  const stored = storedOf(result.first);
+  if (stored !== 0 && stored !== messages.length) throw new Error(`stored ${stored} of ${messages.length} messages in one statement`);
   // The join's third statement, when it ran, lists the lines whose head is gone.
   for (const r of (result.then[2] as Array<{ topic: string }> | undefined) ?? []) stale.add(String(r.topic));
   const now = Math.max(...messages.map((m) => m.createdAt));
   for (const topic of stale) await repairLines(db, now, topic).catch(() => undefined);
-  return inserted.affectedRows === messages.length;
+  return stored === messages.length;
 }
 
 /** New rows in one multi-row INSERT, written out (the query builder's insert of many rows costs far more CPU). */
