@@ -50,6 +50,26 @@ describeEachEngine('ordering keys', (engine) => {
     expect(await payloads(api(), 'ok-basic')).toEqual(['a3', 'b2']);
   });
 
+  it('an ack batch hands on the keys with a next message and closes the others; the last ack of a key closes its line', async () => {
+    const keysOf = async () => (await api().get('/api/stats')).body.ordering.filter((l: any) => l.topic === 'ok-close').map((l: any) => l.keys);
+    const ids = await enqueueAll(api(), 'ok-close', [
+      ['a1', 'A'],
+      ['b1', 'B'],
+      ['a2', 'A'],
+    ]);
+    expect(await payloads(api(), 'ok-close')).toEqual(['a1', 'b1']);
+    expect(await keysOf()).toEqual([2]);
+    // One batch: A goes on to a2, B has nothing left and closes.
+    expect((await api().post('/api/messages/ack', { ids: [ids.a1, ids.b1] })).body).toEqual({ acked: [ids.a1, ids.b1], not_found: [] });
+    expect(await keysOf()).toEqual([1]);
+    expect(await payloads(api(), 'ok-close')).toEqual(['a2']);
+    expect((await api().post(`/api/messages/${ids.a2}/ack`)).status).toBe(204);
+    expect(await keysOf()).toEqual([]);
+    // A closed line opens again with the next message of its key.
+    await enqueueAll(api(), 'ok-close', [['b2', 'B']]);
+    expect(await payloads(api(), 'ok-close')).toEqual(['b2']);
+  });
+
   it('the dequeue view and the list carry the ordering key, independent of the dedup key', async () => {
     const id = await enqueueId(api(), 'ok-view', 'x', { ordering_key: 'order-7', key: 'dedup-1' });
     expect(await findMessage(api(), 'ok-view', id)).toMatchObject({ ordering_key: 'order-7', key: 'dedup-1' });
