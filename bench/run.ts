@@ -14,6 +14,7 @@ import { longPollPhase } from './long-poll.js';
 import { sqsPhases } from './sqs.js';
 import { SERVICE_NODE_ARGS, startService } from './server-process.js';
 import { startTraceSink, type TraceSink } from './trace-sink.js';
+import { redisAnswers } from './redis.js';
 
 const USAGE = `usage: npm run bench -- [options]
 
@@ -34,6 +35,10 @@ const USAGE = `usage: npm run bench -- [options]
   --server-env K=V        extra environment for the service, repeatable (e.g. CONVEYOR_DB_POOL_SIZE=8)
   --tracing RATIO         tracing on, at this sample ratio (0 to 1), exported to a collector inside the bench
                           process (BENCH_TRACING; default off: no telemetry.traces_endpoint)
+  --redis URL|none        Redis for the service on MySQL, as API pods on MySQL run with one (BENCH_REDIS_URL, then
+                          REDIS_URL; default redis://127.0.0.1:6379, used when it answers; none: without). Without
+                          Redis, waiting dequeues re-check their topic once a second: the long-poll idle window
+                          shows those claims. SQLite runs one instance and never uses it.
   --server-script FILE    experiments: start this script instead of dist/src/cli.js (same env, same API)
   --out FILE              JSON results (default bench/results/latest.json)
 
@@ -75,6 +80,7 @@ const parse = () =>
       tracing: { type: 'string' },
       out: { type: 'string' },
       'server-script': { type: 'string' },
+      redis: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -132,6 +138,9 @@ const serverEnv = Object.fromEntries(
     return [kv.slice(0, at), kv.slice(at + 1)];
   }),
 );
+const redisSetting = values.redis ?? process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The Redis the service on MySQL gets: set once the run has found it answering. */
+let redisUrl: string | undefined;
 const tracingRatio = values.tracing ?? process.env.BENCH_TRACING;
 if (tracingRatio !== undefined && tracingRatio !== '' && !(Number(tracingRatio) >= 0 && Number(tracingRatio) <= 1)) fail(`--tracing must be a sample ratio from 0 to 1, got "${tracingRatio}"`);
 /** With --tracing: the collector the service exports to, for the whole run. */
@@ -142,6 +151,8 @@ interface EngineResult {
   engine: Engine;
   auth: AuthMode;
   database: string;
+  /** The service's Redis (MySQL), if it had one. */
+  redis?: string;
   phases: PhaseResult[];
   error?: string;
 }
@@ -155,7 +166,8 @@ async function benchEngine(engine: Engine, auth: AuthMode): Promise<EngineResult
   }
   const phases: PhaseResult[] = [];
   try {
-    const service = await startService(db.url, nodeArgs, { ...authEnv(auth), ...serverEnv }, values['server-script'] && resolve(values['server-script']));
+    const redis: Record<string, string> = engine === 'mysql' && redisUrl ? { CONVEYOR_REDIS_URL: redisUrl } : {};
+    const service = await startService(db.url, nodeArgs, { ...authEnv(auth), ...redis, ...serverEnv }, values['server-script'] && resolve(values['server-script']));
     const procs = { serverPid: service.pid, dbPid: engine === 'mysql' ? findProcess(['mariadbd', 'mysqld']) : undefined };
     const token = new BenchToken(auth);
     // Sockets for the pipeline phase, which has the enqueue clients and the consumers' requests in flight at once.
@@ -185,7 +197,7 @@ async function benchEngine(engine: Engine, auth: AuthMode): Promise<EngineResult
       client.close();
       await service.stop();
     }
-    return { engine, auth, database: db.version, phases };
+    return { engine, auth, database: db.version, redis: engine === 'mysql' ? redisUrl : undefined, phases };
   } catch (err) {
     return { engine, auth, database: db.version, phases, error: (err as Error).message };
   } finally {
@@ -292,6 +304,12 @@ async function main(): Promise<void> {
     `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}, load ${machine.loadAverage ?? '?'}\n` +
       `options: ${JSON.stringify({ ...options, transport })}${nodeArgs.length ? ` node args ${nodeArgs.join(' ')}` : ''}${Object.keys(serverEnv).length ? ` env ${JSON.stringify(serverEnv)}` : ''}\n`,
   );
+  if (engines.includes('mysql') && redisSetting !== 'none') {
+    redisUrl = (await redisAnswers(redisSetting)) ? redisSetting : undefined;
+    process.stdout.write(
+      redisUrl ? `redis: the service on MySQL uses ${new URL(redisSetting).host}\n` : `redis: nothing answers at ${redisSetting}; the service on MySQL runs without Redis\n`,
+    );
+  }
   if (tracingRatio !== undefined && tracingRatio !== '') {
     traceSink = await startTraceSink();
     serverEnv.CONVEYOR_TELEMETRY_TRACES_ENDPOINT = traceSink.url;
