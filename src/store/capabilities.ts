@@ -96,8 +96,8 @@ export function capabilities(db: Knex): Omit<Capabilities, ProbedCapability> {
 /**
  * The pool's whole table, the server asked once per pool (start-up awaits it, src/server.ts, so hot paths
  * never probe). MySQL/MariaDB: whether it is MariaDB, whose SQL goes further than MySQL 8's where the store
- * uses it (`DELETE ... RETURNING` and `INSERT ... RETURNING`, table value constructors without `ROW`); a failed probe answers no, which
- * only costs the portable form. SQLite: nothing to ask.
+ * uses it (`DELETE ... RETURNING` and `INSERT ... RETURNING`, table value constructors without `ROW`); a
+ * failed probe answers no, which only costs the portable form. SQLite: nothing to ask.
  */
 export function capabilitiesOf(db: Knex): Promise<Capabilities> {
   const key = keyOf(db);
