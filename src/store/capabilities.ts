@@ -21,6 +21,8 @@ export interface Capabilities {
   readonly deleteReturning: boolean;
   /** `INSERT ... RETURNING`: SQLite (3.35+) and MariaDB (10.5+) have it, MySQL 8 does not. Asked of the server. */
   readonly insertReturning: boolean;
+  /** `UPDATE ... RETURNING`: SQLite (3.35+); neither MariaDB nor MySQL 8 has it. */
+  readonly updateReturning: boolean;
   /** `VALUES (...), (...)` as rows of a UNION, without ROW(): MariaDB and SQLite; MySQL 8 wants ROW() (none before 8.0.19). Asked of the server. */
   readonly tableValueConstructor: boolean;
   /** The database runs in this process (SQLite): a statement costs no network round trip, and its clock is this process's. */
@@ -72,6 +74,7 @@ function tableOf(db: Knex): Table {
       // MySQL/MariaDB: the portable answer until the probe says MariaDB.
       deleteReturning: !mysql,
       insertReturning: !mysql,
+      updateReturning: !mysql,
       tableValueConstructor: !mysql,
       inProcess: !mysql,
       driverQuery: mysql,

@@ -287,6 +287,14 @@ async function liveHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: s
  * seek into messages_ordering; the seeks of a batch go as one UNION ALL.
  */
 export async function leaveLinesOf(trx: Knex.Transaction, lefts: Array<{ line: Line; id: string }>, now: number): Promise<void> {
+  if (capabilities(trx).updateReturning) {
+    await handOverReturning(
+      trx,
+      lefts.filter((l) => l.line.group === ''),
+      now,
+    );
+    lefts = lefts.filter((l) => l.line.group !== '');
+  }
   if (lefts.length === 0) return;
   const ordered = lefts.map((l) => [lineId(l.line), l] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, l]) => l);
   const heads = await headsOf(trx, ordered.map((l) => l.line));
@@ -310,6 +318,34 @@ export async function leaveLinesOf(trx: Knex.Transaction, lefts: Array<{ line: L
     await runStatement(trx, `DELETE FROM ordering_heads WHERE ${where.sql}`, where.bindings);
   }
   await openHeads(trx, handed);
+}
+
+/**
+ * leaveLinesOf for a topic's own lines where UPDATE has RETURNING (SQLite): each head row that names a message
+ * that left takes its line's next waiting message in the same statement that finds it (the seek is the SET's
+ * subquery), so a batch costs one statement per topic, one that opens the new heads, and one that closes the
+ * lines left empty (marked '' by the first), where there are any. SQLite has one writer: nothing can join or
+ * leave a line between the three.
+ */
+async function handOverReturning(trx: Knex.Transaction, lefts: Array<{ line: Line; id: string }>, now: number): Promise<void> {
+  const byTopic = new Map<string, Array<{ line: Line; id: string }>>();
+  for (const l of lefts) byTopic.set(l.line.topic, [...(byTopic.get(l.line.topic) ?? []), l]);
+  const opened: string[] = [];
+  for (const [topic, ofTopic] of byTopic) {
+    for (const chunk of chunks(ofTopic)) {
+      const rows = (await runStatement(
+        trx,
+        "UPDATE ordering_heads SET message_id = COALESCE((SELECT n.id FROM messages n WHERE n.topic = ordering_heads.topic AND n.ordering_key = ordering_heads.ordering_key AND n.status = 'pending' " +
+          "AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.ordering_seq LIMIT 1), '') " +
+          `WHERE topic = ? AND consumer_group = '' AND ordering_key IN (${placeholders(chunk.length)}) AND message_id IN (${placeholders(chunk.length)}) RETURNING ordering_key, message_id`,
+        [now, topic, ...chunk.map((l) => l.line.key), ...chunk.map((l) => l.id)],
+      )) as HeadRows;
+      const closed = rows.filter((r) => r.message_id === '').map((r) => String(r.ordering_key));
+      opened.push(...rows.filter((r) => r.message_id !== '').map((r) => String(r.message_id)));
+      if (closed.length > 0) await runStatement(trx, `DELETE FROM ordering_heads WHERE topic = ? AND consumer_group = '' AND ordering_key IN (${placeholders(closed.length)}) AND message_id = ''`, [topic, ...closed]);
+    }
+  }
+  for (const ids of chunks(opened, 500)) await runStatement(trx, `UPDATE messages SET visible_at = deliver_after WHERE id IN (${placeholders(ids.length)}) AND status = 'pending'`, ids);
 }
 
 /**
