@@ -224,7 +224,14 @@ async function openHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: s
 export async function joinLinesOf(trx: Knex.Transaction, joins: Array<{ line: Line; id: string; now: number; deliverAfter: number }>): Promise<void> {
   const first = new Map<string, { line: Line; id: string; now: number; deliverAfter: number }>();
   for (const j of joins) if (!first.has(lineId(j.line))) first.set(lineId(j.line), j);
-  const candidates = [...first.values()];
+  let candidates = [...first.values()];
+  if (capabilities(trx).updateReturning) {
+    await joinTopicLinesReturning(
+      trx,
+      candidates.filter((c) => c.line.group === ''),
+    );
+    candidates = candidates.filter((c) => c.line.group !== '');
+  }
   if (candidates.length === 0) return;
   await setHeads(trx, candidates, true);
   // The rows are this transaction's (locked by the upsert): read without a lock, with their heads' state.
@@ -236,6 +243,42 @@ export async function joinLinesOf(trx: Knex.Transaction, joins: Array<{ line: Li
   const groupHeads = others.filter((c) => c.line.group !== '');
   const live = await liveHeads(trx, groupHeads.map((c) => ({ line: c.line, id: heads.get(lineId(c.line))!.id })));
   for (const c of [...stale, ...groupHeads.filter((g) => !live.has(lineId(g.line)))]) await handOver(trx, c.line, c.now);
+}
+
+/**
+ * joinLinesOf for a topic's own lines where writes have RETURNING (SQLite): the insert of the candidates' head
+ * rows answers the lines it made (new keys), whose candidates are opened; of the other lines, one read names
+ * those whose head is gone, handed over one by one (rare). Two statements where the lines have live heads.
+ */
+async function joinTopicLinesReturning(trx: Knex.Transaction, candidates: Array<{ line: Line; id: string; now: number; deliverAfter: number }>): Promise<void> {
+  const byTopic = new Map<string, typeof candidates>();
+  for (const c of candidates) byTopic.set(c.line.topic, [...(byTopic.get(c.line.topic) ?? []), c]);
+  const opened: typeof candidates = [];
+  const stale: typeof candidates = [];
+  for (const [topic, ofTopic] of byTopic) {
+    for (const chunk of chunks(ofTopic)) {
+      const made = (await runStatement(
+        trx,
+        `INSERT INTO ordering_heads (topic, consumer_group, ordering_key, message_id) VALUES ${chunk.map(() => "(?, '', ?, ?)").join(', ')} ` +
+          'ON CONFLICT (topic, consumer_group, ordering_key) DO NOTHING RETURNING ordering_key',
+        chunk.flatMap((c) => [topic, c.line.key, c.id]),
+      )) as HeadRows;
+      const madeKeys = new Set(made.map((r) => String(r.ordering_key)));
+      opened.push(...chunk.filter((c) => madeKeys.has(c.line.key)));
+      const joined = chunk.filter((c) => !madeKeys.has(c.line.key));
+      if (joined.length === 0) continue;
+      const gone = (await runStatement(
+        trx,
+        `SELECT h.ordering_key FROM ordering_heads h WHERE h.topic = ? AND h.consumer_group = '' AND h.ordering_key IN (${placeholders(joined.length)}) ` +
+          "AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing'))",
+        [topic, ...joined.map((c) => c.line.key)],
+      )) as HeadRows;
+      const goneKeys = new Set(gone.map((r) => String(r.ordering_key)));
+      stale.push(...joined.filter((c) => goneKeys.has(c.line.key)));
+    }
+  }
+  await openHeads(trx, opened);
+  for (const c of stale) await handOver(trx, c.line, c.now);
 }
 
 /**
