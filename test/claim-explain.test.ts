@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { claimSelectMysql, type ClaimRequest } from '../src/store/messages/claim.js';
 import { overdueMessages, WITHOUT_DELIVERIES } from '../src/store/messages/settle.js';
-import { joinTopicLinesStatements, leaveTopicLinesStatements, lineHeadsStatement, nextInLineStatement } from '../src/store/ordering/lines.js';
+import { goneHeadsStatement, joinTopicLinesStatements, leaveTopicLinesStatements, lineHeadsStatement, nextInLineStatement, topicHandOverStatement } from '../src/store/ordering/lines.js';
 import { engineByName } from './helpers/engines.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -160,5 +160,47 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
     const expected = (await server.db('messages').where({ topic: 'payments', status: 'pending' }).orderBy('id').limit(5).select('id')).map((r) => r.id);
     const claimed = (await server.api.dequeue('payments', { count: 5 })).body.messages.map((m: any) => m.id);
     expect(claimed).toEqual(expected);
+  });
+});
+
+/**
+ * SQLite's own statements for ordering keys (src/store/ordering/lines.ts): the hand-over's UPDATE seeks each
+ * line's next message through messages_ordering, and both it and the enqueue's read of gone heads find head
+ * rows by their primary key. A SCAN of either table would read every line, or every message, per batch.
+ */
+describe('ordering statements query plan [sqlite]', () => {
+  let server: TestServer;
+
+  beforeAll(async () => {
+    server = await startTestServer(engineByName.sqlite);
+    for (let i = 0; i < 3; i++) {
+      const messages = Array.from({ length: 500 }, (_, n) => ({ topic: 'ordered', payload: `o${i * 500 + n}`, ordering_key: `key-${n}` }));
+      expect((await server.api.post('/api/messages/batch', { messages })).status).toBe(201);
+    }
+  });
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('hand the line over by one seek per line and read heads by key, never a scan', async () => {
+    const heads = (await server.db('ordering_heads').where({ topic: 'ordered', consumer_group: '' }).orderBy('ordering_key').limit(30)) as Array<{ ordering_key: string; message_id: string }>;
+    expect(heads).toHaveLength(30);
+    const lines = heads.map((h) => ({ line: { topic: 'ordered', group: '', key: h.ordering_key }, id: h.message_id }));
+    const handOver = topicHandOverStatement('ordered', lines, Date.now());
+    const gone = goneHeadsStatement('ordered', lines.map((l) => l.line.key));
+    for (const statement of [handOver, gone]) {
+      const plan = ((await server.db.raw(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.bindings as any[])) as Array<{ detail: string }>).map((r) => r.detail);
+      expect(plan.filter((d) => /^SCAN /.test(d)), `${plan.join(' | ')} for ${statement.sql}`).toEqual([]);
+      expect(plan.some((d) => /ordering_heads.*USING (INDEX sqlite_autoindex_ordering_heads|PRIMARY KEY)/.test(d) || /SEARCH h USING INDEX sqlite_autoindex/.test(d)), plan.join(' | ')).toBe(true);
+    }
+    const plan = ((await server.db.raw(`EXPLAIN QUERY PLAN ${handOver.sql}`, handOver.bindings as any[])) as Array<{ detail: string }>).map((r) => r.detail);
+    expect(plan.some((d) => /SEARCH n USING INDEX messages_ordering/.test(d)), plan.join(' | ')).toBe(true);
+    // And it does what it says: each head that left (deleted, as by an ack) hands over to its key's second message.
+    await server.db('messages').whereIn('id', heads.map((h) => h.message_id)).delete();
+    const rows = (await server.db.raw(handOver.sql, handOver.bindings as any[])) as Array<{ ordering_key: string; message_id: string }>;
+    expect(rows).toHaveLength(30);
+    for (const r of rows) expect(r.message_id).not.toBe(heads.find((h) => h.ordering_key === r.ordering_key)!.message_id);
+    expect(rows.every((r) => r.message_id !== '')).toBe(true);
   });
 });

@@ -226,10 +226,7 @@ export async function joinLinesOf(trx: Knex.Transaction, joins: Array<{ line: Li
   for (const j of joins) if (!first.has(lineId(j.line))) first.set(lineId(j.line), j);
   let candidates = [...first.values()];
   if (capabilities(trx).updateReturning) {
-    await joinTopicLinesReturning(
-      trx,
-      candidates.filter((c) => c.line.group === ''),
-    );
+    await joinTopicLinesReturning(trx, candidates.filter((c) => c.line.group === ''));
     candidates = candidates.filter((c) => c.line.group !== '');
   }
   if (candidates.length === 0) return;
@@ -267,12 +264,8 @@ async function joinTopicLinesReturning(trx: Knex.Transaction, candidates: Array<
       opened.push(...chunk.filter((c) => madeKeys.has(c.line.key)));
       const joined = chunk.filter((c) => !madeKeys.has(c.line.key));
       if (joined.length === 0) continue;
-      const gone = (await runStatement(
-        trx,
-        `SELECT h.ordering_key FROM ordering_heads h WHERE h.topic = ? AND h.consumer_group = '' AND h.ordering_key IN (${placeholders(joined.length)}) ` +
-          "AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing'))",
-        [topic, ...joined.map((c) => c.line.key)],
-      )) as HeadRows;
+      const read = goneHeadsStatement(topic, joined.map((c) => c.line.key));
+      const gone = (await runStatement(trx, read.sql, read.bindings)) as HeadRows;
       const goneKeys = new Set(gone.map((r) => String(r.ordering_key)));
       stale.push(...joined.filter((c) => goneKeys.has(c.line.key)));
     }
@@ -331,11 +324,7 @@ async function liveHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: s
  */
 export async function leaveLinesOf(trx: Knex.Transaction, lefts: Array<{ line: Line; id: string }>, now: number): Promise<void> {
   if (capabilities(trx).updateReturning) {
-    await handOverReturning(
-      trx,
-      lefts.filter((l) => l.line.group === ''),
-      now,
-    );
+    await handOverReturning(trx, lefts.filter((l) => l.line.group === ''), now);
     lefts = lefts.filter((l) => l.line.group !== '');
   }
   if (lefts.length === 0) return;
@@ -376,19 +365,38 @@ async function handOverReturning(trx: Knex.Transaction, lefts: Array<{ line: Lin
   const opened: string[] = [];
   for (const [topic, ofTopic] of byTopic) {
     for (const chunk of chunks(ofTopic)) {
-      const rows = (await runStatement(
-        trx,
-        "UPDATE ordering_heads SET message_id = COALESCE((SELECT n.id FROM messages n WHERE n.topic = ordering_heads.topic AND n.ordering_key = ordering_heads.ordering_key AND n.status = 'pending' " +
-          "AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.ordering_seq LIMIT 1), '') " +
-          `WHERE topic = ? AND consumer_group = '' AND ordering_key IN (${placeholders(chunk.length)}) AND message_id IN (${placeholders(chunk.length)}) RETURNING ordering_key, message_id`,
-        [now, topic, ...chunk.map((l) => l.line.key), ...chunk.map((l) => l.id)],
-      )) as HeadRows;
+      const update = topicHandOverStatement(topic, chunk, now);
+      const rows = (await runStatement(trx, update.sql, update.bindings)) as HeadRows;
       const closed = rows.filter((r) => r.message_id === '').map((r) => String(r.ordering_key));
       opened.push(...rows.filter((r) => r.message_id !== '').map((r) => String(r.message_id)));
       if (closed.length > 0) await runStatement(trx, `DELETE FROM ordering_heads WHERE topic = ? AND consumer_group = '' AND ordering_key IN (${placeholders(closed.length)}) AND message_id = ''`, [topic, ...closed]);
     }
   }
   for (const ids of chunks(opened, 500)) await runStatement(trx, `UPDATE messages SET visible_at = deliver_after WHERE id IN (${placeholders(ids.length)}) AND status = 'pending'`, ids);
+}
+
+/**
+ * handOverReturning's UPDATE for a topic's lines: the head rows naming one of `lefts` take their line's next
+ * waiting message (a seek into messages_ordering in the SET), or '' where there is none; RETURNING says which.
+ */
+export function topicHandOverStatement(topic: string, lefts: Array<{ line: Line; id: string }>, now: number): Statement {
+  return {
+    sql:
+      "UPDATE ordering_heads SET message_id = COALESCE((SELECT n.id FROM messages n WHERE n.topic = ordering_heads.topic AND n.ordering_key = ordering_heads.ordering_key AND n.status = 'pending' " +
+      "AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.ordering_seq LIMIT 1), '') " +
+      `WHERE topic = ? AND consumer_group = '' AND ordering_key IN (${placeholders(lefts.length)}) AND message_id IN (${placeholders(lefts.length)}) RETURNING ordering_key, message_id`,
+    bindings: [now, topic, ...lefts.map((l) => l.line.key), ...lefts.map((l) => l.id)],
+  };
+}
+
+/** Of a topic's lines with these keys, those whose head row names no live message (pending or processing on the topic). */
+export function goneHeadsStatement(topic: string, keys: string[]): Statement {
+  return {
+    sql:
+      `SELECT h.ordering_key FROM ordering_heads h WHERE h.topic = ? AND h.consumer_group = '' AND h.ordering_key IN (${placeholders(keys.length)}) ` +
+      "AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing'))",
+    bindings: [topic, ...keys],
+  };
 }
 
 /**
