@@ -21,6 +21,8 @@ export interface Capabilities {
   readonly deleteReturning: boolean;
   /** `INSERT ... RETURNING`: SQLite (3.35+) and MariaDB (10.5+) have it, MySQL 8 does not. Asked of the server. */
   readonly insertReturning: boolean;
+  /** `BEGIN NOT ATOMIC ... END` sent as a statement, outside a stored program: MariaDB (10.1.1+); MySQL 8 has none. Asked of the server. */
+  readonly compoundStatements: boolean;
   /** `UPDATE ... RETURNING`: SQLite (3.35+); neither MariaDB nor MySQL 8 has it. */
   readonly updateReturning: boolean;
   /** `VALUES (...), (...)` as rows of a UNION, without ROW(): MariaDB and SQLite; MySQL 8 wants ROW() (none before 8.0.19). Asked of the server. */
@@ -43,7 +45,7 @@ export interface Capabilities {
 }
 
 /** The capabilities the server is asked about (SELECT VERSION()): known once capabilitiesOf(db) has resolved. */
-export type ProbedCapability = 'deleteReturning' | 'insertReturning' | 'tableValueConstructor';
+export type ProbedCapability = 'deleteReturning' | 'insertReturning' | 'tableValueConstructor' | 'compoundStatements';
 
 type Table = { -readonly [K in keyof Capabilities]: Capabilities[K] };
 
@@ -74,6 +76,7 @@ function tableOf(db: Knex): Table {
       // MySQL/MariaDB: the portable answer until the probe says MariaDB.
       deleteReturning: !mysql,
       insertReturning: !mysql,
+      compoundStatements: false,
       updateReturning: !mysql,
       tableValueConstructor: !mysql,
       inProcess: !mysql,
@@ -99,7 +102,7 @@ export function capabilities(db: Knex): Omit<Capabilities, ProbedCapability> {
 /**
  * The pool's whole table, the server asked once per pool (start-up awaits it, src/server.ts, so hot paths
  * never probe). MySQL/MariaDB: whether it is MariaDB, whose SQL goes further than MySQL 8's where the store
- * uses it (`DELETE ... RETURNING` and `INSERT ... RETURNING`, table value constructors without `ROW`); a
+ * uses it (`DELETE ... RETURNING` and `INSERT ... RETURNING`, table value constructors without `ROW`, compound statements); a
  * failed probe answers no, which only costs the portable form. SQLite: nothing to ask.
  */
 export function capabilitiesOf(db: Knex): Promise<Capabilities> {
@@ -118,6 +121,7 @@ export function capabilitiesOf(db: Knex): Promise<Capabilities> {
               table.deleteReturning = mariaDb;
               table.insertReturning = mariaDb;
               table.tableValueConstructor = mariaDb;
+              table.compoundStatements = mariaDb;
               return table;
             });
     probes.set(key, answer);

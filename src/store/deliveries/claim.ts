@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { takeTokens } from '../buckets.js';
 import { capabilities } from '../capabilities.js';
 import { retryTransaction } from '../retry.js';
+import { ClaimLostRows } from '../messages/claim.js';
 import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from '../messages/rows.js';
 
 export interface GroupClaimRequest {
@@ -35,7 +36,12 @@ export function claimDeliveriesSelectMysql(db: Knex, req: GroupClaimRequest, lim
 async function claimIdsMysql(trx: Knex.Transaction, req: GroupClaimRequest, limit: number): Promise<string[]> {
   const ids = (await claimDeliveriesSelectMysql(trx, req, limit)).map((r: { message_id: string }) => String(r.message_id));
   if (ids.length > 0) {
-    await trx('deliveries').where({ consumer_group: req.group }).whereIn('message_id', ids).update({ status: 'processing', visible_at: req.visibleUntil });
+    const taken = await trx('deliveries')
+      .where({ consumer_group: req.group, status: 'pending' })
+      .whereIn('message_id', ids)
+      .andWhere('visible_at', '<=', req.now)
+      .update({ status: 'processing', visible_at: req.visibleUntil });
+    if (taken < ids.length) throw new ClaimLostRows();
   }
   return ids;
 }

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { capabilities } from '../capabilities.js';
+import { capabilities, capabilitiesOf } from '../capabilities.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
 import { runInTwoTrips } from '../statement.js';
 import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from './rows.js';
@@ -49,7 +49,12 @@ export function claimSelectMysql(db: Knex, req: ClaimRequest, limit: number): Kn
 async function claimMysql(trx: Knex.Transaction, req: ClaimRequest, limit: number): Promise<MessageRow[]> {
   const rows = ((await claimSelectMysql(trx, req, limit)) as Array<Record<string, unknown>>).map(normaliseRow);
   if (rows.length === 0) return [];
-  await trx('messages').whereIn('id', rows.map((r) => r.id)).update({ status: 'processing', visible_at: req.visibleUntil });
+  const taken = await trx('messages')
+    .whereIn('id', rows.map((r) => r.id))
+    .andWhere({ status: 'pending' })
+    .andWhere('visible_at', '<=', req.now)
+    .update({ status: 'processing', visible_at: req.visibleUntil });
+  if (taken < rows.length) throw new ClaimLostRows();
   for (const row of rows) {
     row.status = 'processing';
     row.visible_at = req.visibleUntil;
@@ -82,18 +87,47 @@ async function claimSqlite(trx: Knex.Transaction, req: ClaimRequest, limit: numb
  */
 async function claimMysqlInTwoTrips(db: Knex, req: ClaimRequest): Promise<MessageRow[]> {
   const select = claimSelectMysql(db, req, req.limit).toSQL();
+  const { compoundStatements } = await capabilitiesOf(db);
   let rows: MessageRow[] = [];
-  await runInTwoTrips(db, [{ sql: select.sql, bindings: select.bindings }], ([found]) => {
+  const { then } = await runInTwoTrips(db, [{ sql: select.sql, bindings: select.bindings }], ([found]) => {
     rows = (found as Array<Record<string, unknown>>).map(normaliseRow);
     if (rows.length === 0) return [];
-    return [{ sql: `UPDATE messages SET status = 'processing', visible_at = ? WHERE id IN (${rows.map(() => '?').join(', ')})`, bindings: [req.visibleUntil, ...rows.map((r) => r.id)] }];
+    const update = `UPDATE messages SET status = 'processing', visible_at = ? WHERE id IN (${rows.map(() => '?').join(', ')}) AND status = 'pending' AND visible_at <= ?`;
+    const bindings = [req.visibleUntil, ...rows.map((r) => r.id), req.now];
+    // MariaDB: a short UPDATE fails before the COMMIT that follows it in the same text, which then never runs.
+    if (compoundStatements) return [{ sql: `BEGIN NOT ATOMIC ${update}; IF ROW_COUNT() < ${rows.length} THEN ${SIGNAL_LOST_ROWS}; END IF; END`, bindings }];
+    return [{ sql: update, bindings }];
   });
+  // MySQL 8: the COMMIT ran; the rows this claim did take come back when their visibility timeout passes.
+  if (!compoundStatements && rows.length > 0 && (then[0] as { affectedRows: number }).affectedRows < rows.length) throw new ClaimLostRows();
   for (const row of rows) {
     row.status = 'processing';
     row.visible_at = req.visibleUntil;
   }
   return rows;
 }
+
+/**
+ * A claim whose UPDATE found fewer of its locked rows still claimable than it locked: retried as a deadlock
+ * victim is (errno 1213), never answered. Each claim's UPDATE takes a row only while it is pending and visible.
+ *
+ * Why: on a Galera cluster a claim's row locks are its node's own. A claim on another node can take the same
+ * rows, and certification, or the abort of the local transaction when the other node's commit is applied
+ * here, should then fail one of the two. The multi-primary test still saw, once in a few runs, a whole batch
+ * delivered through both nodes: the later claim's SELECT had locked the rows before the other node's commit
+ * reached this one, and its UPDATE took them after. With the guard that UPDATE takes none of them, and the
+ * claim is retried.
+ */
+export class ClaimLostRows extends Error {
+  readonly errno = 1213;
+  readonly code = 'ER_LOCK_DEADLOCK';
+  constructor() {
+    super('rows locked by a claim changed before its update: claim retried');
+  }
+}
+
+/** ClaimLostRows raised inside a MariaDB compound statement, so that the COMMIT after it never runs. */
+const SIGNAL_LOST_ROWS = "SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'rows locked by a claim changed before its update: claim retried'";
 
 /**
  * Claims up to `limit` pending messages of a topic for one visibility period, oldest first.
