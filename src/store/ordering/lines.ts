@@ -151,6 +151,17 @@ async function staleHeads(db: Knex, topic?: string): Promise<HeadRow[]> {
   return withDbRetry(db, async () => [...((await plain) as HeadRow[]), ...((await grouped) as HeadRow[])]);
 }
 
+/** Items of lines grouped by their lines' topic, in their order. */
+function byTopicOf<T extends { line: Line }>(items: T[]): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const group = groups.get(item.line.topic);
+    if (group) group.push(item);
+    else groups.set(item.line.topic, [item]);
+  }
+  return groups;
+}
+
 /** `(topic = ? AND consumer_group = ? AND ordering_key = ?) OR ...` for a list of lines, with its bindings. */
 function linesCondition(lines: Line[], prefix = ''): { sql: string; bindings: string[] } {
   const sql = lines.map(() => `(${prefix}topic = ? AND ${prefix}consumer_group = ? AND ${prefix}ordering_key = ?)`).join(' OR ');
@@ -248,11 +259,9 @@ export async function joinLinesOf(trx: Knex.Transaction, joins: Array<{ line: Li
  * those whose head is gone, handed over one by one (rare). Two statements where the lines have live heads.
  */
 async function joinTopicLinesReturning(trx: Knex.Transaction, candidates: Array<{ line: Line; id: string; now: number; deliverAfter: number }>): Promise<void> {
-  const byTopic = new Map<string, typeof candidates>();
-  for (const c of candidates) byTopic.set(c.line.topic, [...(byTopic.get(c.line.topic) ?? []), c]);
   const opened: typeof candidates = [];
   const stale: typeof candidates = [];
-  for (const [topic, ofTopic] of byTopic) {
+  for (const [topic, ofTopic] of byTopicOf(candidates)) {
     for (const chunk of chunks(ofTopic)) {
       const made = (await runStatement(
         trx,
@@ -360,10 +369,8 @@ export async function leaveLinesOf(trx: Knex.Transaction, lefts: Array<{ line: L
  * leave a line between the three.
  */
 async function handOverReturning(trx: Knex.Transaction, lefts: Array<{ line: Line; id: string }>, now: number): Promise<void> {
-  const byTopic = new Map<string, Array<{ line: Line; id: string }>>();
-  for (const l of lefts) byTopic.set(l.line.topic, [...(byTopic.get(l.line.topic) ?? []), l]);
   const opened: string[] = [];
-  for (const [topic, ofTopic] of byTopic) {
+  for (const [topic, ofTopic] of byTopicOf(lefts)) {
     for (const chunk of chunks(ofTopic)) {
       const update = topicHandOverStatement(topic, chunk, now);
       const rows = (await runStatement(trx, update.sql, update.bindings)) as HeadRows;
