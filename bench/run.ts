@@ -11,6 +11,7 @@ import { loadAverage, machineInfo } from './machine.js';
 import { dequeueAckPhase, enqueuePhase, pipelinePhase, preload, type PhaseResult, type Processes } from './phases.js';
 import { referenceCosts, type ReferenceCosts } from './reference.js';
 import { longPollPhase } from './long-poll.js';
+import { formatRatios, orderingPhases, type OrderingRatios } from './ordering.js';
 import { sqsPhases } from './sqs.js';
 import { SERVICE_NODE_ARGS, startService } from './server-process.js';
 import { startTraceSink, type TraceSink } from './trace-sink.js';
@@ -31,6 +32,8 @@ const USAGE = `usage: npm run bench -- [options]
   --ack single|batch|both|none  dequeue+ack variants to run (default both; none: enqueue only)
   --payload-bytes N       payload size (default 256)
   --warmup N              unmeasured enqueue+ack round first, so the JIT is warm (default 2000; 0 skips)
+  --ordering-rounds N     paired rounds of plain and ordered enqueue and dequeue+ack (BENCH_ORDERING_ROUNDS;
+                          default 5; with per-message acks): the ratios of ordering keys are their medians
   --node-arg ARG          extra node flag for the service, repeatable (e.g. --cpu-prof)
   --server-env K=V        extra environment for the service, repeatable (e.g. CONVEYOR_DB_POOL_SIZE=8)
   --tracing RATIO         tracing on, at this sample ratio (0 to 1), exported to a collector inside the bench
@@ -75,6 +78,7 @@ const parse = () =>
       ack: { type: 'string' },
       'payload-bytes': { type: 'string' },
       warmup: { type: 'string' },
+      'ordering-rounds': { type: 'string' },
       'node-arg': { type: 'string', multiple: true },
       'server-env': { type: 'string', multiple: true },
       tracing: { type: 'string' },
@@ -130,6 +134,8 @@ const options = {
   payloadBytes: positiveInt('payload-bytes', values['payload-bytes'], undefined, 256),
   warmup: values.warmup === '0' ? 0 : positiveInt('warmup', values.warmup, undefined, 2000),
 };
+/** Paired rounds of plain and ordered phases (bench/ordering.ts): each ratio is the median of this many. */
+const orderingRounds = positiveInt('ordering-rounds', values['ordering-rounds'], process.env.BENCH_ORDERING_ROUNDS, 5);
 const nodeArgs = values['node-arg'] ?? [];
 const serverEnv = Object.fromEntries(
   (values['server-env'] ?? []).map((kv) => {
@@ -154,6 +160,8 @@ interface EngineResult {
   /** The service's Redis (MySQL), if it had one. */
   redis?: string;
   phases: PhaseResult[];
+  /** Ordered over plain rates, per paired round (bench/ordering.ts). */
+  orderingRatios?: OrderingRatios;
   error?: string;
 }
 
@@ -165,6 +173,7 @@ async function benchEngine(engine: Engine, auth: AuthMode): Promise<EngineResult
     return { engine, auth, database: 'unavailable', phases: [], error: (err as Error).message };
   }
   const phases: PhaseResult[] = [];
+  let orderingRatios: OrderingRatios | undefined;
   try {
     const redis: Record<string, string> = engine === 'mysql' && redisUrl ? { CONVEYOR_REDIS_URL: redisUrl } : {};
     const service = await startService(db.url, nodeArgs, { ...authEnv(auth), ...redis, ...serverEnv }, values['server-script'] && resolve(values['server-script']));
@@ -174,9 +183,10 @@ async function benchEngine(engine: Engine, auth: AuthMode): Promise<EngineResult
     const client = new BenchClient(service.port, options.concurrency + options.consumers * (options.ackConcurrency + 1), () => token.value());
     const deadlineMs = options.durationSeconds * 1000;
     const report = (r: PhaseResult) => (phases.push(r), process.stdout.write(`${formatPhase(engine, auth, r)}\n`));
+    const reportRatios = (r: OrderingRatios) => ((orderingRatios = r), process.stdout.write(`${engine.padEnd(6)} auth ${auth.padEnd(3)} ${formatRatios(r)}\n`));
     try {
       await token.renew(client);
-      if (runHttp && process.env.BENCH_LONG_POLL !== 'only') await httpPhases(client, procs, deadlineMs, report, () => token.renew(client));
+      if (runHttp && process.env.BENCH_LONG_POLL !== 'only') await httpPhases(client, procs, deadlineMs, report, reportRatios, () => token.renew(client));
       if (runHttp && process.env.BENCH_LONG_POLL !== 'off') {
         await token.renew(client);
         const lp = { rate: Number(process.env.BENCH_LONG_POLL_RATE ?? 1000), seconds: Number(process.env.BENCH_LONG_POLL_SECONDS ?? 10) };
@@ -197,7 +207,7 @@ async function benchEngine(engine: Engine, auth: AuthMode): Promise<EngineResult
       client.close();
       await service.stop();
     }
-    return { engine, auth, database: db.version, redis: engine === 'mysql' ? redisUrl : undefined, phases };
+    return { engine, auth, database: db.version, redis: engine === 'mysql' ? redisUrl : undefined, phases, orderingRatios };
   } catch (err) {
     return { engine, auth, database: db.version, phases, error: (err as Error).message };
   } finally {
@@ -206,7 +216,14 @@ async function benchEngine(engine: Engine, auth: AuthMode): Promise<EngineResult
 }
 
 /** The HTTP phases: single-message enqueues, then dequeue + per-message ack and/or ack-batch, then both at once. */
-async function httpPhases(client: BenchClient, procs: Processes, deadlineMs: number, report: (r: PhaseResult) => void, renewToken: () => Promise<void>): Promise<void> {
+async function httpPhases(
+  client: BenchClient,
+  procs: Processes,
+  deadlineMs: number,
+  report: (r: PhaseResult) => void,
+  reportRatios: (r: OrderingRatios) => void,
+  renewToken: () => Promise<void>,
+): Promise<void> {
   if (options.warmup > 0) {
     const common = { topic: 'bench.warmup', deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackConcurrency: options.ackConcurrency };
     const warm = await enqueuePhase(client, procs, { ...common, count: options.warmup, concurrency: options.concurrency, payloadBytes: options.payloadBytes });
@@ -226,14 +243,11 @@ async function httpPhases(client: BenchClient, procs: Processes, deadlineMs: num
     report(await dequeueAckPhase(client, procs, { topic, expected, deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackMode, ackConcurrency: options.ackConcurrency }));
   }
   if (ackModes.includes('single')) {
-    // Ordering keys: 1,000 keys, each delivered one at a time in order; compare with enqueue and dequeue+ack.
-    const ordered = { topic: 'bench.ordered', count: options.count, deadlineMs, concurrency: options.concurrency, payloadBytes: options.payloadBytes, orderingKeys: 1000 };
-    await renewToken();
-    const stored = await enqueuePhase(client, procs, { ...ordered, name: 'enqueue 1000 keys' });
-    report(stored);
-    await renewToken();
-    const drain = { topic: 'bench.ordered', expected: stored.messages, deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackConcurrency: options.ackConcurrency };
-    report(await dequeueAckPhase(client, procs, { ...drain, ackMode: 'single', name: 'dequeue+ack 1000 keys' }));
+    // Ordering keys: 1,000 keys, each delivered one at a time in order, against plain messages in paired rounds.
+    const { count, concurrency, payloadBytes, consumers, dequeueCount, ackConcurrency } = options;
+    const compared = await orderingPhases(client, procs, { rounds: orderingRounds, keys: 1000, count, deadlineMs, concurrency, payloadBytes, consumers, dequeueCount, ackConcurrency }, renewToken);
+    compared.phases.forEach(report);
+    reportRatios(compared.ratios);
   }
   if (ackModes.includes('batch')) {
     // Delayed messages beside ready ones: the ready ones' claims should not slow down (compare with
@@ -289,7 +303,7 @@ async function main(): Promise<void> {
   // Bounded by construction (count and per-phase deadline); this is the backstop for a hung server.
   // gRPC: three throughput phases plus three Subscribe phases (each 2 s warm-up, 10 s of sending, up to 10 s
   // draining, 0.5 s setup twice).
-  const phasesPerEngine = (runHttp ? 1 + ackModes.length + (ackModes.includes('single') ? 2 : 0) + (ackModes.includes('batch') ? 1 : 0) + (ackModes.length > 0 ? 1 : 0) : 0) + (runGrpc ? 3 : 0) + (runSqs ? 2 : 0);
+  const phasesPerEngine = (runHttp ? 1 + ackModes.length + (ackModes.includes('single') ? 4 * orderingRounds : 0) + (ackModes.includes('batch') ? 1 : 0) + (ackModes.length > 0 ? 1 : 0) : 0) + (runGrpc ? 3 : 0) + (runSqs ? 2 : 0);
   // The long-poll phase: 10 s of traffic, 5 s idle, and its waits running out (20 s).
   const extraSeconds = (runGrpc ? 100 : 0) + (runHttp && process.env.BENCH_LONG_POLL !== 'off' ? 60 : 0);
   // Plus two reference measurements of about 10 s each.
