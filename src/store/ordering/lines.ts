@@ -474,7 +474,7 @@ export function lineHeadsStatement(joins: Array<{ line: Line; id: string }>): St
   return {
     sql:
       "SELECT h.topic, h.ordering_key, h.message_id AS head_id, (SELECT m.id FROM messages m WHERE m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing')) AS live_id " +
-      `FROM ordering_heads h WHERE (h.topic, h.consumer_group, h.ordering_key) IN (${lines.map(() => "(?, '', ?)").join(', ')}) LOCK IN SHARE MODE`,
+      `FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE (h.topic, h.consumer_group, h.ordering_key) IN (${lines.map(() => "(?, '', ?)").join(', ')}) LOCK IN SHARE MODE`,
     bindings: lines.flatMap((l) => [l.topic, l.key]),
   };
 }
@@ -528,7 +528,7 @@ export function joinTopicLinesAfter(joins: Array<{ line: Line; id: string }>, he
  * `repairLines` then hands over. A candidate that was not stored (its statement stored nothing) makes no head:
  * the heads are read from the stored rows.
  *
- * The statements name the indexes they read messages by, so that their plans do not depend on the table's
+ * The statements name the indexes they read by, so that their plans do not depend on the table's
  * statistics: for the upsert's ORDER BY (the lock order) MariaDB once walked messages_ordering, the topic's
  * every message, per enqueue; with statistics taken while the table was small, the UPDATE scanned and locked
  * the table, and two enqueues deadlocked.
@@ -551,7 +551,7 @@ export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }
     },
     {
       sql:
-        "SELECT h.topic FROM ordering_heads h LEFT JOIN messages m FORCE INDEX (PRIMARY) ON m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing') " +
+        "SELECT h.topic FROM ordering_heads h FORCE INDEX (PRIMARY) LEFT JOIN messages m FORCE INDEX (PRIMARY) ON m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing') " +
         `WHERE ${lines} AND m.id IS NULL`,
       bindings: candidates.flatMap((c) => [c.line.topic, c.line.key]),
     },
@@ -567,6 +567,13 @@ export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }
  * The seek names its index: evaluated per head row, MariaDB costed it as a walk of the topic's pending
  * messages sorted by place (half a second per statement with 9,000 waiting).
  *
+ * The head rows are read by their primary key, named too, and the UPDATE reads them first (STRAIGHT_JOIN): at
+ * the end of a drain, with statistics of small tables, MariaDB chose a full scan of ordering_heads, and began
+ * the UPDATE with a full scan of the messages (estimated at one row, holding 700), seeking a next message per
+ * pair. The check that a head's message is gone is a scalar lookup by id: as `NOT EXISTS`, MariaDB turned it
+ * into a scan of the messages' primary key. Each cost 20-100 ms per statement in the bench's last hand-overs
+ * (test/claim-explain.test.ts).
+ *
  * The head rows are locked by a statement of their own first. A statement reads what was committed when it
  * began: the seek, had it waited for a row lock held by an enqueue of the key inside the same statement, would
  * not see that enqueue's message once it committed, and would close a line that has a message waiting.
@@ -576,15 +583,15 @@ export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string 
   // Each line by its whole primary key, so the statements read (and lock) those rows only: with the group
   // factored out of the OR, MariaDB walked every head of the topic. `ifGone` (after a DELETE of the same
   // transaction that may not have taken every message named): only heads whose message is no longer there.
-  const gone = ifGone ? ' AND NOT EXISTS (SELECT 1 FROM messages x FORCE INDEX (PRIMARY) WHERE x.id = h.message_id)' : '';
+  const gone = ifGone ? ' AND (SELECT COUNT(*) FROM messages x FORCE INDEX (PRIMARY) WHERE x.id = h.message_id) = 0' : '';
   const named = `(h.topic, h.consumer_group, h.ordering_key) IN (${ordered.map(() => "(?, '', ?)").join(', ')}) AND h.message_id IN (${placeholders(ordered.length)})${gone}`;
   const namedBindings = [...ordered.flatMap((l) => [l.line.topic, l.line.key]), ...ordered.map((l) => l.id)];
   return [
-    { sql: `SELECT h.message_id FROM ordering_heads h WHERE ${named} FOR UPDATE`, bindings: namedBindings },
+    { sql: `SELECT h.message_id FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${named} FOR UPDATE`, bindings: namedBindings },
     {
       // A line with no next message joins no row and keeps naming the head that left: the DELETE closes it.
       sql:
-        'UPDATE ordering_heads h JOIN messages m FORCE INDEX (PRIMARY) ON m.id = (SELECT n.id FROM messages n FORCE INDEX (messages_ordering) ' +
+        'UPDATE ordering_heads h FORCE INDEX (PRIMARY) STRAIGHT_JOIN messages m FORCE INDEX (PRIMARY) ON m.id = (SELECT n.id FROM messages n FORCE INDEX (messages_ordering) ' +
         "WHERE n.topic = h.topic AND n.ordering_key = h.ordering_key AND n.status = 'pending' AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.ordering_seq LIMIT 1) " +
         `SET h.message_id = m.id, m.visible_at = IF(m.visible_at = ?, m.deliver_after, m.visible_at) WHERE ${named}`,
       bindings: [now, BEHIND_HEAD, ...namedBindings],
@@ -592,7 +599,7 @@ export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string 
     // MariaDB: only when the UPDATE changed fewer rows than two per line (a head row and its next message each),
     // that is when some line had no next message; a backlog's hand-overs then cost two statements, not three.
     mariaDb
-      ? { sql: `BEGIN NOT ATOMIC IF ROW_COUNT() < ${2 * ordered.length} THEN DELETE h FROM ordering_heads h WHERE ${named}; END IF; END`, bindings: namedBindings }
-      : { sql: `DELETE h FROM ordering_heads h WHERE ${named}`, bindings: namedBindings },
+      ? { sql: `BEGIN NOT ATOMIC IF ROW_COUNT() < ${2 * ordered.length} THEN DELETE h FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${named}; END IF; END`, bindings: namedBindings }
+      : { sql: `DELETE h FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${named}`, bindings: namedBindings },
   ];
 }
