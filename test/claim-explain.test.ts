@@ -26,6 +26,13 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
   return out;
 }
 
+/** A topic's first 30 lines (its own, by key) with their head rows, as the hand-over's statements name them. */
+async function firstLines(server: TestServer, topic: string) {
+  const heads = (await server.db('ordering_heads').where({ topic, consumer_group: '' }).orderBy('ordering_key').limit(30)) as Array<{ ordering_key: string; message_id: string }>;
+  expect(heads).toHaveLength(30);
+  return { heads, lines: heads.map((h) => ({ line: { topic, group: '', key: h.ordering_key }, id: h.message_id })) };
+}
+
 /**
  * Pins the plan of the real claim SELECT (built by src/store/messages/claim.ts, not a copy): it must walk
  * messages_queue in order. A filesort or a full scan would lock every pending row of the topic under
@@ -127,9 +134,7 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
   });
 
   it("the one-trip hand-over and join statements of ordering keys seek each line by its key, never a scan", async () => {
-    const heads = (await server.db('ordering_heads').where({ topic: 'ordered', consumer_group: '' }).orderBy('ordering_key').limit(30)) as Array<{ ordering_key: string; message_id: string }>;
-    expect(heads).toHaveLength(30);
-    const lines = heads.map((h) => ({ line: { topic: 'ordered', group: '', key: h.ordering_key }, id: h.message_id }));
+    const { lines } = await firstLines(server, 'ordered');
     for (const statement of [...leaveTopicLinesStatements(lines, now), lineHeadsStatement(lines), ...joinTopicLinesStatements(lines)]) {
       const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${statement.sql}`, statement.bindings as any[])) as [Array<{ EXPLAIN: string }>];
       const text = json[0].EXPLAIN;
@@ -189,9 +194,7 @@ function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
   });
 
   it('reads the head rows by primary key and looks each head message up by id, never a scan', async () => {
-    const heads = (await server.db('ordering_heads').where({ topic: 'ending', consumer_group: '' }).orderBy('ordering_key').limit(30)) as Array<{ ordering_key: string; message_id: string }>;
-    expect(heads).toHaveLength(30);
-    const lines = heads.map((h) => ({ line: { topic: 'ending', group: '', key: h.ordering_key }, id: h.message_id }));
+    const { lines } = await firstLines(server, 'ending');
     for (const statement of [...leaveTopicLinesStatements(lines, Date.now(), { ifGone: true }), lineHeadsStatement(lines), ...joinTopicLinesStatements(lines)]) {
       const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${statement.sql}`, statement.bindings as any[])) as [Array<{ EXPLAIN: string }>];
       const tables = tablesOf(JSON.parse(json[0].EXPLAIN));
@@ -224,9 +227,7 @@ describe('ordering statements query plan [sqlite]', () => {
   });
 
   it('hand the line over by one seek per line and read heads by key, never a scan', async () => {
-    const heads = (await server.db('ordering_heads').where({ topic: 'ordered', consumer_group: '' }).orderBy('ordering_key').limit(30)) as Array<{ ordering_key: string; message_id: string }>;
-    expect(heads).toHaveLength(30);
-    const lines = heads.map((h) => ({ line: { topic: 'ordered', group: '', key: h.ordering_key }, id: h.message_id }));
+    const { heads, lines } = await firstLines(server, 'ordered');
     const handOver = topicHandOverStatement('ordered', lines, Date.now());
     const gone = goneHeadsStatement('ordered', lines.map((l) => l.line.key));
     for (const statement of [handOver, gone]) {
