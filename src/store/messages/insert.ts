@@ -5,7 +5,7 @@ import { runInTwoTrips, runStatement } from '../statement.js';
 import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
-import { BEHIND_HEAD, inLockOrder, joinLinesOf, joinTopicLinesAfter, LINE_HEADS_RETURNING, lineHeadsStatement, repairLines, type ReadHead } from '../ordering/lines.js';
+import { BEHIND_HEAD, inLockOrder, joinLinesOf, joinTopicLinesAfter, LINE_HEADS_RETURNING, lineHeadsStatement, type ReadHead } from '../ordering/lines.js';
 
 export interface NewMessage {
   id: string;
@@ -313,9 +313,8 @@ function laterRows(count: number, tableValueConstructor: boolean): string {
  * their lines, in one transaction of two round trips (src/store/statement.ts, runInTwoTrips). The first stores
  * the rows and reads each line's head, share-locked: on MariaDB in the INSERT's RETURNING clause, on MySQL 8 in
  * a statement of its own (src/store/ordering/lines.ts, LINE_HEADS_RETURNING and lineHeadsStatement). The second
- * is COMMIT alone when every line has a live head (a key with a backlog: one read of a row per line), else it
- * opens the lines that have none first. Lines whose head turned out gone are handed over after the commit
- * (rare: an instance died between an ack and its hand-over).
+ * is COMMIT alone when every line has a head (a key with a backlog: one read of a row per line), else it
+ * opens the lines that have none first.
  */
 async function insertUngroupedInLines(db: Knex, batch: NewMessage[]): Promise<boolean> {
   // Rows in the lines' lock order: the RETURNING clause share-locks each row's head row as the row is stored.
@@ -331,20 +330,10 @@ async function insertUngroupedInLines(db: Knex, batch: NewMessage[]): Promise<bo
     : [{ sql: insertSql, bindings: [...bindings, ...topics] }, lineHeadsStatement(joins)];
   // Rows stored: RETURNING's rows, or the INSERT's count.
   const storedOf = (results: unknown[]) => (can.insertReturning ? (results[0] as unknown[]).length : (results[0] as { affectedRows: number }).affectedRows);
-  let stale = new Set<string>();
-  const result = await runInTwoTrips(db, first, (results) => {
-    // Nothing stored (a topic has groups now): nothing to join.
-    if (storedOf(results) === 0) return [];
-    const after = joinTopicLinesAfter(joins, (can.insertReturning ? results[0] : results[1]) as ReadHead[]);
-    stale = after.stale;
-    return after.statements;
-  });
+  // Nothing stored (a topic has groups now): nothing to join.
+  const result = await runInTwoTrips(db, first, (results) => (storedOf(results) === 0 ? [] : joinTopicLinesAfter(joins, (can.insertReturning ? results[0] : results[1]) as ReadHead[])));
   const stored = storedOf(result.first);
   if (stored !== 0 && stored !== messages.length) throw new Error(`stored ${stored} of ${messages.length} messages in one statement`);
-  // The join's third statement, when it ran, lists the lines whose head is gone.
-  for (const r of (result.then[2] as Array<{ topic: string }> | undefined) ?? []) stale.add(String(r.topic));
-  const now = Math.max(...messages.map((m) => m.createdAt));
-  for (const topic of stale) await repairLines(db, now, topic).catch(() => undefined);
   return stored === messages.length;
 }
 

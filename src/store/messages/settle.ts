@@ -331,8 +331,8 @@ function knownLines(targets: AckTarget[]): Array<{ line: Line; id: string }> {
  * keeps its turn; SQLite runs them after the DELETE, from its answer. Messages with an ordering key that no
  * one named (acked through another instance than the one that dequeued them) are handed over after it, in a
  * transaction of their own: an instance that dies between the two leaves the key's line on a head that is
- * gone, which the next enqueue of the key or the expiry reaper's sweep hands over
- * (src/store/ordering/lines.ts). Order holds either way: nothing of the key is claimable meanwhile.
+ * gone, which the expiry reaper's sweep hands over (src/store/ordering/lines.ts, repairLines). Order holds
+ * either way: nothing of the key is claimable meanwhile.
  */
 async function deleteProcessing(db: Knex, which: Condition, known: Array<{ line: Line; id: string }>, now: number): Promise<AckedMessage[]> {
   const remove = { sql: `DELETE FROM messages WHERE ${which.sql} AND status = 'processing' AND ${WITHOUT_DELIVERIES} RETURNING id, topic, ordering_key`, bindings: which.bindings };

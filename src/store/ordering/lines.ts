@@ -163,8 +163,8 @@ function byTopicOf<T extends { line: Line }>(items: T[]): Map<string, T[]> {
 }
 
 /** `(topic = ? AND consumer_group = ? AND ordering_key = ?) OR ...` for a list of lines, with its bindings. */
-function linesCondition(lines: Line[], prefix = ''): { sql: string; bindings: string[] } {
-  const sql = lines.map(() => `(${prefix}topic = ? AND ${prefix}consumer_group = ? AND ${prefix}ordering_key = ?)`).join(' OR ');
+function linesCondition(lines: Line[]): { sql: string; bindings: string[] } {
+  const sql = lines.map(() => '(topic = ? AND consumer_group = ? AND ordering_key = ?)').join(' OR ');
   return { sql: `(${sql})`, bindings: lines.flatMap((l) => [l.topic, l.group, l.key]) };
 }
 
@@ -228,9 +228,9 @@ async function openHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: s
 
 /**
  * New messages, or a requeued one, join their lines (an enqueue's group commit): a few statements per batch, not a few
- * per message. The first message of each line in the batch is its candidate; a line without a head takes it,
- * a line with a live head keeps it, and a line whose head is gone is handed over one by one (rare). `joins`
- * in the lock order (line, then place).
+ * per message. The first message of each line in the batch is its candidate: a line without a head row takes
+ * it, and it is opened; a line with one keeps its head, live or not (a head that left without its hand-over is
+ * the sweep's, repairLines). `joins` in the lock order (line, then place).
  */
 export async function joinLinesOf(trx: Knex.Transaction, joins: Array<{ line: Line; id: string; now: number; deliverAfter: number }>): Promise<void> {
   const first = new Map<string, { line: Line; id: string; now: number; deliverAfter: number }>();
@@ -242,25 +242,19 @@ export async function joinLinesOf(trx: Knex.Transaction, joins: Array<{ line: Li
   }
   if (candidates.length === 0) return;
   await setHeads(trx, candidates, true);
-  // The rows are this transaction's (locked by the upsert): read without a lock, with their heads' state.
-  const heads = await headsWithState(trx, candidates.map((c) => c.line));
-  const opened = candidates.filter((c) => heads.get(lineId(c.line))?.id === c.id);
-  await openHeads(trx, opened);
-  const others = candidates.filter((c) => heads.get(lineId(c.line))?.id !== c.id);
-  const stale = others.filter((c) => c.line.group === '' && !heads.get(lineId(c.line))?.live);
-  const groupHeads = others.filter((c) => c.line.group !== '');
-  const live = await liveHeads(trx, groupHeads.map((c) => ({ line: c.line, id: heads.get(lineId(c.line))!.id })));
-  for (const c of [...stale, ...groupHeads.filter((g) => !live.has(lineId(g.line)))]) await handOver(trx, c.line, c.now);
+  // The rows are this transaction's already (locked by the upsert): which candidates became their line's head.
+  const heads = await headsOf(trx, candidates.map((c) => c.line));
+  await openHeads(trx, candidates.filter((c) => heads.get(lineId(c.line)) === c.id));
 }
 
 /**
  * joinLinesOf for a topic's own lines where writes have RETURNING (SQLite): the insert of the candidates' head
- * rows answers the lines it made (new keys), whose candidates are opened; of the other lines, one read names
- * those whose head is gone, handed over one by one (rare). Two statements where the lines have live heads.
+ * rows answers the lines it made (new keys), whose candidates are opened; a line that has a head row keeps it.
+ * One statement where every line has a head. Whether that head is still live is not read here: a head that
+ * left without its hand-over is the sweep's (repairLines), as for a line no enqueue touches.
  */
 async function joinTopicLinesReturning(trx: Knex.Transaction, candidates: Array<{ line: Line; id: string; now: number; deliverAfter: number }>): Promise<void> {
   const opened: typeof candidates = [];
-  const stale: typeof candidates = [];
   for (const [topic, ofTopic] of byTopicOf(candidates)) {
     for (const chunk of chunks(ofTopic)) {
       const made = (await runStatement(
@@ -271,59 +265,9 @@ async function joinTopicLinesReturning(trx: Knex.Transaction, candidates: Array<
       )) as HeadRows;
       const madeKeys = new Set(made.map((r) => String(r.ordering_key)));
       opened.push(...chunk.filter((c) => madeKeys.has(c.line.key)));
-      const joined = chunk.filter((c) => !madeKeys.has(c.line.key));
-      if (joined.length === 0) continue;
-      const read = goneHeadsStatement(topic, joined.map((c) => c.line.key));
-      const gone = (await runStatement(trx, read.sql, read.bindings)) as HeadRows;
-      const goneKeys = new Set(gone.map((r) => String(r.ordering_key)));
-      stale.push(...joined.filter((c) => goneKeys.has(c.line.key)));
     }
   }
   await openHeads(trx, opened);
-  for (const c of stale) await handOver(trx, c.line, c.now);
-}
-
-/**
- * The head rows of `lines` with, for the topic's own lines, whether their head is live (pending or processing
- * on the line's topic): one statement per chunk. No lock: the caller holds the rows already.
- */
-async function headsWithState(trx: Knex.Transaction, lines: Line[]): Promise<Map<string, { id: string; live: boolean }>> {
-  const heads = new Map<string, { id: string; live: boolean }>();
-  for (const chunk of chunks(lines)) {
-    const where = linesCondition(chunk, 'h.');
-    const rows = (await runStatement(
-      trx,
-      'SELECT h.topic, h.consumer_group, h.ordering_key, h.message_id, m.id AS live_id FROM ordering_heads h ' +
-        "LEFT JOIN messages m ON m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing') " +
-        `WHERE ${where.sql}`,
-      where.bindings,
-    )) as HeadRows;
-    for (const r of rows) {
-      heads.set(lineId({ topic: String(r.topic), group: String(r.consumer_group), key: String(r.ordering_key) }), { id: String(r.message_id), live: r.live_id != null });
-    }
-  }
-  return heads;
-}
-
-/** Of these heads, the lines whose head is live (pending or processing): two statements, whatever their number. */
-async function liveHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: string }>): Promise<Set<string>> {
-  const live = new Set<string>();
-  const plain = heads.filter((h) => h.line.group === '');
-  for (const chunk of chunks(plain, 500)) {
-    const rows = (await trx('messages').select('id', 'topic').whereIn('id', chunk.map((h) => h.id)).whereIn('status', ['pending', 'processing'])) as Array<{ id: string; topic: string }>;
-    const found = new Set(rows.map((r) => `${String(r.id)} ${String(r.topic)}`));
-    for (const h of chunk) if (found.has(`${h.id} ${h.line.topic}`)) live.add(lineId(h.line));
-  }
-  const grouped = heads.filter((h) => h.line.group !== '');
-  for (const chunk of chunks(grouped, 500)) {
-    const rows = (await trx('deliveries').select('message_id', 'consumer_group').whereIn('message_id', chunk.map((h) => h.id)).whereIn('status', ['pending', 'processing'])) as Array<{
-      message_id: string;
-      consumer_group: string;
-    }>;
-    const found = new Set(rows.map((r) => `${String(r.message_id)} ${String(r.consumer_group)}`));
-    for (const h of chunk) if (found.has(`${h.id} ${h.line.group}`)) live.add(lineId(h.line));
-  }
-  return live;
 }
 
 /**
@@ -396,16 +340,6 @@ export function topicHandOverStatement(topic: string, lefts: Array<{ line: Line;
   };
 }
 
-/** Of a topic's lines with these keys, those whose head row names no live message (pending or processing on the topic). */
-export function goneHeadsStatement(topic: string, keys: string[]): Statement {
-  return {
-    sql:
-      `SELECT h.ordering_key FROM ordering_heads h WHERE h.topic = ? AND h.consumer_group = '' AND h.ordering_key IN (${placeholders(keys.length)}) ` +
-      "AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing'))",
-    bindings: [topic, ...keys],
-  };
-}
-
 /**
  * One line's next waiting message not past its TTL, in line order: a seek into messages_ordering that stops at
  * the first such row (for a group's line, joined to the group's deliveries; test/claim-explain.test.ts). It
@@ -453,9 +387,8 @@ const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',
 /**
  * The first half of an ordered enqueue's join of its lines on MySQL/MariaDB (src/store/messages/insert.ts,
  * insertUngroupedInLines), run after the INSERT that stored the messages waiting, in the same transaction: each
- * line's head row, share-locked, with its head's id where that message is still live (pending or processing on
- * the line's topic). A line with a live head needs nothing more: its message waits, and whoever hands the line
- * over later finds it. joinTopicLinesAfter says what the rest of the transaction does.
+ * line's head row, share-locked. A line with a head row needs nothing more: its message waits, and whoever
+ * hands the line over later finds it. joinTopicLinesAfter says what the rest of the transaction does.
  *
  * Why a share lock is enough: a hand-over locks the head row exclusively before it seeks the line's next
  * message, and holds it to its commit. If the hand-over came first, this read waits for its commit and reads
@@ -463,8 +396,12 @@ const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',
  * this enqueue then opens. If this read came first, the hand-over waits for this enqueue's commit, and its seek
  * then sees the message. Two enqueues share the lock: neither waits for the other. Where a line has no row the
  * read locks nothing (the service's sessions run READ COMMITTED, which takes no gap locks), so enqueues of new
- * keys do not wait for one another either. The live head is read in a subquery, which takes no lock: a
- * claim's SKIP LOCKED never skips it.
+ * keys do not wait for one another either.
+ *
+ * Whether the head is still live is not read: a head that left without its hand-over (an instance killed
+ * between an ack and its hand-over) is found by the expiry reaper's sweep (repairLines), as it is on a line
+ * that no enqueue touches. Reading it cost a second lookup per stored message, and a flush sent it for every
+ * line to find, almost never, one that needed it.
  *
  * This is MySQL 8's form, a statement of its own. MariaDB reads the same in the INSERT's RETURNING clause
  * (LINE_HEADS_RETURNING): one statement fewer per flush.
@@ -473,7 +410,7 @@ export function lineHeadsStatement(joins: Array<{ line: Line; id: string }>): St
   const lines = candidatesOf(joins).map((c) => c.line);
   return {
     sql:
-      "SELECT h.topic, h.ordering_key, h.message_id AS head_id, (SELECT m.id FROM messages m WHERE m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing')) AS live_id " +
+      'SELECT h.topic, h.ordering_key, h.message_id AS head_id ' +
       `FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE (h.topic, h.consumer_group, h.ordering_key) IN (${lines.map(() => "(?, '', ?)").join(', ')}) LOCK IN SHARE MODE`,
     bindings: lines.flatMap((l) => [l.topic, l.key]),
   };
@@ -482,51 +419,38 @@ export function lineHeadsStatement(joins: Array<{ line: Line; id: string }>): St
 /**
  * lineHeadsStatement's read as the RETURNING clause of the INSERT that stores an ordered flush (MariaDB): per
  * stored row, its line's head (a locking read of the head row, share mode, held to the commit as the
- * statement's would be) and that head's id again where the message is live (a plain read: it locks no
- * message). A statement's plain reads see what was committed when it began, its locking reads the latest: a
- * hand-over that committed in between shows as a head that is not the live one, which the caller treats as
- * gone and repairLines then finds live (one needless look, never a skipped line). The INSERT stores its rows
- * in the lines' lock order (the hand-over's), so its share locks are taken in that order too.
+ * statement's would be). The INSERT stores its rows in the lines' lock order (the hand-over's), so its share
+ * locks are taken in that order too.
  */
 export const LINE_HEADS_RETURNING =
   ' RETURNING topic, ordering_key, ' +
-  "(SELECT h.message_id FROM ordering_heads h WHERE h.topic = messages.topic AND h.consumer_group = '' AND h.ordering_key = messages.ordering_key LOCK IN SHARE MODE) AS head_id, " +
-  "(SELECT l.id FROM ordering_heads v JOIN messages l ON l.id = v.message_id AND l.topic = v.topic AND l.status IN ('pending', 'processing') " +
-  "WHERE v.topic = messages.topic AND v.consumer_group = '' AND v.ordering_key = messages.ordering_key) AS live_id";
+  "(SELECT h.message_id FROM ordering_heads h WHERE h.topic = messages.topic AND h.consumer_group = '' AND h.ordering_key = messages.ordering_key LOCK IN SHARE MODE) AS head_id";
 
-/** A line's head as the enqueue read it: its id (null: the line has no head row) and the id again where that message is live. */
+/** A line's head as the enqueue read it: its id, null where the line has no head row. */
 export interface ReadHead {
   topic: string;
   ordering_key: string | null;
   head_id: string | null;
-  live_id: string | null;
 }
 
 /**
  * The rest of the join, from the heads read (lineHeadsStatement's rows, or LINE_HEADS_RETURNING's, one per
  * stored message): the lines without a head row (a new key, or a line its last hand-over closed) join as
- * joinTopicLinesStatements says, and `stale` names the topics of lines whose head is gone (an instance died
- * between an ack and its hand-over), which `repairLines` hands over after the commit.
+ * joinTopicLinesStatements says; none where every line has a head row.
  */
-export function joinTopicLinesAfter(joins: Array<{ line: Line; id: string }>, heads: ReadHead[]): { statements: Statement[]; stale: Set<string> } {
+export function joinTopicLinesAfter(joins: Array<{ line: Line; id: string }>, heads: ReadHead[]): Statement[] {
   const found = new Set<string>();
-  const stale = new Set<string>();
-  for (const h of heads) {
-    if (h.ordering_key == null || h.head_id == null) continue;
-    found.add(lineId({ topic: String(h.topic), group: '', key: String(h.ordering_key) }));
-    if (h.live_id == null || String(h.live_id) !== String(h.head_id)) stale.add(String(h.topic));
-  }
+  for (const h of heads) if (h.ordering_key != null && h.head_id != null) found.add(lineId({ topic: String(h.topic), group: '', key: String(h.ordering_key) }));
   const missing = joins.filter((j) => !found.has(lineId(j.line)));
-  return { statements: missing.length > 0 ? joinTopicLinesStatements(missing) : [], stale };
+  return missing.length > 0 ? joinTopicLinesStatements(missing) : [];
 }
 
 /**
  * joinLinesOf for new messages of a topic's own lines, as statements that need no answer of one another, for
  * a transaction after the statement that stores the messages: each line's first new message becomes its head
- * where the line has none (an upsert that keeps a live line's head and locks its row), is opened (made
- * claimable from its delay on) when it did, and the last statement lists the lines whose head is gone, which
- * `repairLines` then hands over. A candidate that was not stored (its statement stored nothing) makes no head:
- * the heads are read from the stored rows.
+ * where the line has none (an upsert that keeps the head of a line that has one meanwhile, and locks its row),
+ * and is opened (made claimable from its delay on) when it did. A candidate that was not stored (its
+ * statement stored nothing) makes no head: the heads are read from the stored rows.
  *
  * The statements name the indexes they read by, so that their plans do not depend on the table's
  * statistics: for the upsert's ORDER BY (the lock order) MariaDB once walked messages_ordering, the topic's
@@ -536,7 +460,6 @@ export function joinTopicLinesAfter(joins: Array<{ line: Line; id: string }>, he
 export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }>): Statement[] {
   const candidates = candidatesOf(joins);
   const ids = candidates.map((c) => c.id);
-  const lines = `(h.topic, h.consumer_group, h.ordering_key) IN (${candidates.map(() => "(?, '', ?)").join(', ')})`;
   const mysql = 'ON DUPLICATE KEY UPDATE message_id = ordering_heads.message_id';
   return [
     {
@@ -548,12 +471,6 @@ export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }
         "UPDATE messages m FORCE INDEX (PRIMARY) STRAIGHT_JOIN ordering_heads h ON h.topic = m.topic AND h.consumer_group = '' AND h.ordering_key = m.ordering_key AND h.message_id = m.id " +
         `SET m.visible_at = m.deliver_after WHERE m.id IN (${placeholders(ids.length)}) AND m.status = 'pending'`,
       bindings: ids,
-    },
-    {
-      sql:
-        "SELECT h.topic FROM ordering_heads h FORCE INDEX (PRIMARY) LEFT JOIN messages m FORCE INDEX (PRIMARY) ON m.id = h.message_id AND m.topic = h.topic AND m.status IN ('pending', 'processing') " +
-        `WHERE ${lines} AND m.id IS NULL`,
-      bindings: candidates.flatMap((c) => [c.line.topic, c.line.key]),
     },
   ];
 }
