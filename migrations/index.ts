@@ -15,6 +15,7 @@ import * as orderingKeys from './20261128020000_ordering_keys.js';
 import * as grantsManagedBy from './20261128040000_grants_managed_by.js';
 import * as sqsApi from './20261128050000_sqs_api.js';
 import * as queueDefaults from './20261128060000_queue_defaults.js';
+import * as linesInRowOrder from './20261129010000_lines_in_row_order.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -39,6 +40,7 @@ const migrations: Record<string, Migration> = {
   '20261128040000_grants_managed_by': grantsManagedBy,
   '20261128050000_sqs_api': sqsApi,
   '20261128060000_queue_defaults': queueDefaults,
+  '20261129010000_lines_in_row_order': linesInRowOrder,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

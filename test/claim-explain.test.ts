@@ -122,7 +122,7 @@ async function firstLines(server: TestServer, topic: string) {
   });
 
   it("the next message of an ordering key's line is one seek into messages_ordering, not a walk of the topic", async () => {
-    const native = nextInLineStatement({ topic: 'ordered', group: '', key: 'key-7' }, now);
+    const native = nextInLineStatement({ topic: 'ordered', group: '', key: 'key-7' }, now, 'ordering_seq');
     const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${native.sql}`, native.bindings)) as [Array<{ EXPLAIN: string }>];
     const text = json[0].EXPLAIN;
     expect(text).not.toMatch(/filesort/i);
@@ -228,11 +228,18 @@ describe('ordering statements query plan [sqlite]', () => {
 
   it('hand the line over by one seek per line and read heads by key, never a scan', async () => {
     const { heads, lines } = await firstLines(server, 'ordered');
-    const handOver = topicHandOverStatement('ordered', lines, Date.now());
+    const handOver = topicHandOverStatement('ordered', lines, Date.now(), 'rowid');
     const plan = ((await server.db.raw(`EXPLAIN QUERY PLAN ${handOver.sql}`, handOver.bindings as any[])) as Array<{ detail: string }>).map((r) => r.detail);
     expect(plan.filter((d) => /^SCAN /.test(d)), `${plan.join(' | ')} for ${handOver.sql}`).toEqual([]);
     expect(plan.some((d) => /ordering_heads.*USING (INDEX sqlite_autoindex_ordering_heads|PRIMARY KEY)/.test(d)), plan.join(' | ')).toBe(true);
     expect(plan.some((d) => /SEARCH n USING INDEX messages_ordering/.test(d)), plan.join(' | ')).toBe(true);
+    // A line is in row order: the index gives it, nothing is sorted (the index is (topic, ordering_key)).
+    expect(plan.filter((d) => /TEMP B-TREE/.test(d)), plan.join(' | ')).toEqual([]);
+    for (const group of ['', 'g']) {
+      const seek = nextInLineStatement({ topic: 'ordered', group, key: 'key-7' }, Date.now(), 'rowid');
+      const seekPlan = ((await server.db.raw(`EXPLAIN QUERY PLAN ${seek.sql}`, seek.bindings as any[])) as Array<{ detail: string }>).map((r) => r.detail);
+      expect(seekPlan.some((d) => /USING INDEX messages_ordering/.test(d)) && !seekPlan.some((d) => /TEMP B-TREE|^SCAN/.test(d)), seekPlan.join(' | ')).toBe(true);
+    }
     // And it does what it says: each head that left (deleted, as by an ack) hands over to its key's second message.
     await server.db('messages').whereIn('id', heads.map((h) => h.message_id)).delete();
     const rows = (await server.db.raw(handOver.sql, handOver.bindings as any[])) as Array<{ ordering_key: string; message_id: string }>;

@@ -144,6 +144,9 @@ describeGalera('multi-primary: two instances on two Galera nodes [galera]', () =
     const topic = 'reap-me';
     expect((await a.api.put(`/api/topic-configs/${topic}`, { message_ttl_seconds: 1 })).status).toBe(200);
     const node3 = await mysql.createConnection(database.urlOn(2));
+    // A third node applies the others' commits a moment after they answered: its reads wait for them (a
+    // causal read), else the last run's token may not be there yet.
+    await node3.query('SET SESSION wsrep_sync_wait = 1');
     const token = async (kind: string) => {
       const [rows] = await node3.query('SELECT token FROM leases WHERE name = ?', [`reaper:${kind}`]);
       return Number((rows as Array<{ token: number }>)[0]?.token ?? 0);

@@ -25,6 +25,11 @@ export interface Capabilities {
   readonly compoundStatements: boolean;
   /** `UPDATE ... RETURNING`: SQLite (3.35+); neither MariaDB nor MySQL 8 has it. */
   readonly updateReturning: boolean;
+  /**
+   * An ordering key's line is in its rows' insertion order (SQLite's rowid, which every index of a rowid table
+   * ends with), so `messages_ordering` is `(topic, ordering_key)`; MySQL/MariaDB order it by `ordering_seq`.
+   */
+  readonly linesInRowOrder: boolean;
   /** `VALUES (...), (...)` as rows of a UNION, without ROW(): MariaDB and SQLite; MySQL 8 wants ROW() (none before 8.0.19). Asked of the server. */
   readonly tableValueConstructor: boolean;
   /** The database runs in this process (SQLite): a statement costs no network round trip, and its clock is this process's. */
@@ -78,6 +83,7 @@ function tableOf(db: Knex): Table {
       insertReturning: !mysql,
       compoundStatements: false,
       updateReturning: !mysql,
+      linesInRowOrder: !mysql,
       tableValueConstructor: !mysql,
       inProcess: !mysql,
       driverQuery: mysql,

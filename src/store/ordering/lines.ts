@@ -44,9 +44,18 @@ async function isLive(trx: Knex.Transaction, line: Line, id: string): Promise<bo
   return row !== undefined;
 }
 
+/**
+ * What orders a line: its messages' places (`ordering_seq`), or on SQLite their rows' order (rowid), which
+ * `messages_ordering (topic, ordering_key)` holds without a column of its own. A requeue moves the row to the
+ * end there (requeueIntoLines).
+ */
+export type LineOrder = 'ordering_seq' | 'rowid';
+
+export const lineOrderOf = (db: Knex): LineOrder => (capabilities(db).linesInRowOrder ? 'rowid' : 'ordering_seq');
+
 /** The first message of the line still waiting and not past its TTL, in line order (index messages_ordering). */
 async function nextInLine(trx: Knex.Transaction, line: Line, now: number): Promise<{ id: string; deliverAfter: number } | undefined> {
-  const next = nextInLineStatement(line, now);
+  const next = nextInLineStatement(line, now, lineOrderOf(trx));
   const [row] = (await runStatement(trx, next.sql, next.bindings)) as HeadRows;
   return row ? { id: String(row.id), deliverAfter: Number(row.deliver_after) } : undefined;
 }
@@ -67,11 +76,13 @@ async function handOver(trx: Knex.Transaction, line: Line, now: number): Promise
 /**
  * A requeued dead letter with an ordering key goes to the back of its key's line on its original topic (a new
  * place, after every message of the key enqueued before the requeue), in each group's line on a fan-out
- * topic (`groups`; its deliveries stored waiting), else the topic's own.
+ * topic (`groups`; its deliveries stored waiting), else the topic's own. Where lines are in row order, the
+ * row itself moves to the end (a rowid past every row's; its id and everything else stay).
  */
 export async function requeueIntoLines(trx: Knex.Transaction, id: string, topic: string, key: string, groups: string[], now: number): Promise<void> {
   const last = await trx('messages').where({ topic, ordering_key: key }).orderBy('ordering_seq', 'desc').first('ordering_seq');
   await trx('messages').where({ id }).update({ ordering_seq: after(last?.ordering_seq, uuidv7({ msecs: now })), deliver_after: 0, ...(groups.length === 0 ? { visible_at: BEHIND_HEAD } : {}) });
+  if (lineOrderOf(trx) === 'rowid') await runStatement(trx, 'UPDATE messages SET rowid = (SELECT MAX(rowid) + 1 FROM messages) WHERE id = ?', [id]);
   await joinLinesOf(trx, (groups.length === 0 ? [''] : [...groups].sort()).map((group) => ({ line: { topic, group, key }, id, now, deliverAfter: 0 })));
 }
 
@@ -286,7 +297,7 @@ export async function leaveLinesOf(trx: Knex.Transaction, lefts: Array<{ line: L
   const ending = ordered.filter((l) => heads.get(lineId(l.line)) === l.id);
   const next = new Map<string, { id: string; deliverAfter: number }>();
   for (const chunk of chunks(ending, 100)) {
-    const seeks = chunk.map((l) => nextInLineStatement(l.line, now));
+    const seeks = chunk.map((l) => nextInLineStatement(l.line, now, lineOrderOf(trx)));
     const rows = (await runStatement(trx, seeks.map((q, i) => `SELECT * FROM (${q.sql}) AS next_${i}`).join(' UNION ALL '), seeks.flatMap((q) => q.bindings))) as HeadRows;
     for (const r of rows) {
       next.set(lineId({ topic: String(r.topic), group: String(r.consumer_group), key: String(r.ordering_key) }), { id: String(r.id), deliverAfter: Number(r.deliver_after) });
@@ -316,7 +327,7 @@ async function handOverReturning(trx: Knex.Transaction, lefts: Array<{ line: Lin
   const opened: string[] = [];
   for (const [topic, ofTopic] of byTopicOf(lefts)) {
     for (const chunk of chunks(ofTopic)) {
-      const update = topicHandOverStatement(topic, chunk, now);
+      const update = topicHandOverStatement(topic, chunk, now, lineOrderOf(trx));
       const rows = (await runStatement(trx, update.sql, update.bindings)) as HeadRows;
       const closed = rows.filter((r) => r.message_id === '').map((r) => String(r.ordering_key));
       opened.push(...rows.filter((r) => r.message_id !== '').map((r) => String(r.message_id)));
@@ -330,11 +341,11 @@ async function handOverReturning(trx: Knex.Transaction, lefts: Array<{ line: Lin
  * handOverReturning's UPDATE for a topic's lines: the head rows naming one of `lefts` take their line's next
  * waiting message (a seek into messages_ordering in the SET), or '' where there is none; RETURNING says which.
  */
-export function topicHandOverStatement(topic: string, lefts: Array<{ line: Line; id: string }>, now: number): Statement {
+export function topicHandOverStatement(topic: string, lefts: Array<{ line: Line; id: string }>, now: number, order: LineOrder): Statement {
   return {
     sql:
       "UPDATE ordering_heads SET message_id = COALESCE((SELECT n.id FROM messages n WHERE n.topic = ordering_heads.topic AND n.ordering_key = ordering_heads.ordering_key AND n.status = 'pending' " +
-      "AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.ordering_seq LIMIT 1), '') " +
+      `AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.${order} LIMIT 1), '') ` +
       `WHERE topic = ? AND consumer_group = '' AND ordering_key IN (${placeholders(lefts.length)}) AND message_id IN (${placeholders(lefts.length)}) RETURNING ordering_key, message_id`,
     bindings: [now, topic, ...lefts.map((l) => l.line.key), ...lefts.map((l) => l.id)],
   };
@@ -345,19 +356,19 @@ export function topicHandOverStatement(topic: string, lefts: Array<{ line: Line;
  * the first such row (for a group's line, joined to the group's deliveries; test/claim-explain.test.ts). It
  * selects its line too, so that the seeks of a batch can go as one UNION ALL.
  */
-export function nextInLineStatement(line: Line, now: number): { sql: string; bindings: Array<string | number> } {
+export function nextInLineStatement(line: Line, now: number, order: LineOrder): { sql: string; bindings: Array<string | number> } {
   if (line.group === '') {
     return {
       sql:
         "SELECT topic, '' AS consumer_group, ordering_key, id, deliver_after FROM messages WHERE topic = ? AND ordering_key = ? AND status = 'pending' " +
-        'AND (expires_at IS NULL OR expires_at > ?) ORDER BY ordering_seq LIMIT 1',
+        `AND (expires_at IS NULL OR expires_at > ?) ORDER BY ${order} LIMIT 1`,
       bindings: [line.topic, line.key, now],
     };
   }
   return {
     sql:
       'SELECT m.topic, d.consumer_group, m.ordering_key, m.id, m.deliver_after FROM messages m JOIN deliveries d ON d.message_id = m.id AND d.consumer_group = ? ' +
-      "WHERE m.topic = ? AND m.ordering_key = ? AND d.status = 'pending' AND (d.expires_at IS NULL OR d.expires_at > ?) ORDER BY m.ordering_seq LIMIT 1",
+      `WHERE m.topic = ? AND m.ordering_key = ? AND d.status = 'pending' AND (d.expires_at IS NULL OR d.expires_at > ?) ORDER BY m.${order} LIMIT 1`,
     bindings: [line.group, line.topic, line.key, now],
   };
 }
