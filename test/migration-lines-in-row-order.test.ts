@@ -1,12 +1,10 @@
-import { afterEach, expect, it } from 'vitest';
-import { migrationSource } from '../migrations/index.js';
-import { createDb } from '../src/store/db.js';
+import { expect, it } from 'vitest';
 import { BEHIND_HEAD } from '../src/store/ordering/lines.js';
-import { describeEachEngine, type TestDatabase } from './helpers/engines.js';
+import { describeEachEngine } from './helpers/engines.js';
+import { earlierRow, freshDatabases, migratedUpTo, orderedId as id } from './helpers/earlier-schema.js';
 import { startTestServer } from './helpers/server.js';
 
 const BEFORE = '20261128060000_queue_defaults';
-const id = (n: number) => `0190a1b2-c3d4-7000-8000-${String(n).padStart(12, '0')}`;
 
 /**
  * A database written before migration 20261129010000_lines_in_row_order, holding a line whose second row was
@@ -14,35 +12,15 @@ const id = (n: number) => `0190a1b2-c3d4-7000-8000-${String(n).padStart(12, '0')
  * from then on: the upgrade must keep the line's order, and a requeue after it must still go to the back.
  */
 describeEachEngine('upgrade to lines in row order', (engine) => {
-  let database: TestDatabase | undefined;
-  afterEach(async () => {
-    await database?.drop();
-    database = undefined;
-  });
+  const freshDatabase = freshDatabases(engine);
 
   it('keeps a line with a requeued message in its order, and requeues to the back after it', async () => {
-    database = await engine.createDatabase();
-    const old = createDb({ url: database.url, poolSize: 1 });
-    const names = (await migrationSource.getMigrations([])).filter((name) => name <= BEFORE);
-    for (const name of names) await old.migrate.up({ migrationSource, name });
+    const database = await freshDatabase();
+    const old = await migratedUpTo(database, BEFORE);
     const now = Date.now();
-    const row = (n: number, seq: string, head: boolean) => ({
-      id: id(n),
-      topic: 'upgraded',
-      msg_key: null,
-      payload: Buffer.from(`m${n}`),
-      metadata: '{}',
-      status: 'pending',
+    const row = (n: number, seq: string, head: boolean) =>
       // Message 1 is on its last attempt (queue.dlq_threshold, 3): its nack dead-letters it.
-      retry_count: n === 1 ? 2 : 0,
-      max_retries: 3,
-      last_error: '',
-      visible_at: head ? 0 : BEHIND_HEAD,
-      created_at: now - 10_000 + n,
-      original_topic: '',
-      ordering_key: 'K',
-      ordering_seq: seq,
-    });
+      earlierRow(n, now, { retry_count: n === 1 ? 2 : 0, visible_at: head ? 0 : BEHIND_HEAD, ordering_key: 'K', ordering_seq: seq });
     // Stored 1, 2, 3; message 2 was requeued after 3 was enqueued: the line is 1, 3, 2.
     await old('messages').insert([row(1, id(1), true), row(2, id(9), false), row(3, id(3), false)]);
     await old('ordering_heads').insert({ topic: 'upgraded', consumer_group: '', ordering_key: 'K', message_id: id(1) });

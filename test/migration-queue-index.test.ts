@@ -1,11 +1,10 @@
-import { afterEach, expect, it } from 'vitest';
-import { migrationSource } from '../migrations/index.js';
+import { expect, it } from 'vitest';
 import { createDb } from '../src/store/db.js';
-import { describeEachEngine, type TestDatabase } from './helpers/engines.js';
+import { describeEachEngine } from './helpers/engines.js';
+import { earlierRow, freshDatabases, migratedUpTo, orderedId as id } from './helpers/earlier-schema.js';
 import { startTestServer } from './helpers/server.js';
 
 const BEFORE = '20261122060000_engine_parity';
-const id = (n: number) => `0190a1b2-c3d4-7000-8000-${String(n).padStart(12, '0')}`;
 
 /**
  * A database written by the version before migration 20261122070000_queue_index: pending rows carry their
@@ -13,32 +12,13 @@ const id = (n: number) => `0190a1b2-c3d4-7000-8000-${String(n).padStart(12, '0')
  * keep every message deliverable, in age order, and the reapers working.
  */
 describeEachEngine('upgrade to the queue index', (engine) => {
-  let database: TestDatabase | undefined;
-  afterEach(async () => {
-    await database?.drop();
-    database = undefined;
-  });
+  const freshDatabase = freshDatabases(engine);
 
   it('keeps old rows claimable in age order, and the reapers find expired messages', async () => {
-    database = await engine.createDatabase();
-    const old = createDb({ url: database.url, poolSize: 1 });
-    const names = (await migrationSource.getMigrations([])).filter((name) => name <= BEFORE);
-    for (const name of names) await old.migrate.up({ migrationSource, name });
+    const database = await freshDatabase();
+    const old = await migratedUpTo(database, BEFORE);
     const now = Date.now();
-    const row = (n: number, fields: Record<string, unknown>) => ({
-      id: id(n),
-      topic: 'upgraded',
-      msg_key: null,
-      payload: Buffer.from(`m${n}`),
-      metadata: '{}',
-      status: 'pending',
-      retry_count: 0,
-      max_retries: 3,
-      last_error: '',
-      created_at: now - 10_000 + n,
-      original_topic: '',
-      ...fields,
-    });
+    const row = (n: number, fields: Record<string, unknown>) => earlierRow(n, now, fields);
     await old('messages').insert([
       // A retried message: the old version set visible_at to the retry time, later than newer messages'.
       row(1, { visible_at: now - 1_000, retry_count: 1 }),
