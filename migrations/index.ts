@@ -16,6 +16,7 @@ import * as grantsManagedBy from './20261128040000_grants_managed_by.js';
 import * as sqsApi from './20261128050000_sqs_api.js';
 import * as queueDefaults from './20261128060000_queue_defaults.js';
 import * as linesInRowOrder from './20261129010000_lines_in_row_order.js';
+import * as orderingIndexWithoutPlain from './20261129020000_ordering_index_without_plain.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -41,6 +42,7 @@ const migrations: Record<string, Migration> = {
   '20261128050000_sqs_api': sqsApi,
   '20261128060000_queue_defaults': queueDefaults,
   '20261129010000_lines_in_row_order': linesInRowOrder,
+  '20261129020000_ordering_index_without_plain': orderingIndexWithoutPlain,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

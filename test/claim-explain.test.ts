@@ -247,4 +247,16 @@ describe('ordering statements query plan [sqlite]', () => {
     for (const r of rows) expect(r.message_id).not.toBe(heads.find((h) => h.ordering_key === r.ordering_key)!.message_id);
     expect(rows.every((r) => r.message_id !== '')).toBe(true);
   });
+
+  it('keeps plain messages out of messages_ordering: an enqueue without an ordering key writes no entry there', async () => {
+    // Leaf cells of the index, as SQLite's page statistics count them.
+    const entries = async () => Number(((await server.db.raw("SELECT COALESCE(SUM(ncell), 0) AS n FROM dbstat WHERE name = 'messages_ordering' AND pagetype = 'leaf'")) as Array<{ n: number }>)[0].n);
+    const before = await entries();
+    const plain = Array.from({ length: 300 }, (_, n) => ({ topic: 'unordered', payload: `p${n}` }));
+    expect((await server.api.post('/api/messages/batch', { messages: plain })).status).toBe(201);
+    expect(await entries()).toBe(before);
+    const ordered = Array.from({ length: 7 }, (_, n) => ({ topic: 'unordered', payload: `q${n}`, ordering_key: 'k' }));
+    expect((await server.api.post('/api/messages/batch', { messages: ordered })).status).toBe(201);
+    expect(await entries()).toBe(before + 7);
+  });
 });
