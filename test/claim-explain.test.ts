@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { claimSelectMysql, type ClaimRequest } from '../src/store/messages/claim.js';
 import { overdueMessages, WITHOUT_DELIVERIES } from '../src/store/messages/settle.js';
 import { joinTopicLinesStatements, leaveTopicLinesStatements, lineHeadsStatement, nextInLineStatement, topicHandOverStatement } from '../src/store/ordering/lines.js';
+import { joinUnjoinedStatements, UNJOINED_TOPICS, unjoinedLinesStatement } from '../src/store/ordering/unjoined.js';
 import { engineByName } from './helpers/engines.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -135,7 +136,9 @@ async function firstLines(server: TestServer, topic: string) {
 
   it("the one-trip hand-over and join statements of ordering keys seek each line by its key, never a scan", async () => {
     const { lines } = await firstLines(server, 'ordered');
-    for (const statement of [...leaveTopicLinesStatements(lines, now), lineHeadsStatement(lines), ...joinTopicLinesStatements(lines)]) {
+    // One line as well as many: a one-row `IN ((?, ?))` once made MariaDB's single-table UPDATE walk the primary key.
+    const joins = [...joinUnjoinedStatements(lines, now), ...joinUnjoinedStatements(lines.slice(0, 1), now)];
+    for (const statement of [...leaveTopicLinesStatements(lines, now), lineHeadsStatement(lines), ...joinTopicLinesStatements(lines), ...joins]) {
       const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${statement.sql}`, statement.bindings as any[])) as [Array<{ EXPLAIN: string }>];
       const text = json[0].EXPLAIN;
       for (const t of tablesOf(JSON.parse(text))) {
@@ -148,6 +151,18 @@ async function firstLines(server: TestServer, topic: string) {
       // The join's INSERT sorts its batch's own rows into the lock order; nothing else sorts.
       if (!statement.sql.startsWith('INSERT')) expect(text, statement.sql).not.toMatch(/filesort/i);
     }
+  });
+
+  it("the sweep for lines an interrupted enqueue left unjoined reads one index entry per topic, then the topic's unjoined range", async () => {
+    const [topics] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${UNJOINED_TOPICS.sql}`, UNJOINED_TOPICS.bindings as any[])) as [Array<{ EXPLAIN: string }>];
+    const [scan] = tablesOf(JSON.parse(topics[0].EXPLAIN));
+    expect(scan).toMatchObject({ key: 'messages_queue', access_type: 'range', using_index_for_group_by: true });
+    const lines = unjoinedLinesStatement('ordered', now);
+    const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${lines.sql}`, lines.bindings as any[])) as [Array<{ EXPLAIN: string }>];
+    const [range] = tablesOf(JSON.parse(json[0].EXPLAIN));
+    expect(range).toMatchObject({ key: 'messages_queue' });
+    expect(['ref', 'range']).toContain(range.access_type);
+    expect(range.used_key_parts).toEqual(['topic', 'status', 'visible_at']);
   });
 
   it("the ack's DELETE finds its rows by primary key and looks each one's deliveries up by key, never a scan", async () => {

@@ -5,6 +5,7 @@ import { clockedSuite, sleep, StreamRecorder } from './helpers/grpc.js';
 import { enqueueId, findMessage, putTopicConfig } from './helpers/messages.js';
 import type { Api } from './helpers/http.js';
 import { parseMetrics, valueOf } from './helpers/metrics.js';
+import { UNJOINED } from '../src/store/ordering/lines.js';
 
 const payloads = async (api: Api, topic: string, extra: Record<string, unknown> = {}) =>
   ((await api.dequeue(topic, { count: 100, visibility_timeout_seconds: 600, ...extra })).body.messages as any[]).map((m) => m.payload);
@@ -212,6 +213,84 @@ describeEachEngine('ordering keys', (engine) => {
     expect(await payloads(api(), 'ok-stale')).toEqual([]);
     expect((await api().post('/api/admin/expiry-reaper/run')).status).toBe(200);
     expect(await payloads(api(), 'ok-stale')).toEqual(['s2']);
+  });
+
+  /**
+   * MariaDB stores an ordered flush in one statement: a message whose line has no head is stored UNJOINED and
+   * its line joined right after the commit. An instance that dies in between leaves the line without a head:
+   * nothing of the key is claimable, so order holds, until the next enqueue of the key or the expiry reaper's
+   * sweep joins it, from its first message.
+   */
+  const unjoined = async (topic: string, ids: string[]) => {
+    await suite.server.db('ordering_heads').where({ topic }).delete();
+    await suite.server.db('messages').whereIn('id', ids).update({ visible_at: UNJOINED });
+  };
+
+  it.skipIf(engine.name !== 'mysql')('a line an interrupted enqueue left unjoined waits, in order, until the expiry reaper joins it', async () => {
+    const ids = await enqueueAll(api(), 'ok-unjoined', [
+      ['u1', 'K'],
+      ['u2', 'K'],
+      ['v1', 'V'],
+    ]);
+    await unjoined('ok-unjoined', [ids.u1, ids.u2, ids.v1]);
+    expect(await payloads(api(), 'ok-unjoined')).toEqual([]);
+    // An enqueue joins its own lines a moment after its commit: the sweep leaves messages younger than 10 s.
+    expect((await api().post('/api/admin/expiry-reaper/run')).status).toBe(200);
+    expect(await payloads(api(), 'ok-unjoined')).toEqual([]);
+    suite.clock.advance(11_000);
+    expect((await api().post('/api/admin/expiry-reaper/run')).status).toBe(200);
+    const first = (await api().dequeue('ok-unjoined', { count: 10 })).body.messages as any[];
+    expect(first.map((m) => m.payload).sort()).toEqual(['u1', 'v1']);
+    expect((await api().post(`/api/messages/${first.find((m) => m.payload === 'u1').id}/ack`, {})).status).toBe(204);
+    expect(await payloads(api(), 'ok-unjoined')).toEqual(['u2']);
+  });
+
+  it.skipIf(engine.name !== 'mysql')("the next enqueue of a key joins what an interrupted enqueue left, from the line's first message", async () => {
+    const ids = await enqueueAll(api(), 'ok-rejoin', [
+      ['r1', 'K'],
+      ['r2', 'K'],
+    ]);
+    await unjoined('ok-rejoin', [ids.r1, ids.r2]);
+    await enqueueId(api(), 'ok-rejoin', 'r3', { ordering_key: 'K' });
+    for (const next of ['r1', 'r2', 'r3']) {
+      const [m] = (await api().dequeue('ok-rejoin', { count: 10 })).body.messages as any[];
+      expect(m.payload).toBe(next);
+      expect((await api().post(`/api/messages/${m.id}/ack`, {})).status).toBe(204);
+    }
+    expect(await payloads(api(), 'ok-rejoin')).toEqual([]);
+  });
+
+  it.skipIf(engine.name !== 'mysql')('a hand-over that reaches a message still unjoined makes it the head and claimable', async () => {
+    const ids = await enqueueAll(api(), 'ok-reach', [
+      ['h1', 'K'],
+      ['h2', 'K'],
+    ]);
+    await suite.server.db('messages').where({ id: ids.h2 }).update({ visible_at: UNJOINED });
+    expect(await payloads(api(), 'ok-reach')).toEqual(['h1']);
+    expect((await api().post(`/api/messages/${ids.h1}/ack`, {})).status).toBe(204);
+    expect(await payloads(api(), 'ok-reach')).toEqual(['h2']);
+  });
+
+  it.skipIf(engine.name !== 'mysql')("an enqueue waits for a hand-over that holds its line's head row, and joins the line that hand-over closed", async () => {
+    await enqueueId(api(), 'ok-wait', 'w1', { ordering_key: 'K' });
+    const trx = await suite.server.db.transaction();
+    let answered = false;
+    let enqueue: Promise<unknown> | undefined;
+    try {
+      // A hand-over's lock of the head row, which then finds no next message and closes the line.
+      await trx('ordering_heads').where({ topic: 'ok-wait', consumer_group: '', ordering_key: 'K' }).forUpdate().first();
+      enqueue = enqueueId(api(), 'ok-wait', 'w2', { ordering_key: 'K' }).then(() => (answered = true));
+      await sleep(400);
+      expect(answered).toBe(false);
+      await trx('messages').where({ topic: 'ok-wait' }).delete();
+      await trx('ordering_heads').where({ topic: 'ok-wait' }).delete();
+      await trx.commit();
+    } catch (err) {
+      await trx.rollback();
+      throw err;
+    }
+    await enqueue;
+    expect(await payloads(api(), 'ok-wait')).toEqual(['w2']);
   });
 
   it('concurrent enqueues of new keys and of keys with a backlog: each line gets one head, its first message, and no flush deadlocks', async () => {

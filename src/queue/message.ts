@@ -1,5 +1,5 @@
 import type { MessageRow, MessageStatus } from '../store/messages/rows.js';
-import { BEHIND_HEAD } from '../store/ordering/lines.js';
+import { UNJOINED } from '../store/ordering/lines.js';
 
 /** What a dequeue asks for (MessageService.dequeue, and the claims of Subscribe streams in subscriptions.ts). */
 export interface DequeueInput {
@@ -36,7 +36,7 @@ export interface Message {
 
 function availableAtOf(row: MessageRow): number | null {
   // Waiting behind the head of its ordering key: available once it is the head, which no time says.
-  if (row.status === 'pending' && row.visible_at === BEHIND_HEAD) return null;
+  if (row.status === 'pending' && row.visible_at >= UNJOINED) return null;
   if (row.status === 'pending') return Math.max(row.visible_at, row.created_at);
   return row.status === 'processing' ? row.visible_at : null;
 }

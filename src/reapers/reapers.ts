@@ -11,6 +11,7 @@ import { LeaseBusy, withLease } from '../store/leases.js';
 import { deleteExpiredMessages, expireDeliveries, expireMessages, loggedTopics, releaseOverdue, trimAudit, trimLog, type TopicCounts } from '../store/reaping.js';
 import { getTopicConfig, listTopicConfigs, type TopicConfigRow } from '../store/topic-configs.js';
 import { repairLines } from '../store/ordering/lines.js';
+import { joinUnjoinedLines } from '../store/ordering/unjoined.js';
 import type { Config } from '../config/schema.js';
 
 export const REAPER_KINDS = ['expiry', 'delete', 'archive'] as const;
@@ -134,6 +135,10 @@ export class Reapers {
     const deliveries = await expireDeliveries(this.deps.db, now, (topic) => replayable.has(topic), signal);
     // Ordering keys whose head expired, or left without its hand-over: the next message of each goes ahead.
     for (const topic of await repairLines(this.deps.db, now)) this.deps.signals?.signal(topic);
+    // Lines an enqueue stored its messages in and did not join (its instance died in between): they get a head.
+    const joined = await joinUnjoinedLines(this.deps.db, now);
+    if (joined.size > 0) this.deps.logger?.warn({ topics: [...joined] }, 'joined ordering keys whose messages an interrupted enqueue left without a head');
+    for (const topic of joined) this.deps.signals?.signal(topic);
     this.count('expired', messages);
     this.count('expired', deliveries);
     return sum(messages) + sum(deliveries);

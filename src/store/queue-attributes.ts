@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { BEHIND_HEAD } from './ordering/lines.js';
+import { UNJOINED } from './ordering/lines.js';
 import { withDbRetry } from './retry.js';
 
 /** A topic's messages as a queue counts them (the SQS-compatible API's Approximate... attributes). */
@@ -19,7 +19,7 @@ export async function countQueue(db: Knex, topic: string, now: number): Promise<
       .where({ topic })
       .whereIn('status', ['pending', 'processing'])
       .select('status')
-      .select(db.raw('SUM(CASE WHEN visible_at > ? AND visible_at < ? THEN 1 ELSE 0 END) AS later', [now, BEHIND_HEAD]))
+      .select(db.raw('SUM(CASE WHEN visible_at > ? AND visible_at < ? THEN 1 ELSE 0 END) AS later', [now, UNJOINED]))
       .count({ n: '*' })
       .groupBy('status'),
   )) as Array<{ status: string; later: unknown; n: unknown }>;

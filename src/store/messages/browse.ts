@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { BEHIND_HEAD } from '../ordering/lines.js';
+import { UNJOINED } from '../ordering/lines.js';
 import { MESSAGE_COLUMNS, normaliseRow, type MessageRow, type MessageStatus } from './rows.js';
 
 export interface Page<T> {
@@ -101,7 +101,7 @@ export async function oldestPendingAvailableSince(db: Knex, topics: string[], no
 export async function countDelayed(db: Knex, topics: string[], now: number): Promise<Map<string, number>> {
   const delayed = new Map<string, number>();
   for (const topic of topics) {
-    const row = await db('messages').where({ topic, status: 'pending' }).andWhere('visible_at', '>', now).andWhere('visible_at', '<', BEHIND_HEAD).count({ n: '*' }).first();
+    const row = await db('messages').where({ topic, status: 'pending' }).andWhere('visible_at', '>', now).andWhere('visible_at', '<', UNJOINED).count({ n: '*' }).first();
     const n = Number(row?.n ?? 0);
     if (n > 0) delayed.set(topic, n);
   }

@@ -5,7 +5,8 @@ import { runInTwoTrips, runStatement } from '../statement.js';
 import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
-import { BEHIND_HEAD, inLockOrder, joinLinesOf, joinTopicLinesAfter, LINE_HEADS_RETURNING, lineHeadsStatement, type ReadHead } from '../ordering/lines.js';
+import { BEHIND_HEAD, inLockOrder, joinLinesOf, joinTopicLinesAfter, lineHeadsStatement, type ReadHead } from '../ordering/lines.js';
+import { joinUnjoined, marksUnjoined, UNJOINED_RETURNING, unjoinedOf, WAIT_OF_NEW_ROW, type Unjoined, type UnjoinedRow } from '../ordering/unjoined.js';
 
 export interface NewMessage {
   id: string;
@@ -140,16 +141,52 @@ export async function insertMessages(db: Knex, messages: NewMessage[], options: 
   const kind = capabilities(db).inProcess ? undefined : ungroupedKind(messages, options);
   if (kind) {
     let uncertain = false;
-    const stored = await withDbRetry(db, (attempt) => {
+    let unjoined: Unjoined[] = [];
+    const stored = await withDbRetry(db, async (attempt) => {
       uncertain = attempt.uncertain;
       // A re-run after a lost answer leaves it to the transactional path, which checks for its own ids first.
-      if (attempt.uncertain) return Promise.resolve(false);
-      return kind === 'plain' ? insertUngrouped(db, messages) : insertUngroupedInLines(db, messages);
+      if (attempt.uncertain) return false;
+      if (kind === 'plain') return insertUngrouped(db, messages);
+      const result = await insertUngroupedInLines(db, messages);
+      unjoined = result.unjoined;
+      return result.stored;
     });
-    if (stored) return messages.map((m) => ({ id: m.id, outcome: 'inserted', claimed: m.claimedUntil !== undefined }));
-    if (uncertain) return insertTransaction(db, messages, options, true);
+    if (stored) {
+      await joinAfterCommit(db, unjoined, messages[0].createdAt);
+      return messages.map((m) => ({ id: m.id, outcome: 'inserted', claimed: m.claimedUntil !== undefined }));
+    }
+    if (uncertain) {
+      const outcomes = await insertTransaction(db, messages, options, true);
+      // The lost attempt may have committed rows UNJOINED, which the transaction found stored and left as they were.
+      if (kind === 'ordered' && marksUnjoined(await capabilitiesOf(db))) await joinAfterCommit(db, firstOfLines(messages), messages[0].createdAt);
+      return outcomes;
+    }
   }
   return insertTransaction(db, messages, options, false);
+}
+
+/** The first message of each line among a batch's messages with ordering keys (the topics' own), in the lines' lock order. */
+function firstOfLines(messages: NewMessage[]): Unjoined[] {
+  const lines = new Map<string, Unjoined>();
+  for (const m of messages) {
+    const at = `${m.topic}\u0000${m.orderingKey}`;
+    if (m.orderingKey != null && !lines.has(at)) lines.set(at, { line: { topic: m.topic, group: '', key: m.orderingKey }, id: m.id });
+  }
+  return inLockOrder([...lines.values()], (u) => u.line);
+}
+
+/**
+ * Joins the lines an ordered flush stored UNJOINED, after its commit and before its callers hear "stored". A
+ * join that fails (after its retries) is left to the expiry reaper's sweep (src/store/ordering/unjoined.ts):
+ * the messages are stored, in their lines' order, and an error now would have the producers send them again.
+ */
+async function joinAfterCommit(db: Knex, unjoined: Unjoined[], now: number): Promise<void> {
+  if (unjoined.length === 0) return;
+  try {
+    await joinUnjoined(db, unjoined, now);
+  } catch {
+    // The sweep joins them.
+  }
 }
 
 function insertTransaction(db: Knex, messages: NewMessage[], options: InsertOptions, uncertain: boolean): Promise<InsertOutcome[]> {
@@ -309,33 +346,49 @@ function laterRows(count: number, tableValueConstructor: boolean): string {
 }
 
 /**
- * insertUngrouped for a batch with ordering keys: the same INSERT, stored waiting, and the new messages join
- * their lines, in one transaction of two round trips (src/store/statement.ts, runInTwoTrips). The first stores
- * the rows and reads each line's head, share-locked: on MariaDB in the INSERT's RETURNING clause, on MySQL 8 in
- * a statement of its own (src/store/ordering/lines.ts, LINE_HEADS_RETURNING and lineHeadsStatement). The second
- * is COMMIT alone when every line has a head (a key with a backlog: one read of a row per line), else it
- * opens the lines that have none first.
+ * insertUngrouped for a batch with ordering keys: the same guarded INSERT, each message stored waiting.
+ *
+ * MariaDB: one statement, committed on its own, whose select list reads each row's line's head row under a
+ * shared lock and stores the message UNJOINED where the line has none (src/store/ordering/unjoined.ts); its
+ * RETURNING clause names those lines, which the caller joins after the commit (joinAfterCommit).
+ *
+ * MySQL 8 (no INSERT … RETURNING): one transaction of two round trips (src/store/statement.ts,
+ * runInTwoTrips). The first stores the rows and reads each line's head, share-locked, in a statement of its own
+ * (src/store/ordering/lines.ts, lineHeadsStatement). The second is COMMIT alone when every line has a head,
+ * else it opens the lines that have none first.
  */
-async function insertUngroupedInLines(db: Knex, batch: NewMessage[]): Promise<boolean> {
-  // Rows in the lines' lock order: the RETURNING clause share-locks each row's head row as the row is stored.
+async function insertUngroupedInLines(db: Knex, batch: NewMessage[]): Promise<{ stored: boolean; unjoined: Unjoined[] }> {
+  // Rows in the lines' lock order: each row's read share-locks its head row as the row is stored.
   const messages = inLockOrder(batch, (m) => (m.orderingKey == null ? null : { topic: m.topic, group: '', key: m.orderingKey }));
   const topics = [...new Set(messages.map((m) => m.topic))];
   const bindings: Knex.RawBinding[] = [];
   for (const m of messages) bindings.push(...Object.values(newMessageRow(m)));
   const can = await capabilitiesOf(db);
-  const insertSql = ungroupedInsertSql(messages.length, topics.length, can.tableValueConstructor);
+  const storedAll = (stored: number) => {
+    if (stored !== 0 && stored !== messages.length) throw new Error(`stored ${stored} of ${messages.length} messages in one statement`);
+    return stored === messages.length;
+  };
+  if (marksUnjoined(can)) {
+    const sql = UNCACHED + ungroupedInsertSql(messages.length, topics.length, can.tableValueConstructor, WAITING_ROW) + UNJOINED_RETURNING;
+    const rows = (await runStatement(db, sql, [...bindings, ...topics])) as UnjoinedRow[];
+    return { stored: storedAll(rows.length), unjoined: unjoinedOf(rows, messages) };
+  }
   const joins = messages.flatMap((m) => (m.orderingKey == null ? [] : [{ line: { topic: m.topic, group: '', key: m.orderingKey }, id: m.id }]));
-  const first = can.insertReturning
-    ? [{ sql: insertSql + LINE_HEADS_RETURNING, bindings: [...bindings, ...topics] }]
-    : [{ sql: insertSql, bindings: [...bindings, ...topics] }, lineHeadsStatement(joins)];
-  // Rows stored: RETURNING's rows, or the INSERT's count.
-  const storedOf = (results: unknown[]) => (can.insertReturning ? (results[0] as unknown[]).length : (results[0] as { affectedRows: number }).affectedRows);
+  const first = [{ sql: ungroupedInsertSql(messages.length, topics.length, can.tableValueConstructor), bindings: [...bindings, ...topics] }, lineHeadsStatement(joins)];
+  const storedOf = (results: unknown[]) => (results[0] as { affectedRows: number }).affectedRows;
   // Nothing stored (a topic has groups now): nothing to join.
-  const result = await runInTwoTrips(db, first, (results) => (storedOf(results) === 0 ? [] : joinTopicLinesAfter(joins, (can.insertReturning ? results[0] : results[1]) as ReadHead[])));
-  const stored = storedOf(result.first);
-  if (stored !== 0 && stored !== messages.length) throw new Error(`stored ${stored} of ${messages.length} messages in one statement`);
-  return stored === messages.length;
+  const result = await runInTwoTrips(db, first, (results) => (storedOf(results) === 0 ? [] : joinTopicLinesAfter(joins, results[1] as ReadHead[])));
+  return { stored: storedAll(storedOf(result.first)), unjoined: [] };
 }
+
+/**
+ * MariaDB keeps a cache of a subquery's answers per statement (a temporary table), which a flush's rows, each
+ * of its own line as a rule, never hit: without it the ordered flushes measured a little faster.
+ */
+const UNCACHED = "SET STATEMENT optimizer_switch='subquery_cache=off' FOR ";
+
+/** The stored row's columns, its wait decided by its line's head row (src/store/ordering/unjoined.ts). */
+const WAITING_ROW = NEW_ROW_COLUMNS.map((c) => (c === 'visible_at' ? `${WAIT_OF_NEW_ROW} AS visible_at` : `new_rows.${c}`)).join(', ');
 
 /** New rows in one multi-row INSERT, written out (the query builder's insert of many rows costs far more CPU). */
 async function insertRows(trx: Knex.Transaction, messages: NewMessage[]): Promise<void> {
@@ -345,10 +398,13 @@ async function insertRows(trx: Knex.Transaction, messages: NewMessage[]): Promis
   await runStatement(trx, `INSERT INTO messages (${NEW_ROW_COLUMNS.join(', ')}) VALUES ${rows}`, bindings);
 }
 
-/** insertUngrouped's statement for `rows` rows (bound column by column, newMessageRow's order) and `topics` topics. */
-export function ungroupedInsertSql(rows: number, topics: number, tableValueConstructor: boolean): string {
+/**
+ * insertUngrouped's statement for `rows` rows (bound column by column, newMessageRow's order) and `topics`
+ * topics; `select`: the stored columns, of the bound rows (`new_rows`).
+ */
+export function ungroupedInsertSql(rows: number, topics: number, tableValueConstructor: boolean, select = '*'): string {
   return (
-    `INSERT INTO messages (${NEW_ROW_COLUMNS.join(', ')}) SELECT * FROM (SELECT ${FIRST_ROW}${laterRows(rows - 1, tableValueConstructor)}) AS new_rows ` +
+    `INSERT INTO messages (${NEW_ROW_COLUMNS.join(', ')}) SELECT ${select} FROM (SELECT ${FIRST_ROW}${laterRows(rows - 1, tableValueConstructor)}) AS new_rows ` +
     `WHERE NOT EXISTS (SELECT 1 FROM consumer_groups WHERE topic IN (${Array.from({ length: topics }, () => '?').join(', ')}))`
   );
 }

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { BEHIND_HEAD } from './lines.js';
+import { BEHIND_HEAD, UNJOINED } from './lines.js';
 
 export interface LineCount {
   topic: string;
@@ -22,7 +22,7 @@ export async function countLines(db: Knex): Promise<LineCount[]> {
       .from('messages as w')
       .whereRaw('w.topic = h.topic AND w.ordering_key = h.ordering_key')
       .where('w.status', 'pending')
-      .where('w.visible_at', BEHIND_HEAD);
+      .where('w.visible_at', '>=', UNJOINED);
   const plain = db('ordering_heads as h')
     .leftJoin('messages as m', 'm.id', 'h.message_id')
     .where('h.consumer_group', '')

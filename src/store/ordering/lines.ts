@@ -11,6 +11,15 @@ import { runStatement, type Statement } from '../statement.js';
  */
 export const BEHIND_HEAD = Number.MAX_SAFE_INTEGER;
 
+/**
+ * visible_at of a new message whose line had no head row when MariaDB's one-statement enqueue stored it
+ * (src/store/messages/insert.ts, insertUngroupedInLines): waiting like BEHIND_HEAD, and marked so that the join
+ * that makes its line a head (joinUnjoinedStatements) finds it, right after the enqueue's commit, or in the
+ * expiry reaper's sweep (joinUnjoinedLines) if the instance died in between. A message is waiting, not
+ * claimable by any time, when its visible_at is UNJOINED or more.
+ */
+export const UNJOINED = BEHIND_HEAD - 1;
+
 /** One ordering key's line: on the topic itself (group '') or in one consumer group of a fan-out topic. */
 export interface Line {
   topic: string;
@@ -396,7 +405,7 @@ function candidatesOf<J extends { line: Line; id: string }>(joins: J[]): J[] {
 const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
 /**
- * The first half of an ordered enqueue's join of its lines on MySQL/MariaDB (src/store/messages/insert.ts,
+ * The first half of an ordered enqueue's join of its lines on MySQL 8 (src/store/messages/insert.ts,
  * insertUngroupedInLines), run after the INSERT that stored the messages waiting, in the same transaction: each
  * line's head row, share-locked. A line with a head row needs nothing more: its message waits, and whoever
  * hands the line over later finds it. joinTopicLinesAfter says what the rest of the transaction does.
@@ -414,8 +423,8 @@ const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',
  * that no enqueue touches. Reading it cost a second lookup per stored message, and a flush sent it for every
  * line to find, almost never, one that needed it.
  *
- * This is MySQL 8's form, a statement of its own. MariaDB reads the same in the INSERT's RETURNING clause
- * (LINE_HEADS_RETURNING): one statement fewer per flush.
+ * MariaDB reads the same share-locked head row in the INSERT itself, and commits it at once
+ * (src/store/ordering/unjoined.ts): a flush whose every line has a head costs one round trip, not two.
  */
 export function lineHeadsStatement(joins: Array<{ line: Line; id: string }>): Statement {
   const lines = candidatesOf(joins).map((c) => c.line);
@@ -427,16 +436,6 @@ export function lineHeadsStatement(joins: Array<{ line: Line; id: string }>): St
   };
 }
 
-/**
- * lineHeadsStatement's read as the RETURNING clause of the INSERT that stores an ordered flush (MariaDB): per
- * stored row, its line's head (a locking read of the head row, share mode, held to the commit as the
- * statement's would be). The INSERT stores its rows in the lines' lock order (the hand-over's), so its share
- * locks are taken in that order too.
- */
-export const LINE_HEADS_RETURNING =
-  ' RETURNING topic, ordering_key, ' +
-  "(SELECT h.message_id FROM ordering_heads h WHERE h.topic = messages.topic AND h.consumer_group = '' AND h.ordering_key = messages.ordering_key LOCK IN SHARE MODE) AS head_id";
-
 /** A line's head as the enqueue read it: its id, null where the line has no head row. */
 export interface ReadHead {
   topic: string;
@@ -445,8 +444,7 @@ export interface ReadHead {
 }
 
 /**
- * The rest of the join, from the heads read (lineHeadsStatement's rows, or LINE_HEADS_RETURNING's, one per
- * stored message): the lines without a head row (a new key, or a line its last hand-over closed) join as
+ * The rest of the join, from the heads read (lineHeadsStatement's rows): the lines without a head row (a new key, or a line its last hand-over closed) join as
  * joinTopicLinesStatements says; none where every line has a head row.
  */
 export function joinTopicLinesAfter(joins: Array<{ line: Line; id: string }>, heads: ReadHead[]): Statement[] {
@@ -521,8 +519,8 @@ export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string 
       sql:
         'UPDATE ordering_heads h FORCE INDEX (PRIMARY) STRAIGHT_JOIN messages m FORCE INDEX (PRIMARY) ON m.id = (SELECT n.id FROM messages n FORCE INDEX (messages_ordering) ' +
         "WHERE n.topic = h.topic AND n.ordering_key = h.ordering_key AND n.status = 'pending' AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.ordering_seq LIMIT 1) " +
-        `SET h.message_id = m.id, m.visible_at = IF(m.visible_at = ?, m.deliver_after, m.visible_at) WHERE ${named}`,
-      bindings: [now, BEHIND_HEAD, ...namedBindings],
+        `SET h.message_id = m.id, m.visible_at = IF(m.visible_at >= ?, m.deliver_after, m.visible_at) WHERE ${named}`,
+      bindings: [now, UNJOINED, ...namedBindings],
     },
     // MariaDB: only when the UPDATE changed fewer rows than two per line (a head row and its next message each),
     // that is when some line had no next message; a backlog's hand-overs then cost two statements, not three.

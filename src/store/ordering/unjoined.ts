@@ -1,0 +1,149 @@
+import type { Knex } from 'knex';
+import { capabilitiesOf, type Capabilities } from '../capabilities.js';
+import { withDbRetry } from '../retry.js';
+import { runInOneTrip, runStatement, type Statement } from '../statement.js';
+import { BEHIND_HEAD, inLockOrder, UNJOINED, type Line } from './lines.js';
+
+/**
+ * MariaDB's ordered enqueue in one statement (src/store/messages/insert.ts, insertUngroupedInLines): the
+ * `INSERT … SELECT` that stores a flush decides each row's wait itself. A subquery of its select list reads
+ * the row's line's head row under a shared lock, held to the statement's commit, as lineHeadsStatement's read
+ * is held to its transaction's (the reasoning there holds for one statement as for a transaction). Where the
+ * line has a head row the message waits behind it (BEHIND_HEAD), and nothing more is needed: whoever hands the
+ * line over finds it. Where it has none (a new key, or a line its last hand-over closed) it is stored UNJOINED,
+ * and its line is joined right after the commit (joinUnjoinedStatements). So a flush whose every line has a
+ * head costs one round trip, where a transaction that read the heads and then committed cost two.
+ */
+export const WAIT_OF_NEW_ROW =
+  'IF(new_rows.ordering_key IS NOT NULL AND (SELECT h.message_id FROM ordering_heads h ' +
+  "WHERE h.topic = new_rows.topic AND h.consumer_group = '' AND h.ordering_key = new_rows.ordering_key LOCK IN SHARE MODE) IS NULL, " +
+  `${UNJOINED}, new_rows.visible_at)`;
+
+/** What the one-statement ordered INSERT answers per stored row: its id where it was stored UNJOINED, else null. */
+export const UNJOINED_RETURNING = ` RETURNING IF(visible_at = ${UNJOINED}, id, NULL) AS unjoined_id`;
+
+export interface UnjoinedRow {
+  unjoined_id: string | null;
+}
+
+/** A line to join, and one of its UNJOINED messages: the row its join reads the line from. */
+export interface Unjoined {
+  line: Line;
+  id: string;
+}
+
+/** The lines of `messages` that the INSERT's answer (`rows`) says were stored UNJOINED, each once, in their lock order. */
+export function unjoinedOf(rows: UnjoinedRow[], messages: Array<{ id: string; topic: string; orderingKey?: string | null }>): Unjoined[] {
+  const ids = new Set<string>();
+  for (const r of rows) if (r.unjoined_id != null) ids.add(String(r.unjoined_id));
+  if (ids.size === 0) return [];
+  const lines = new Map<string, Unjoined>();
+  for (const m of messages) {
+    if (!ids.has(m.id) || m.orderingKey == null) continue;
+    const at = `${m.topic}\u0000${m.orderingKey}`;
+    if (!lines.has(at)) lines.set(at, { line: { topic: m.topic, group: '', key: m.orderingKey }, id: m.id });
+  }
+  return inLockOrder([...lines.values()], (u) => u.line);
+}
+
+/**
+ * Joins lines whose messages were stored UNJOINED, in one transaction of one round trip (it needs no answer
+ * between its statements), idempotent. Each line is read from one of its UNJOINED messages (by primary key):
+ * 1. a line without a head row gets one: its first waiting message in line order, a seek into messages_ordering
+ *    (another enqueue's UNJOINED message may come before this one's); a line that has one meanwhile (another
+ *    enqueue's join, or a hand-over that found these messages) keeps it, and its row is locked either way (an
+ *    update of the row to itself);
+ * 2. the head is opened (claimable from its delay on) if it still waits;
+ * 3. the line's other UNJOINED messages wait behind it (BEHIND_HEAD).
+ * The seek finds the message itself at least, unless its TTL has passed: then that message is the head, and the
+ * expiry reaper hands the line over as for any head past its TTL. A message no longer pending makes no head.
+ */
+export function joinUnjoinedStatements(unjoined: Unjoined[], now: number): Statement[] {
+  const ids = unjoined.map((u) => u.id);
+  const lines = unjoined.map((u) => u.line);
+  const lineBindings = lines.flatMap((l) => [l.topic, l.key]);
+  return [
+    {
+      sql:
+        "INSERT INTO ordering_heads (topic, consumer_group, ordering_key, message_id) SELECT c.topic, '', c.ordering_key, COALESCE((SELECT n.id FROM messages n FORCE INDEX (messages_ordering) " +
+        "WHERE n.topic = c.topic AND n.ordering_key = c.ordering_key AND n.status = 'pending' AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.ordering_seq LIMIT 1), c.id) " +
+        `FROM messages c FORCE INDEX (PRIMARY) WHERE c.id IN (${placeholders(ids.length)}) AND c.status = 'pending' ORDER BY c.topic, c.ordering_key ` +
+        'ON DUPLICATE KEY UPDATE message_id = ordering_heads.message_id',
+      bindings: [now, ...ids],
+    },
+    {
+      sql:
+        'UPDATE ordering_heads h FORCE INDEX (PRIMARY) STRAIGHT_JOIN messages m FORCE INDEX (PRIMARY) ON m.id = h.message_id SET m.visible_at = m.deliver_after ' +
+        `WHERE (h.topic, h.consumer_group, h.ordering_key) IN (${lines.map(() => "(?, '', ?)").join(', ')}) AND m.status = 'pending' AND m.visible_at >= ?`,
+      bindings: [...lineBindings, UNJOINED],
+    },
+    {
+      // Each line as its own pair of equalities: a one-row `(topic, ordering_key) IN ((?, ?))` made MariaDB's
+      // single-table UPDATE walk the whole primary key (220,000 rows, half a second, holding the head rows' locks).
+      sql:
+        `UPDATE messages FORCE INDEX (messages_ordering) SET visible_at = ? WHERE (${lines.map(() => '(topic = ? AND ordering_key = ?)').join(' OR ')}) ` +
+        "AND status = 'pending' AND visible_at = ?",
+      bindings: [BEHIND_HEAD, ...lineBindings, UNJOINED],
+    },
+  ];
+}
+
+const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+
+/** Lines per transaction: a few statements of a seek each. */
+const LINES_PER_JOIN = 100;
+
+/** Joins lines (joinUnjoinedStatements), a transaction per LINES_PER_JOIN of them, each retried as any statement. */
+export async function joinUnjoined(db: Knex, unjoined: Unjoined[], now: number): Promise<void> {
+  for (let i = 0; i < unjoined.length; i += LINES_PER_JOIN) {
+    const chunk = unjoined.slice(i, i + LINES_PER_JOIN);
+    await withDbRetry(db, () => runInOneTrip(db, joinUnjoinedStatements(chunk, now)));
+  }
+}
+
+/** Only MariaDB's one-statement enqueue stores messages UNJOINED (SQLite and MySQL 8 join in the enqueue's transaction). */
+export const marksUnjoined = (can: Capabilities) => can.dialect === 'mysql' && can.insertReturning;
+
+/**
+ * How old an UNJOINED message must be before the sweep joins its line: an enqueue joins its own lines
+ * milliseconds after its commit, and the sweep is for those it never joined.
+ */
+export const UNJOINED_GRACE_MS = 10_000;
+
+/**
+ * The expiry reaper's sweep for lines an enqueue stored UNJOINED and did not join (its instance died between
+ * the commit and the join, or the join failed), of messages stored UNJOINED_GRACE_MS before `now` or earlier.
+ * The topics come from one loose index scan of messages_queue (topic, status, visible_at, id), and each
+ * topic's lines from its range of it. Resolves to the topics whose lines were joined.
+ */
+export async function joinUnjoinedLines(db: Knex, now: number): Promise<Set<string>> {
+  const joined = new Set<string>();
+  if (!marksUnjoined(await capabilitiesOf(db))) return joined;
+  const topics = (await withDbRetry(db, () => runStatement(db, UNJOINED_TOPICS.sql, UNJOINED_TOPICS.bindings))) as Array<{ topic: string }>;
+  for (const { topic } of topics) {
+    const lines = unjoinedLinesStatement(topic, now - UNJOINED_GRACE_MS);
+    const rows = (await withDbRetry(db, () => runStatement(db, lines.sql, lines.bindings))) as Array<{ ordering_key: string | null; id: string }>;
+    const unjoined = inLockOrder(
+      rows.filter((r) => r.ordering_key != null).map((r) => ({ line: { topic, group: '', key: String(r.ordering_key) }, id: String(r.id) })),
+      (u) => u.line,
+    );
+    if (unjoined.length === 0) continue;
+    await joinUnjoined(db, unjoined, now);
+    joined.add(topic);
+  }
+  return joined;
+}
+
+/** The topics with UNJOINED messages: a loose index scan of messages_queue, one dive per topic, whatever the backlogs. */
+export const UNJOINED_TOPICS: Statement = {
+  sql: "SELECT topic FROM messages FORCE INDEX (messages_queue) WHERE status = 'pending' AND visible_at = ? GROUP BY topic",
+  bindings: [UNJOINED],
+};
+
+/** A topic's lines with messages stored UNJOINED before `storedBefore`, and one such message of each: its range of messages_queue. */
+export function unjoinedLinesStatement(topic: string, storedBefore: number): Statement {
+  return {
+    sql: "SELECT ordering_key, MIN(id) AS id FROM messages FORCE INDEX (messages_queue) WHERE topic = ? AND status = 'pending' AND visible_at = ? AND created_at < ? GROUP BY ordering_key",
+    bindings: [topic, UNJOINED, storedBefore],
+  };
+}
