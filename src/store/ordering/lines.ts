@@ -444,8 +444,9 @@ export interface ReadHead {
 }
 
 /**
- * The rest of the join, from the heads read (lineHeadsStatement's rows): the lines without a head row (a new key, or a line its last hand-over closed) join as
- * joinTopicLinesStatements says; none where every line has a head row.
+ * The rest of the join, from the heads read (lineHeadsStatement's rows): the lines without a head row (a new
+ * key, or a line its last hand-over closed) join as joinTopicLinesStatements says; none where every line has a
+ * head row.
  */
 export function joinTopicLinesAfter(joins: Array<{ line: Line; id: string }>, heads: ReadHead[]): Statement[] {
   const found = new Set<string>();
