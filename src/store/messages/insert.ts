@@ -6,7 +6,7 @@ import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
 import { BEHIND_HEAD, inLockOrder, joinLinesOf, joinTopicLinesAfter, lineHeadsStatement, type ReadHead } from '../ordering/lines.js';
-import { joinUnjoined, marksUnjoined, UNJOINED_RETURNING, unjoinedOf, WAIT_OF_NEW_ROW, type Unjoined, type UnjoinedRow } from '../ordering/unjoined.js';
+import { firstOfLines, joinUnjoined, marksUnjoined, UNJOINED_RETURNING, unjoinedOf, WAIT_OF_NEW_ROW, type Unjoined, type UnjoinedRow } from '../ordering/unjoined.js';
 
 export interface NewMessage {
   id: string;
@@ -163,16 +163,6 @@ export async function insertMessages(db: Knex, messages: NewMessage[], options: 
     }
   }
   return insertTransaction(db, messages, options, false);
-}
-
-/** The first message of each line among a batch's messages with ordering keys (the topics' own), in the lines' lock order. */
-function firstOfLines(messages: NewMessage[]): Unjoined[] {
-  const lines = new Map<string, Unjoined>();
-  for (const m of messages) {
-    const at = `${m.topic}\u0000${m.orderingKey}`;
-    if (m.orderingKey != null && !lines.has(at)) lines.set(at, { line: { topic: m.topic, group: '', key: m.orderingKey }, id: m.id });
-  }
-  return inLockOrder([...lines.values()], (u) => u.line);
 }
 
 /**

@@ -36,10 +36,14 @@ export interface Unjoined {
 export function unjoinedOf(rows: UnjoinedRow[], messages: Array<{ id: string; topic: string; orderingKey?: string | null }>): Unjoined[] {
   const ids = new Set<string>();
   for (const r of rows) if (r.unjoined_id != null) ids.add(String(r.unjoined_id));
-  if (ids.size === 0) return [];
+  return ids.size === 0 ? [] : firstOfLines(messages.filter((m) => ids.has(m.id)));
+}
+
+/** The first of `messages` in each of their lines (the topics' own; those without an ordering key have none), in the lines' lock order. */
+export function firstOfLines(messages: Array<{ id: string; topic: string; orderingKey?: string | null }>): Unjoined[] {
   const lines = new Map<string, Unjoined>();
   for (const m of messages) {
-    if (!ids.has(m.id) || m.orderingKey == null) continue;
+    if (m.orderingKey == null) continue;
     const at = `${m.topic}\u0000${m.orderingKey}`;
     if (!lines.has(at)) lines.set(at, { line: { topic: m.topic, group: '', key: m.orderingKey }, id: m.id });
   }
