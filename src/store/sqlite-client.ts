@@ -62,6 +62,18 @@ interface KnexQuery {
  */
 const STATEMENT_CACHE_SIZE = 500;
 
+/**
+ * The connection's page cache, in SQLite's unit for a size (negative: KiB): 2 MB, SQLite's own default, where
+ * better-sqlite3 builds it with 16 MB. Every commit that split or merged B-tree pages away from the end of a
+ * tree, which an insert into or a delete from the middle of an index does (an ordering key's line in
+ * `messages_ordering`), walks the whole cache: the rebalance renumbers its pages through a spare page number
+ * far past the file's end, and the commit then looks for cached pages past the end in every slot. With 16 MB
+ * that walk was the largest single cost of an ordered enqueue in SQLite (4 µs per message of 100, profiled);
+ * with 2 MB it is an eighth of that, and the bench's phases measured the same or faster
+ * (docs/performance.md). The OS keeps the file's pages cached besides.
+ */
+const PAGE_CACHE_SIZE = -2000;
+
 interface KnexTransaction {
   begin: (conn: unknown) => unknown;
   query: (conn: unknown, sql: string) => unknown;
@@ -80,7 +92,7 @@ const BetterSqlite3Client = createRequire(import.meta.url)('knex/lib/dialects/be
 export interface SqliteClient {
   /** The knex client class (knex builds each transaction's client from its prototype, so no per-object patches). */
   Client: new (config: object) => KnexClient;
-  /** The pool's afterCreate: WAL, full fsync, and busy_timeout 0 (waits happen in the client instead). */
+  /** The pool's afterCreate: WAL, full fsync, a 2 MB page cache, and busy_timeout 0 (waits happen in the client instead). */
   afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void): void;
 }
 
@@ -182,6 +194,7 @@ export function sqliteClient(lockWaitMs: number): SqliteClient {
         // Switching a file to WAL (a new one, or one another tool made) needs it unlocked: waited for here.
         conn.pragma('journal_mode = WAL');
         conn.pragma('synchronous = FULL');
+        conn.pragma(`cache_size = ${PAGE_CACHE_SIZE}`);
       } catch (err) {
         if (isLockedOut(err) && performance.now() - started < lockWaitMs) {
           setTimeout(() => setUp(attempt + 1), PAUSES_MS[Math.min(attempt, PAUSES_MS.length - 1)]);
