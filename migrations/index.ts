@@ -17,6 +17,7 @@ import * as sqsApi from './20261128050000_sqs_api.js';
 import * as queueDefaults from './20261128060000_queue_defaults.js';
 import * as linesInRowOrder from './20261129010000_lines_in_row_order.js';
 import * as orderingIndexWithoutPlain from './20261129020000_ordering_index_without_plain.js';
+import * as orderingKeysExact from './20261129030000_ordering_keys_exact.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   '20261128060000_queue_defaults': queueDefaults,
   '20261129010000_lines_in_row_order': linesInRowOrder,
   '20261129020000_ordering_index_without_plain': orderingIndexWithoutPlain,
+  '20261129030000_ordering_keys_exact': orderingKeysExact,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -51,6 +51,26 @@ describeEachEngine('ordering keys', (engine) => {
     expect(await payloads(api(), 'ok-basic')).toEqual(['a3', 'b2']);
   });
 
+  it.each([
+    ['case', 'Acct-1', 'acct-1'],
+    ['a trailing space', 'acct-1', 'acct-1 '],
+    ['an accent', 'cafe', 'café'],
+  ])('compares ordering keys exactly: keys differing in %s are two lines', async (what, first, second) => {
+    const topic = `ok-exact-${what.replace(/ /g, '-')}`;
+    await enqueueAll(api(), topic, [
+      ['x1', first],
+      ['y1', second],
+      ['x2', first],
+      ['y2', second],
+    ]);
+    expect(await payloads(api(), topic)).toEqual(['x1', 'y1']);
+    const listed = (await api().get(`/api/messages?topic=${topic}&status=processing`)).body.items.map((m: any) => [m.payload, m.ordering_key]);
+    expect(listed.sort()).toEqual([
+      ['x1', first],
+      ['y1', second],
+    ]);
+  });
+
   it('an ack batch hands on the keys with a next message and closes the others; the last ack of a key closes its line', async () => {
     const keysOf = async () => (await api().get('/api/stats')).body.ordering.filter((l: any) => l.topic === 'ok-close').map((l: any) => l.keys);
     const ids = await enqueueAll(api(), 'ok-close', [
