@@ -64,13 +64,12 @@ const STATEMENT_CACHE_SIZE = 500;
 
 /**
  * The connection's page cache, in SQLite's unit for a size (negative: KiB): 2 MB, SQLite's own default, where
- * better-sqlite3 builds it with 16 MB. Every commit that split or merged B-tree pages away from the end of a
- * tree, which an insert into or a delete from the middle of an index does (an ordering key's line in
- * `messages_ordering`), walks the whole cache: the rebalance renumbers its pages through a spare page number
- * far past the file's end, and the commit then looks for cached pages past the end in every slot. With 16 MB
- * that walk was the largest single cost of an ordered enqueue in SQLite (4 µs per message of 100, profiled);
- * with 2 MB it is an eighth of that, and the bench's phases measured the same or faster
- * (docs/performance.md). The OS keeps the file's pages cached besides.
+ * better-sqlite3 builds it with 16 MB. A rebalance of B-tree pages away from the end of a tree, which inserts
+ * into and deletes from the middle of an index bring (an ordering key's line in `messages_ordering`), can
+ * renumber its pages through a spare page number far past the file's end; the commit after it then walks the
+ * whole cache for pages past the end. With 16 MB that walk was the largest single cost of an ordered enqueue
+ * in SQLite (4 µs of about 100 per message, profiled); with 2 MB it is a sixth of that, and every phase of the
+ * bench measured the same or faster (docs/performance.md). The OS keeps the file's pages cached besides.
  */
 const PAGE_CACHE_SIZE = -2000;
 
