@@ -11,7 +11,7 @@ const isMysql = (db: Knex) => String(db.client.config.client).startsWith('mysql'
  * MySQL (one pending_key slot: an enqueue of "k " upserted the message of "k"; one delete-by-key) but two on
  * SQLite. The NO PAD binary collation is utf8mb4_nopad_bin on MariaDB and utf8mb4_0900_bin on MySQL 8.
  */
-async function noPadCollation(db: Knex): Promise<string> {
+export async function noPadCollation(db: Knex): Promise<string> {
   const [rows] = (await db.raw("SHOW COLLATION WHERE Collation IN ('utf8mb4_nopad_bin', 'utf8mb4_0900_bin')")) as [Array<{ Collation: string }>];
   const names = rows.map((r) => r.Collation);
   const found = ['utf8mb4_nopad_bin', 'utf8mb4_0900_bin'].find((name) => names.includes(name));

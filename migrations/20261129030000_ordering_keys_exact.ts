@@ -1,29 +1,7 @@
 import type { Knex } from 'knex';
+import { noPadCollation } from './20261122060000_engine_parity.js';
 
 const isMysql = (db: Knex) => String(db.client.config.client).startsWith('mysql');
-
-/**
- * Ordering keys compare byte for byte, as message keys do since 20261122060000_engine_parity: utf8mb4_bin is
- * a PAD SPACE collation, so on MySQL/MariaDB "k" and "k " were one line (one head row, one seek) but two on
- * SQLite. The NO PAD binary collation is utf8mb4_nopad_bin on MariaDB and utf8mb4_0900_bin on MySQL 8.
- * SQLite needs nothing.
- *
- * A line that held messages of both spellings splits in two here. Its head row (one per line and consumer
- * group, so the spellings never had a row each) takes the spelling of the message it names, which may be
- * processing: that line keeps its head. The other spelling's messages are all waiting (a merged line had one
- * head), in a line without a head row: each such line is given one, its first waiting message in line order,
- * made claimable from its delay on (its deliver_after), for the topic's own lines and for each consumer
- * group's. A line an enqueue is joining at the same moment (MariaDB's one-statement enqueue stores its
- * messages waiting, then makes the head) gets the same head either way: the same first message, and whichever
- * head row is written first stays.
- */
-async function noPadCollation(db: Knex): Promise<string> {
-  const [rows] = (await db.raw("SHOW COLLATION WHERE Collation IN ('utf8mb4_nopad_bin', 'utf8mb4_0900_bin')")) as [Array<{ Collation: string }>];
-  const names = rows.map((r) => r.Collation);
-  const found = ['utf8mb4_nopad_bin', 'utf8mb4_0900_bin'].find((name) => names.includes(name));
-  if (!found) throw new Error('the database offers no NO PAD binary utf8mb4 collation (utf8mb4_nopad_bin or utf8mb4_0900_bin)');
-  return found;
-}
 
 /** visible_at of a message (or a group's delivery) waiting in its line: this or more (BEHIND_HEAD, and the mark one below it). */
 const WAITING = Number.MAX_SAFE_INTEGER - 1;
@@ -71,6 +49,21 @@ async function headLinesWithout(db: Knex): Promise<void> {
   );
 }
 
+/**
+ * Ordering keys compare byte for byte, as message keys do since 20261122060000_engine_parity: utf8mb4_bin is
+ * a PAD SPACE collation, so on MySQL/MariaDB "k" and "k " were one line (one head row, one seek) but two on
+ * SQLite. The NO PAD binary collation is utf8mb4_nopad_bin on MariaDB and utf8mb4_0900_bin on MySQL 8.
+ * SQLite needs nothing.
+ *
+ * A line that held messages of both spellings splits in two here. Its head row (one per line and consumer
+ * group, so the spellings never had a row each) takes the spelling of the message it names, which may be
+ * processing: that line keeps its head. The other spelling's messages are all waiting (a merged line had one
+ * head), in a line without a head row: each such line is given one, its first waiting message in line order,
+ * made claimable from its delay on (its deliver_after), for the topic's own lines and for each consumer
+ * group's. A line an enqueue is joining at the same moment (MariaDB's one-statement enqueue stores its
+ * messages waiting, then makes the head) gets the same head either way: the same first message, and whichever
+ * head row is written first stays.
+ */
 export async function up(db: Knex): Promise<void> {
   if (!isMysql(db)) return;
   await setKeyCollation(db, await noPadCollation(db));
