@@ -20,11 +20,13 @@ afterAll(async () => {
 
 const pragma = async (name: string) => Object.values(((await db.raw(`PRAGMA ${name}`)) as Array<Record<string, unknown>>)[0])[0];
 
-it('writes ahead (WAL), syncs every commit, keeps a 2 MB page cache and never waits inside SQLite', async () => {
+it('writes ahead (WAL), syncs every commit, keeps a 2 MB page cache and temporary files in memory, and never waits inside SQLite', async () => {
   expect(await pragma('journal_mode')).toBe('wal');
   // 2 = FULL: a commit is on disk before an enqueue is answered.
   expect(await pragma('synchronous')).toBe(2);
   // KiB, negative: 2 MB, not the 16 MB better-sqlite3 is built with (a larger cache made every rebalancing commit slower).
   expect(await pragma('cache_size')).toBe(-2000);
+  // 2 = MEMORY: a statement's journal stays in memory instead of a file made and deleted per statement.
+  expect(await pragma('temp_store')).toBe(2);
   expect(await pragma('busy_timeout')).toBe(0);
 });
