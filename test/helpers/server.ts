@@ -48,7 +48,11 @@ export async function startTestServer(
   const database = options.database ?? (await engine.createDatabase());
   const ownsDatabase = options.database === undefined;
   const config = testConfig(database.url, options.overrides);
-  const server = await startServer(config, { logger: options.logger ?? createLogger('silent'), now: options.now });
+  const server = await startServer(config, { logger: options.logger ?? createLogger('silent'), now: options.now }).catch(async (err: unknown) => {
+    // A start refused after the migrations ran (one a test expects) leaves no database of its own behind.
+    if (ownsDatabase) await database.drop();
+    throw err;
+  });
   const url = `http://127.0.0.1:${server.httpPort}`;
   return {
     api: new Api(url),
