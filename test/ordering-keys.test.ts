@@ -5,7 +5,9 @@ import { clockedSuite, sleep, StreamRecorder } from './helpers/grpc.js';
 import { enqueueId, findMessage, putTopicConfig } from './helpers/messages.js';
 import type { Api } from './helpers/http.js';
 import { parseMetrics, valueOf } from './helpers/metrics.js';
-import { UNJOINED } from '../src/store/ordering/lines.js';
+import { BEHIND_HEAD, UNJOINED } from '../src/store/ordering/lines.js';
+import { newMessageRow } from '../src/store/messages/insert.js';
+import { uuidv7 } from '../src/queue/message-ids.js';
 
 const payloads = async (api: Api, topic: string, extra: Record<string, unknown> = {}) =>
   ((await api.dequeue(topic, { count: 100, visibility_timeout_seconds: 600, ...extra })).body.messages as any[]).map((m) => m.payload);
@@ -311,6 +313,41 @@ describeEachEngine('ordering keys', (engine) => {
     }
     await enqueue;
     expect(await payloads(api(), 'ok-wait')).toEqual(['w2']);
+  });
+
+  it.skipIf(engine.name !== 'mysql')("an ack's hand-over that waits for an enqueue holding a line's head row hands the line to that enqueue's message", async () => {
+    const ids = await enqueueAll(api(), 'ok-waited', [
+      ['a1', 'A'],
+      ['k1', 'K'],
+      ['a2', 'A'],
+    ]);
+    expect((await payloads(api(), 'ok-waited')).sort()).toEqual(['a1', 'k1']);
+    const trx = await suite.server.db.transaction();
+    let answered = false;
+    let ack: Promise<{ status: number; body: any }> | undefined;
+    try {
+      // An enqueue of K mid-flight: it read the line's head row under a shared lock and stored its message
+      // waiting behind that head, and has not committed yet.
+      await trx('ordering_heads').where({ topic: 'ok-waited', consumer_group: '', ordering_key: 'K' }).forShare().first();
+      const id = uuidv7(suite.clock.now() + 1);
+      await trx('messages').insert({ ...newMessageRow({ id, topic: 'ok-waited', key: null, payload: Buffer.from('k2'), metadata: '{}', maxRetries: 3, expiresAt: null, createdAt: suite.clock.now(), orderingKey: 'K' }), visible_at: BEHIND_HEAD });
+      // One ack batch for both heads: its hand-over reads line A, then waits for K's row, with what was
+      // committed before the enqueue of k2.
+      ack = api()
+        .post('/api/messages/ack', { ids: [ids.a1, ids.k1] })
+        .then((res) => ((answered = true), res));
+      await sleep(400);
+      expect(answered).toBe(false);
+      await trx.commit();
+    } catch (err) {
+      await trx.rollback();
+      throw err;
+    }
+    const res = await ack;
+    expect(res.status).toBe(200);
+    expect([...res.body.acked].sort()).toEqual([ids.a1, ids.k1].sort());
+    // K's line went to k2, not closed over it: both keys go on.
+    expect((await payloads(api(), 'ok-waited')).sort()).toEqual(['a2', 'k2']);
   });
 
   it('concurrent enqueues of new keys and of keys with a backlog: each line gets one head, its first message, and no flush deadlocks', async () => {

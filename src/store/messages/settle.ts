@@ -347,11 +347,11 @@ async function deleteProcessing(db: Knex, which: Condition, known: Array<{ line:
     });
   }
   const together = known.length > 0 && driver;
-  const acked = ackedOf(together ? (await runInOneTrip(db, [remove, ...leaveTopicLinesStatements(known, now, { ifGone: true, mariaDb: true })]))[0] : await runStatement(db, remove.sql, remove.bindings));
+  const acked = ackedOf(together ? (await runInOneTrip(db, [remove, ...leaveTopicLinesStatements(known, now, { ifGone: true })]))[0] : await runStatement(db, remove.sql, remove.bindings));
   const lefts = leftLines(acked, new Set(together ? known.map((k) => k.id) : []));
   if (lefts.length === 0) return acked;
   // MySQL/MariaDB: the hand-over's statements in one round trip; SQLite's statements cost no round trip.
-  if (capabilities(db).driverQuery) await withDbRetry(db, () => runInOneTrip(db, leaveTopicLinesStatements(lefts, now, { mariaDb: true })));
+  if (capabilities(db).driverQuery) await withDbRetry(db, () => runInOneTrip(db, leaveTopicLinesStatements(lefts, now)));
   else await retryTransaction(db, (trx) => leaveLinesOf(trx, lefts, now));
   return acked;
 }

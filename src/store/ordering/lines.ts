@@ -512,10 +512,23 @@ export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }
 }
 
 /**
- * leaveLinesOf for a topic's own lines, as statements for a transaction sent in one round trip (the
- * one-statement ack's hand-over, MariaDB): each line whose head is one of `lefts` moves its head to its next
- * waiting message and opens it in one UPDATE of both rows (a seek into messages_ordering per line, in the
- * join), and a line with none left closes.
+ * leaveLinesOf for a topic's own lines on MariaDB, as statements for a transaction sent in one round trip (the
+ * one-statement ack's hand-over): each line whose head is one of `lefts` moves its head to its next waiting
+ * message and opens it in one UPDATE of both rows (a seek into messages_ordering per line, in the join). Where
+ * that UPDATE changed fewer rows than two per line (a head row and its next message each), a compound statement
+ * runs it once more and then closes the lines still naming a head that left: a backlog's hand-overs cost one
+ * statement and a test of ROW_COUNT().
+ *
+ * The UPDATE locks the head rows as it reads them, and the seek of a line runs after its row's lock, but it
+ * reads what was committed when the statement's first read began. A line whose row lock it had to wait for
+ * (an enqueue of the key held it, storing a message behind the head) may be sought without that message:
+ * - where the line had another waiting message, the head goes to it, and the enqueue's message waits behind
+ *   it, as it would had the enqueue come after the hand-over;
+ * - where it had none, the UPDATE leaves the line alone: the compound statement's second UPDATE is a
+ *   statement of its own, reads what was committed when it began, after every lock was taken, and hands the
+ *   line to that message. Only lines with nothing waiting in that second read are closed.
+ * This replaced a `SELECT … FOR UPDATE` of the head rows before the UPDATE: a fifth of the ack's database time
+ * per message on an ordered topic (docs/performance.md).
  *
  * The seek names its index: evaluated per head row, MariaDB costed it as a walk of the topic's pending
  * messages sorted by place (half a second per statement with 9,000 waiting).
@@ -526,33 +539,34 @@ export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }
  * pair. The check that a head's message is gone is a scalar lookup by id: as `NOT EXISTS`, MariaDB turned it
  * into a scan of the messages' primary key. Each cost 20-100 ms per statement in the bench's last hand-overs
  * (test/claim-explain.test.ts).
- *
- * The head rows are locked by a statement of their own first. A statement reads what was committed when it
- * began: the seek, had it waited for a row lock held by an enqueue of the key inside the same statement, would
- * not see that enqueue's message once it committed, and would close a line that has a message waiting.
  */
-export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string }>, now: number, { ifGone = false, mariaDb = false } = {}): Statement[] {
+export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string }>, now: number, options: { ifGone?: boolean } = {}): Statement[] {
+  const { handOver, close, lines } = topicLinesHandOver(lefts, now, options);
+  return [handOver, { sql: `BEGIN NOT ATOMIC IF ROW_COUNT() < ${2 * lines} THEN ${handOver.sql}; ${close.sql}; END IF; END`, bindings: [...handOver.bindings, ...close.bindings] }];
+}
+
+/** leaveTopicLinesStatements' two statements: the hand-over UPDATE, and the DELETE of the lines it left naming a head that left. */
+export function topicLinesHandOver(lefts: Array<{ line: Line; id: string }>, now: number, { ifGone = false } = {}): { handOver: Statement; close: Statement; lines: number } {
   const ordered = candidatesOf(lefts);
-  // Each line by its whole primary key, so the statements read (and lock) those rows only: with the group
-  // factored out of the OR, MariaDB walked every head of the topic. `ifGone` (after a DELETE of the same
-  // transaction that may not have taken every message named): only heads whose message is no longer there.
+  // `ifGone` (after a DELETE of the same transaction that may not have taken every message named): only heads
+  // whose message is no longer there.
   const gone = ifGone ? ' AND (SELECT COUNT(*) FROM messages x FORCE INDEX (PRIMARY) WHERE x.id = h.message_id) = 0' : '';
-  const named = `(h.topic, h.consumer_group, h.ordering_key) IN (${ordered.map(() => "(?, '', ?)").join(', ')}) AND h.message_id IN (${placeholders(ordered.length)})${gone}`;
-  const namedBindings = [...ordered.flatMap((l) => [l.line.topic, l.line.key]), ...ordered.map((l) => l.id)];
-  return [
-    { sql: `SELECT h.message_id FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${named} FOR UPDATE`, bindings: namedBindings },
-    {
-      // A line with no next message joins no row and keeps naming the head that left: the DELETE closes it.
-      sql:
-        'UPDATE ordering_heads h FORCE INDEX (PRIMARY) STRAIGHT_JOIN messages m FORCE INDEX (PRIMARY) ON m.id = (SELECT n.id FROM messages n FORCE INDEX (messages_ordering) ' +
-        "WHERE n.topic = h.topic AND n.ordering_key = h.ordering_key AND n.status = 'pending' AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.ordering_seq LIMIT 1) " +
-        `SET h.message_id = m.id, m.visible_at = IF(m.visible_at >= ?, m.deliver_after, m.visible_at) WHERE ${named}`,
-      bindings: [now, UNJOINED, ...namedBindings],
-    },
-    // MariaDB: only when the UPDATE changed fewer rows than two per line (a head row and its next message each),
-    // that is when some line had no next message; a backlog's hand-overs then cost two statements, not three.
-    mariaDb
-      ? { sql: `BEGIN NOT ATOMIC IF ROW_COUNT() < ${2 * ordered.length} THEN DELETE h FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${named}; END IF; END`, bindings: namedBindings }
-      : { sql: `DELETE h FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${named}`, bindings: namedBindings },
-  ];
+  // Each topic's lines by the whole primary key (a range per key), so the statements read (and lock) those rows
+  // only: with the group factored out of an OR of lines, MariaDB walked every head of the topic.
+  const parts: string[] = [];
+  const namedBindings: string[] = [];
+  for (const [topic, lines] of byTopicOf(ordered)) {
+    parts.push(`(h.topic = ? AND h.consumer_group = '' AND h.ordering_key IN (${placeholders(lines.length)}) AND h.message_id IN (${placeholders(lines.length)}))`);
+    namedBindings.push(topic, ...lines.map((l) => l.line.key), ...lines.map((l) => l.id));
+  }
+  const named = `${parts.length === 1 ? parts[0] : `(${parts.join(' OR ')})`}${gone}`;
+  // A line with no next message joins no row and keeps naming the head that left.
+  const handOver: Statement = {
+    sql:
+      'UPDATE ordering_heads h FORCE INDEX (PRIMARY) STRAIGHT_JOIN messages m FORCE INDEX (PRIMARY) ON m.id = (SELECT n.id FROM messages n FORCE INDEX (messages_ordering) ' +
+      "WHERE n.topic = h.topic AND n.ordering_key = h.ordering_key AND n.status = 'pending' AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.ordering_seq LIMIT 1) " +
+      `SET h.message_id = m.id, m.visible_at = IF(m.visible_at >= ?, m.deliver_after, m.visible_at) WHERE ${named}`,
+    bindings: [now, UNJOINED, ...namedBindings],
+  };
+  return { handOver, close: { sql: `DELETE h FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${named}`, bindings: namedBindings }, lines: ordered.length };
 }
