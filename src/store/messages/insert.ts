@@ -6,7 +6,7 @@ import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
 import { BEHIND_HEAD, inLockOrder, joinLinesOf, joinTopicLinesAfter, lineHeadsStatement, type ReadHead } from '../ordering/lines.js';
-import { firstOfLines, joinUnjoined, marksUnjoined, UNJOINED_RETURNING, unjoinedOf, WAIT_OF_NEW_ROW, type Unjoined, type UnjoinedRow } from '../ordering/unjoined.js';
+import { firstOfLines, HEADS_OF_NEW_ROWS, joinUnjoined, marksUnjoined, UNJOINED_RETURNING, unjoinedOf, WAIT_OF_NEW_ROW, type Unjoined, type UnjoinedRow } from '../ordering/unjoined.js';
 
 export interface NewMessage {
   id: string;
@@ -338,8 +338,8 @@ function laterRows(count: number, tableValueConstructor: boolean): string {
 /**
  * insertUngrouped for a batch with ordering keys: the same guarded INSERT, each message stored waiting.
  *
- * MariaDB: one statement, committed on its own, whose select list reads each row's line's head row under a
- * shared lock and stores the message UNJOINED where the line has none (src/store/ordering/unjoined.ts); its
+ * MariaDB: one statement, committed on its own, which joins each row to its line's head row, read under a
+ * shared lock, and stores the message UNJOINED where the line has none (src/store/ordering/unjoined.ts); its
  * RETURNING clause names those lines, which the caller joins after the commit (joinAfterCommit).
  *
  * MySQL 8 (no INSERT … RETURNING): one transaction of two round trips (src/store/statement.ts,
@@ -359,8 +359,7 @@ async function insertUngroupedInLines(db: Knex, batch: NewMessage[]): Promise<{ 
     return stored === messages.length;
   };
   if (marksUnjoined(can)) {
-    const sql = UNCACHED + ungroupedInsertSql(messages.length, topics.length, can.tableValueConstructor, WAITING_ROW) + UNJOINED_RETURNING;
-    const rows = (await runStatement(db, sql, [...bindings, ...topics])) as UnjoinedRow[];
+    const rows = (await runStatement(db, waitingInsertSql(messages.length, topics.length, can.tableValueConstructor), [...bindings, ...topics])) as UnjoinedRow[];
     return { stored: storedAll(rows.length), unjoined: unjoinedOf(rows, messages) };
   }
   const joins = messages.flatMap((m) => (m.orderingKey == null ? [] : [{ line: { topic: m.topic, group: '', key: m.orderingKey }, id: m.id }]));
@@ -371,14 +370,13 @@ async function insertUngroupedInLines(db: Knex, batch: NewMessage[]): Promise<{ 
   return { stored: storedAll(storedOf(result.first)), unjoined: [] };
 }
 
-/**
- * MariaDB keeps a cache of a subquery's answers per statement (a temporary table), which a flush's rows, each
- * of its own line as a rule, never hit: without it the ordered flushes measured a little faster.
- */
-const UNCACHED = "SET STATEMENT optimizer_switch='subquery_cache=off' FOR ";
-
-/** The stored row's columns, its wait decided by its line's head row (src/store/ordering/unjoined.ts). */
+/** The stored row's columns, its wait decided by its line's head row, joined (src/store/ordering/unjoined.ts). */
 const WAITING_ROW = NEW_ROW_COLUMNS.map((c) => (c === 'visible_at' ? `${WAIT_OF_NEW_ROW} AS visible_at` : `new_rows.${c}`)).join(', ');
+
+/** MariaDB's one-statement ordered INSERT (insertUngroupedInLines) for `rows` rows and `topics` topics. */
+export function waitingInsertSql(rows: number, topics: number, tableValueConstructor: boolean): string {
+  return ungroupedInsertSql(rows, topics, tableValueConstructor, { select: WAITING_ROW, join: HEADS_OF_NEW_ROWS }) + ' LOCK IN SHARE MODE' + UNJOINED_RETURNING;
+}
 
 /** New rows in one multi-row INSERT, written out (the query builder's insert of many rows costs far more CPU). */
 async function insertRows(trx: Knex.Transaction, messages: NewMessage[]): Promise<void> {
@@ -390,11 +388,11 @@ async function insertRows(trx: Knex.Transaction, messages: NewMessage[]): Promis
 
 /**
  * insertUngrouped's statement for `rows` rows (bound column by column, newMessageRow's order) and `topics`
- * topics; `select`: the stored columns, of the bound rows (`new_rows`).
+ * topics; `select`: the stored columns, of the bound rows (`new_rows`), and `join`, tables joined to them.
  */
-export function ungroupedInsertSql(rows: number, topics: number, tableValueConstructor: boolean, select = '*'): string {
+export function ungroupedInsertSql(rows: number, topics: number, tableValueConstructor: boolean, { select = '*', join = '' } = {}): string {
   return (
-    `INSERT INTO messages (${NEW_ROW_COLUMNS.join(', ')}) SELECT ${select} FROM (SELECT ${FIRST_ROW}${laterRows(rows - 1, tableValueConstructor)}) AS new_rows ` +
+    `INSERT INTO messages (${NEW_ROW_COLUMNS.join(', ')}) SELECT ${select} FROM (SELECT ${FIRST_ROW}${laterRows(rows - 1, tableValueConstructor)}) AS new_rows${join} ` +
     `WHERE NOT EXISTS (SELECT 1 FROM consumer_groups WHERE topic IN (${Array.from({ length: topics }, () => '?').join(', ')}))`
   );
 }

@@ -6,18 +6,22 @@ import { BEHIND_HEAD, inLockOrder, UNJOINED, type Line } from './lines.js';
 
 /**
  * MariaDB's ordered enqueue in one statement (src/store/messages/insert.ts, insertUngroupedInLines): the
- * `INSERT … SELECT` that stores a flush decides each row's wait itself. A subquery of its select list reads
- * the row's line's head row under a shared lock, held to the statement's commit, as lineHeadsStatement's read
- * is held to its transaction's (the reasoning there holds for one statement as for a transaction). Where the
- * line has a head row the message waits behind it (BEHIND_HEAD), and nothing more is needed: whoever hands the
- * line over finds it. Where it has none (a new key, or a line its last hand-over closed) it is stored UNJOINED,
- * and its line is joined right after the commit (joinUnjoinedStatements). So a flush whose every line has a
- * head costs one round trip, where a transaction that read the heads and then committed cost two.
+ * `INSERT … SELECT` that stores a flush decides each row's wait itself. It joins each row to its line's head
+ * row (HEADS_OF_NEW_ROWS) and reads it under a shared lock (`LOCK IN SHARE MODE`), held to the statement's
+ * commit, as lineHeadsStatement's read is held to its transaction's (the reasoning there holds for one
+ * statement as for a transaction). Where the line has a head row the message waits behind it (BEHIND_HEAD),
+ * and nothing more is needed: whoever hands the line over finds it. Where it has none (a new key, or a line
+ * its last hand-over closed) it is stored UNJOINED, and its line is joined right after the commit
+ * (joinUnjoinedStatements). So a flush whose every line has a head costs one round trip, where a transaction
+ * that read the heads and then committed cost two.
+ *
+ * A join, not a subquery per row: MariaDB runs a subquery of the select list as a query of its own for every
+ * row, which cost the database 2-4 µs per message more (docs/performance.md).
  */
-export const WAIT_OF_NEW_ROW =
-  'IF(new_rows.ordering_key IS NOT NULL AND (SELECT h.message_id FROM ordering_heads h ' +
-  "WHERE h.topic = new_rows.topic AND h.consumer_group = '' AND h.ordering_key = new_rows.ordering_key LOCK IN SHARE MODE) IS NULL, " +
-  `${UNJOINED}, new_rows.visible_at)`;
+export const HEADS_OF_NEW_ROWS = " LEFT JOIN ordering_heads h ON h.topic = new_rows.topic AND h.consumer_group = '' AND h.ordering_key = new_rows.ordering_key";
+
+/** A stored row's wait, from its head row joined by HEADS_OF_NEW_ROWS. */
+export const WAIT_OF_NEW_ROW = `IF(new_rows.ordering_key IS NOT NULL AND h.message_id IS NULL, ${UNJOINED}, new_rows.visible_at)`;
 
 /** What the one-statement ordered INSERT answers per stored row: its id where it was stored UNJOINED, else null. */
 export const UNJOINED_RETURNING = ` RETURNING IF(visible_at = ${UNJOINED}, id, NULL) AS unjoined_id`;
