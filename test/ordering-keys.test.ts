@@ -5,7 +5,7 @@ import { clockedSuite, sleep, StreamRecorder } from './helpers/grpc.js';
 import { enqueueId, findMessage, putTopicConfig } from './helpers/messages.js';
 import type { Api } from './helpers/http.js';
 import { parseMetrics, valueOf } from './helpers/metrics.js';
-import { BEHIND_HEAD, UNJOINED } from '../src/store/ordering/lines.js';
+import { UNJOINED } from '../src/store/ordering/lines.js';
 import { newMessageRow } from '../src/store/messages/insert.js';
 import { uuidv7 } from '../src/queue/message-ids.js';
 
@@ -330,9 +330,9 @@ describeEachEngine('ordering keys', (engine) => {
       // waiting behind that head, and has not committed yet.
       await trx('ordering_heads').where({ topic: 'ok-waited', consumer_group: '', ordering_key: 'K' }).forShare().first();
       const id = uuidv7(suite.clock.now() + 1);
-      await trx('messages').insert({ ...newMessageRow({ id, topic: 'ok-waited', key: null, payload: Buffer.from('k2'), metadata: '{}', maxRetries: 3, expiresAt: null, createdAt: suite.clock.now(), orderingKey: 'K' }), visible_at: BEHIND_HEAD });
-      // One ack batch for both heads: its hand-over reads line A, then waits for K's row, with what was
-      // committed before the enqueue of k2.
+      await trx('messages').insert({ ...newMessageRow({ id, topic: 'ok-waited', key: null, payload: Buffer.from('k2'), metadata: '{}', maxRetries: 3, expiresAt: null, createdAt: suite.clock.now(), orderingKey: 'K' }) });
+      // One ack batch for both heads: its hand-over reads line A first, then waits for K's row, in a statement
+      // whose first read came before k2 was committed.
       ack = api()
         .post('/api/messages/ack', { ids: [ids.a1, ids.k1] })
         .then((res) => ((answered = true), res));
