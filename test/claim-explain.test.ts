@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { claimSelectMysql, type ClaimRequest } from '../src/store/messages/claim.js';
 import { overdueMessages, WITHOUT_DELIVERIES } from '../src/store/messages/settle.js';
 import { joinTopicLinesStatements, lineHeadsStatement, nextInLineStatement, topicHandOverStatement, topicLinesHandOver } from '../src/store/ordering/lines.js';
-import { joinUnjoinedStatements, UNJOINED_RETURNING, UNJOINED_TOPICS, unjoinedLinesStatement } from '../src/store/ordering/unjoined.js';
+import { joinUnjoinedStatements, UNJOINED_TOPICS, unjoinedLinesStatement } from '../src/store/ordering/unjoined.js';
 import { newMessageRow, waitingInsertSql } from '../src/store/messages/insert.js';
 import { uuidv7 } from '../src/queue/message-ids.js';
 import { engineByName } from './helpers/engines.js';
@@ -145,7 +145,9 @@ function handOverOf(lines: Array<{ line: { topic: string; group: string; key: st
   it("the one-trip hand-over and join statements of ordering keys seek each line by its key, never a scan", async () => {
     const { lines } = await firstLines(server, 'ordered');
     // One line as well as many: a one-row `IN ((?, ?))` once made MariaDB's single-table UPDATE walk the primary key.
-    const joins = [...joinUnjoinedStatements(lines, now), ...joinUnjoinedStatements(lines.slice(0, 1), now)];
+    const unjoined = lines.map((l) => ({ line: l.line, ids: [l.id] }));
+    const ofTwoTopics = [...unjoined.slice(0, 5), ...unjoined.slice(0, 3).map((u) => ({ ...u, line: { ...u.line, topic: 'orders' } }))];
+    const joins = [...joinUnjoinedStatements(unjoined, now), ...joinUnjoinedStatements(unjoined.slice(0, 1), now), ...joinUnjoinedStatements(ofTwoTopics, now)];
     // An ack flush may name lines of two topics: each topic's lines are their own range of the head rows.
     const twoTopics = [...lines.slice(0, 20), ...lines.slice(0, 5).map((l) => ({ ...l, line: { ...l.line, topic: 'orders' } }))];
     for (const statement of [...handOverOf(lines, now), ...handOverOf(twoTopics, now, { ifGone: true }), lineHeadsStatement(lines), ...joinTopicLinesStatements(lines), ...joins]) {
@@ -166,8 +168,7 @@ function handOverOf(lines: Array<{ line: { topic: string; group: string; key: st
   it("an ordered enqueue's INSERT reads each new row's head row by its whole primary key, never a scan", async () => {
     const { lines } = await firstLines(server, 'ordered');
     const rows = lines.map(({ line }) => newMessageRow({ id: uuidv7(), topic: line.topic, key: null, payload: Buffer.from('x'), metadata: '{}', maxRetries: 3, expiresAt: null, createdAt: now, orderingKey: line.key }));
-    // EXPLAIN takes no RETURNING clause; the plan is the INSERT's.
-    const sql = waitingInsertSql(rows.length, 1, true).replace(UNJOINED_RETURNING, '');
+    const sql = waitingInsertSql(rows.length, 1, true);
     const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${sql}`, [...rows.flatMap((r) => Object.values(r)), 'ordered'] as any[])) as [Array<{ EXPLAIN: string }>];
     const heads = tablesOf(JSON.parse(json[0].EXPLAIN)).find((t) => t.table_name === 'h');
     expect(heads).toMatchObject({ access_type: 'eq_ref', key: 'PRIMARY' });

@@ -293,6 +293,47 @@ describeEachEngine('ordering keys', (engine) => {
     expect(await payloads(api(), 'ok-reach')).toEqual(['h2']);
   });
 
+  it.skipIf(engine.name !== 'mysql')('a flush whose every line has a head is one statement; one with lines without a head joins just those before it answers', async () => {
+    await enqueueAll(api(), 'ok-flush', [
+      ['a1', 'A'],
+      ['b1', 'B'],
+    ]);
+    const statements: string[] = [];
+    const listener = (q: { sql: string }) => void statements.push(q.sql);
+    suite.server.db.on('query', listener);
+    try {
+      const batch = async (messages: Array<[string, string]>) => {
+        statements.length = 0;
+        const res = await api().post('/api/messages/batch', { messages: messages.map(([payload, key]) => ({ topic: 'ok-flush', payload, ordering_key: key })) });
+        expect(res.status).toBe(201);
+        return statements.filter((sql) => /\b(messages|ordering_heads)\b/.test(sql));
+      };
+      // Lines A and B have heads: the INSERT is all, and its answer says that no row was stored UNJOINED.
+      const headed = await batch([
+        ['a2', 'A'],
+        ['b2', 'B'],
+      ]);
+      expect(headed).toHaveLength(1);
+      expect(headed[0]).toMatch(/^INSERT INTO messages/);
+      // New lines C and D beside A: joined (a head row each) before the batch is answered; A keeps its head.
+      const mixed = await batch([
+        ['a3', 'A'],
+        ['c1', 'C'],
+        ['c2', 'C'],
+        ['d1', 'D'],
+      ]);
+      expect(mixed.length).toBeGreaterThan(1);
+      expect(mixed.some((sql) => sql.startsWith('INSERT INTO ordering_heads'))).toBe(true);
+    } finally {
+      suite.server.db.off('query', listener);
+    }
+    // Nothing is left UNJOINED, and each line has one claimable head, in order.
+    expect(await suite.server.db('messages').where({ topic: 'ok-flush', visible_at: UNJOINED }).count({ n: '*' })).toEqual([{ n: 0 }]);
+    expect((await payloads(api(), 'ok-flush')).sort()).toEqual(['a1', 'b1', 'c1', 'd1']);
+    const heads = await suite.server.db('ordering_heads').where({ topic: 'ok-flush' }).orderBy('ordering_key').pluck('ordering_key');
+    expect(heads).toEqual(['A', 'B', 'C', 'D']);
+  });
+
   it.skipIf(engine.name !== 'mysql')("an enqueue waits for a hand-over that holds its line's head row, and joins the line that hand-over closed", async () => {
     await enqueueId(api(), 'ok-wait', 'w1', { ordering_key: 'K' });
     const trx = await suite.server.db.transaction();

@@ -6,7 +6,7 @@ import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
 import { BEHIND_HEAD, inLockOrder, joinLinesOf, joinTopicLinesAfter, lineHeadsStatement, type ReadHead } from '../ordering/lines.js';
-import { firstOfLines, HEADS_OF_NEW_ROWS, joinUnjoined, marksUnjoined, UNJOINED_RETURNING, unjoinedOf, WAIT_OF_NEW_ROW, type Unjoined, type UnjoinedRow } from '../ordering/unjoined.js';
+import { HEADS_OF_NEW_ROWS, joinUnjoined, linesOf, marksUnjoined, storedUnjoined, WAIT_OF_NEW_ROW, type Unjoined } from '../ordering/unjoined.js';
 
 export interface NewMessage {
   id: string;
@@ -158,7 +158,7 @@ export async function insertMessages(db: Knex, messages: NewMessage[], options: 
     if (uncertain) {
       const outcomes = await insertTransaction(db, messages, options, true);
       // The lost attempt may have committed rows UNJOINED, which the transaction found stored and left as they were.
-      if (kind === 'ordered' && marksUnjoined(await capabilitiesOf(db))) await joinAfterCommit(db, firstOfLines(messages), messages[0].createdAt);
+      if (kind === 'ordered' && marksUnjoined(await capabilitiesOf(db))) await joinAfterCommit(db, linesOf(messages), messages[0].createdAt);
       return outcomes;
     }
   }
@@ -340,9 +340,10 @@ function laterRows(count: number, tableValueConstructor: boolean): string {
  *
  * MariaDB: one statement, committed on its own, which joins each row to its line's head row, read under a
  * shared lock, and stores the message UNJOINED where the line has none (src/store/ordering/unjoined.ts); its
- * RETURNING clause names those lines, which the caller joins after the commit (joinAfterCommit).
+ * answer's insert id says whether it did, and then the caller joins the flush's lines after the commit
+ * (joinAfterCommit).
  *
- * MySQL 8 (no INSERT … RETURNING): one transaction of two round trips (src/store/statement.ts,
+ * MySQL 8: one transaction of two round trips (src/store/statement.ts,
  * runInTwoTrips). The first stores the rows and reads each line's head, share-locked, in a statement of its own
  * (src/store/ordering/lines.ts, lineHeadsStatement). The second is COMMIT alone when every line has a head,
  * else it opens the lines that have none first.
@@ -359,8 +360,9 @@ async function insertUngroupedInLines(db: Knex, batch: NewMessage[]): Promise<{ 
     return stored === messages.length;
   };
   if (marksUnjoined(can)) {
-    const rows = (await runStatement(db, waitingInsertSql(messages.length, topics.length, can.tableValueConstructor), [...bindings, ...topics])) as UnjoinedRow[];
-    return { stored: storedAll(rows.length), unjoined: unjoinedOf(rows, messages) };
+    const result = (await runStatement(db, waitingInsertSql(messages.length, topics.length, can.tableValueConstructor), [...bindings, ...topics])) as { affectedRows: number; insertId: number };
+    const stored = storedAll(result.affectedRows);
+    return { stored, unjoined: stored && storedUnjoined(result) ? linesOf(messages) : [] };
   }
   const joins = messages.flatMap((m) => (m.orderingKey == null ? [] : [{ line: { topic: m.topic, group: '', key: m.orderingKey }, id: m.id }]));
   const first = [{ sql: ungroupedInsertSql(messages.length, topics.length, can.tableValueConstructor), bindings: [...bindings, ...topics] }, lineHeadsStatement(joins)];
@@ -375,7 +377,7 @@ const WAITING_ROW = NEW_ROW_COLUMNS.map((c) => (c === 'visible_at' ? `${WAIT_OF_
 
 /** MariaDB's one-statement ordered INSERT (insertUngroupedInLines) for `rows` rows and `topics` topics. */
 export function waitingInsertSql(rows: number, topics: number, tableValueConstructor: boolean): string {
-  return ungroupedInsertSql(rows, topics, tableValueConstructor, { select: WAITING_ROW, join: HEADS_OF_NEW_ROWS }) + ' LOCK IN SHARE MODE' + UNJOINED_RETURNING;
+  return ungroupedInsertSql(rows, topics, tableValueConstructor, { select: WAITING_ROW, join: HEADS_OF_NEW_ROWS }) + ' LOCK IN SHARE MODE';
 }
 
 /** New rows in one multi-row INSERT, written out (the query builder's insert of many rows costs far more CPU). */

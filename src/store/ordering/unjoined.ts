@@ -20,80 +20,92 @@ import { BEHIND_HEAD, inLockOrder, UNJOINED, type Line } from './lines.js';
  */
 export const HEADS_OF_NEW_ROWS = " LEFT JOIN ordering_heads h ON h.topic = new_rows.topic AND h.consumer_group = '' AND h.ordering_key = new_rows.ordering_key";
 
-/** A stored row's wait, from its head row joined by HEADS_OF_NEW_ROWS. */
-export const WAIT_OF_NEW_ROW = `IF(new_rows.ordering_key IS NOT NULL AND h.message_id IS NULL, ${UNJOINED}, new_rows.visible_at)`;
+/**
+ * A stored row's wait, from its head row joined by HEADS_OF_NEW_ROWS. An UNJOINED row also sets the
+ * statement's insert id (`LAST_INSERT_ID(expr)` returns expr and makes it the id the statement's answer
+ * carries; the table has no auto-increment column, so the id is 0 otherwise): storedUnjoined reads it. It
+ * replaced a `RETURNING` clause that answered a row per message, for a flush of which nearly every one names
+ * no line to join (docs/performance.md).
+ */
+export const WAIT_OF_NEW_ROW = `IF(new_rows.ordering_key IS NOT NULL AND h.message_id IS NULL, LAST_INSERT_ID(${UNJOINED}), new_rows.visible_at)`;
 
-/** What the one-statement ordered INSERT answers per stored row: its id where it was stored UNJOINED, else null. */
-export const UNJOINED_RETURNING = ` RETURNING IF(visible_at = ${UNJOINED}, id, NULL) AS unjoined_id`;
+/** Whether the one-statement ordered INSERT (its answer's header) stored a row UNJOINED: see WAIT_OF_NEW_ROW. */
+export const storedUnjoined = (result: { insertId?: number | string }): boolean => Number(result.insertId ?? 0) !== 0;
 
-export interface UnjoinedRow {
-  unjoined_id: string | null;
-}
-
-/** A line to join, and one of its UNJOINED messages: the row its join reads the line from. */
+/** A line to join, and its messages (ids, in line order) that may be stored UNJOINED. */
 export interface Unjoined {
   line: Line;
-  id: string;
+  ids: string[];
 }
 
-/** The lines of `messages` that the INSERT's answer (`rows`) says were stored UNJOINED, each once, in their lock order. */
-export function unjoinedOf(rows: UnjoinedRow[], messages: Array<{ id: string; topic: string; orderingKey?: string | null }>): Unjoined[] {
-  const ids = new Set<string>();
-  for (const r of rows) if (r.unjoined_id != null) ids.add(String(r.unjoined_id));
-  return ids.size === 0 ? [] : firstOfLines(messages.filter((m) => ids.has(m.id)));
-}
-
-/** The first of `messages` in each of their lines (the topics' own; those without an ordering key have none), in the lines' lock order. */
-export function firstOfLines(messages: Array<{ id: string; topic: string; orderingKey?: string | null }>): Unjoined[] {
+/** The lines of `messages` (the topics' own; those without an ordering key have none), with their messages, in the lines' lock order. */
+export function linesOf(messages: Array<{ id: string; topic: string; orderingKey?: string | null }>): Unjoined[] {
   const lines = new Map<string, Unjoined>();
   for (const m of messages) {
     if (m.orderingKey == null) continue;
     const at = `${m.topic}\u0000${m.orderingKey}`;
-    if (!lines.has(at)) lines.set(at, { line: { topic: m.topic, group: '', key: m.orderingKey }, id: m.id });
+    const line = lines.get(at);
+    if (line) line.ids.push(m.id);
+    else lines.set(at, { line: { topic: m.topic, group: '', key: m.orderingKey }, ids: [m.id] });
   }
   return inLockOrder([...lines.values()], (u) => u.line);
 }
 
 /**
  * Joins lines whose messages were stored UNJOINED, in one transaction of one round trip (it needs no answer
- * between its statements), idempotent. Each line is read from one of its UNJOINED messages (by primary key):
- * 1. a line without a head row gets one: its first waiting message in line order, a seek into messages_ordering
- *    (another enqueue's UNJOINED message may come before this one's); a line that has one meanwhile (another
- *    enqueue's join, or a hand-over that found these messages) keeps it, and its row is locked either way (an
- *    update of the row to itself);
- * 2. the head is opened (claimable from its delay on) if it still waits;
- * 3. the line's other UNJOINED messages wait behind it (BEHIND_HEAD).
+ * between its statements), idempotent. Lines that have a head row, or messages no longer UNJOINED, are passed
+ * over at the cost of a primary-key read each: a flush that stored any message UNJOINED names all its lines.
+ * 1. a line without a head row, read from its first message if that is still UNJOINED (by primary key), gets
+ *    one: its first waiting message in line order, a seek into messages_ordering (another enqueue's UNJOINED
+ *    message may come before this one's); a line that has one meanwhile (another enqueue's join, or a hand-over
+ *    that found these messages) keeps it, and its row is locked (an update of the row to itself);
+ * 2. each line's head is opened (claimable from its delay on) if it still waits: a head row read by its
+ *    primary key, per topic, and its message by id;
+ * 3. the messages named that are still UNJOINED wait behind their heads (BEHIND_HEAD), by id. Another
+ *    enqueue's UNJOINED messages of the line are its own join's, or the sweep's; they wait meanwhile as well.
  * The seek finds the message itself at least, unless its TTL has passed: then that message is the head, and the
  * expiry reaper hands the line over as for any head past its TTL. A message no longer pending makes no head.
  */
 export function joinUnjoinedStatements(unjoined: Unjoined[], now: number): Statement[] {
-  const ids = unjoined.map((u) => u.id);
-  const lines = unjoined.map((u) => u.line);
-  const lineBindings = lines.flatMap((l) => [l.topic, l.key]);
+  const firsts = unjoined.map((u) => u.ids[0]);
+  const ids = unjoined.flatMap((u) => u.ids);
+  const parts: string[] = [];
+  const lineBindings: string[] = [];
+  for (const [topic, keys] of keysByTopic(unjoined)) {
+    parts.push(`(h.topic = ? AND h.consumer_group = '' AND h.ordering_key IN (${placeholders(keys.length)}))`);
+    lineBindings.push(topic, ...keys);
+  }
   return [
     {
       sql:
         "INSERT INTO ordering_heads (topic, consumer_group, ordering_key, message_id) SELECT c.topic, '', c.ordering_key, COALESCE((SELECT n.id FROM messages n FORCE INDEX (messages_ordering) " +
         "WHERE n.topic = c.topic AND n.ordering_key = c.ordering_key AND n.status = 'pending' AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.ordering_seq LIMIT 1), c.id) " +
-        `FROM messages c FORCE INDEX (PRIMARY) WHERE c.id IN (${placeholders(ids.length)}) AND c.status = 'pending' ORDER BY c.topic, c.ordering_key ` +
+        `FROM messages c FORCE INDEX (PRIMARY) WHERE c.id IN (${placeholders(firsts.length)}) AND c.status = 'pending' AND c.visible_at = ? ORDER BY c.topic, c.ordering_key ` +
         'ON DUPLICATE KEY UPDATE message_id = ordering_heads.message_id',
-      bindings: [now, ...ids],
+      bindings: [now, ...firsts, UNJOINED],
     },
     {
       sql:
         'UPDATE ordering_heads h FORCE INDEX (PRIMARY) STRAIGHT_JOIN messages m FORCE INDEX (PRIMARY) ON m.id = h.message_id SET m.visible_at = m.deliver_after ' +
-        `WHERE (h.topic, h.consumer_group, h.ordering_key) IN (${lines.map(() => "(?, '', ?)").join(', ')}) AND m.status = 'pending' AND m.visible_at >= ?`,
+        `WHERE ${parts.length === 1 ? parts[0] : `(${parts.join(' OR ')})`} AND m.status = 'pending' AND m.visible_at >= ?`,
       bindings: [...lineBindings, UNJOINED],
     },
     {
-      // Each line as its own pair of equalities: a one-row `(topic, ordering_key) IN ((?, ?))` made MariaDB's
-      // single-table UPDATE walk the whole primary key (220,000 rows, half a second, holding the head rows' locks).
-      sql:
-        `UPDATE messages FORCE INDEX (messages_ordering) SET visible_at = ? WHERE (${lines.map(() => '(topic = ? AND ordering_key = ?)').join(' OR ')}) ` +
-        "AND status = 'pending' AND visible_at = ?",
-      bindings: [BEHIND_HEAD, ...lineBindings, UNJOINED],
+      sql: `UPDATE messages FORCE INDEX (PRIMARY) SET visible_at = ? WHERE id IN (${placeholders(ids.length)}) AND status = 'pending' AND visible_at = ?`,
+      bindings: [BEHIND_HEAD, ...ids, UNJOINED],
     },
   ];
+}
+
+/** The lines' keys by topic, in their order. */
+function keysByTopic(unjoined: Unjoined[]): Map<string, string[]> {
+  const topics = new Map<string, string[]>();
+  for (const { line } of unjoined) {
+    const keys = topics.get(line.topic);
+    if (keys) keys.push(line.key);
+    else topics.set(line.topic, [line.key]);
+  }
+  return topics;
 }
 
 const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(', ');
@@ -109,7 +121,11 @@ export async function joinUnjoined(db: Knex, unjoined: Unjoined[], now: number):
   }
 }
 
-/** Only MariaDB's one-statement enqueue stores messages UNJOINED (SQLite and MySQL 8 join in the enqueue's transaction). */
+/**
+ * Only MariaDB's one-statement enqueue stores messages UNJOINED (SQLite and MySQL 8 join in the enqueue's
+ * transaction). MariaDB is told from MySQL 8 by INSERT … RETURNING, which the statement no longer uses: it was
+ * built and is tested on MariaDB alone.
+ */
 export const marksUnjoined = (can: Capabilities) => can.dialect === 'mysql' && can.insertReturning;
 
 /**
@@ -131,10 +147,7 @@ export async function joinUnjoinedLines(db: Knex, now: number): Promise<Set<stri
   for (const { topic } of topics) {
     const lines = unjoinedLinesStatement(topic, now - UNJOINED_GRACE_MS);
     const rows = (await withDbRetry(db, () => runStatement(db, lines.sql, lines.bindings))) as Array<{ ordering_key: string | null; id: string }>;
-    const unjoined = inLockOrder(
-      rows.filter((r) => r.ordering_key != null).map((r) => ({ line: { topic, group: '', key: String(r.ordering_key) }, id: String(r.id) })),
-      (u) => u.line,
-    );
+    const unjoined = linesOf(rows.map((r) => ({ id: String(r.id), topic, orderingKey: r.ordering_key == null ? null : String(r.ordering_key) })));
     if (unjoined.length === 0) continue;
     await joinUnjoined(db, unjoined, now);
     joined.add(topic);
@@ -148,10 +161,10 @@ export const UNJOINED_TOPICS: Statement = {
   bindings: [UNJOINED],
 };
 
-/** A topic's lines with messages stored UNJOINED before `storedBefore`, and one such message of each: its range of messages_queue. */
+/** A topic's messages stored UNJOINED before `storedBefore`, with their lines, in id order: its range of messages_queue. */
 export function unjoinedLinesStatement(topic: string, storedBefore: number): Statement {
   return {
-    sql: "SELECT ordering_key, MIN(id) AS id FROM messages FORCE INDEX (messages_queue) WHERE topic = ? AND status = 'pending' AND visible_at = ? AND created_at < ? GROUP BY ordering_key",
+    sql: "SELECT ordering_key, id FROM messages FORCE INDEX (messages_queue) WHERE topic = ? AND status = 'pending' AND visible_at = ? AND created_at < ?",
     bindings: [topic, UNJOINED, storedBefore],
   };
 }
