@@ -32,8 +32,9 @@ export async function measured(
   phase: string,
   procs: Processes,
   work: (recorders: (kind: string) => LatencyRecorder) => Promise<number>,
+  /** Latencies kept across calls (the slices of one phase, bench/ordering.ts): the result summarises them all. */
+  recorders = new Map<string, LatencyRecorder>(),
 ): Promise<PhaseResult> {
-  const recorders = new Map<string, LatencyRecorder>();
   const recorder = (kind: string) => {
     let r = recorders.get(kind);
     if (!r) recorders.set(kind, (r = new LatencyRecorder()));
@@ -84,6 +85,8 @@ export interface EnqueueOptions {
   orderingKeys?: number;
   /** The phase's name when it is not the plain one. */
   name?: string;
+  /** Latencies shared with other runs of the same phase (see measured). */
+  recorders?: Map<string, LatencyRecorder>;
 }
 
 /** The enqueue body of message `n`: with ordering keys, key `n % keys`, so every key gets its share in turn. */
@@ -129,7 +132,7 @@ export function enqueuePhase(client: BenchClient, procs: Processes, o: EnqueueOp
     };
     await Promise.all(Array.from({ length: o.concurrency }, worker));
     return stored;
-  });
+  }, o.recorders);
 }
 
 /**
@@ -169,6 +172,8 @@ export interface DrainOptions {
   ackConcurrency: number;
   /** The phase's name when it is not the plain one of its ack mode. */
   name?: string;
+  /** Latencies shared with other runs of the same phase (see measured). */
+  recorders?: Map<string, LatencyRecorder>;
 }
 
 /** Phase 2: consumers dequeue `dequeueCount` at a time and ack every message, one request each or one batch. */
@@ -195,7 +200,7 @@ export function dequeueAckPhase(client: BenchClient, procs: Processes, o: DrainO
     };
     await Promise.all(Array.from({ length: o.consumers }, consumer));
     return acked;
-  });
+  }, o.recorders);
 }
 
 export type PipelineOptions = EnqueueOptions & Pick<DrainOptions, 'consumers' | 'dequeueCount' | 'ackConcurrency'>;

@@ -33,7 +33,8 @@ const USAGE = `usage: npm run bench -- [options]
   --payload-bytes N       payload size (default 256)
   --warmup N              unmeasured enqueue+ack round first, so the JIT is warm (default 2000; 0 skips)
   --ordering-rounds N     paired rounds of plain and ordered enqueue and dequeue+ack (BENCH_ORDERING_ROUNDS;
-                          default 5; with per-message acks): the ratios of ordering keys are their medians
+                          default 5; with per-message acks; each phase in ten slices, the two kinds in
+                          turn): the ratios of ordering keys are their medians
   --node-arg ARG          extra node flag for the service, repeatable (e.g. --cpu-prof)
   --server-env K=V        extra environment for the service, repeatable (e.g. CONVEYOR_DB_POOL_SIZE=8)
   --tracing RATIO         tracing on, at this sample ratio (0 to 1), exported to a collector inside the bench
