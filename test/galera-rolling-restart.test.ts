@@ -46,5 +46,5 @@ describeGalera('rolling restart of all three nodes under load [galera]', () => {
     const statuses = await Promise.all([0, 1, 2].map((i) => cluster.status(i)));
     expect(statuses.map((s) => [s.wsrep_cluster_size, s.wsrep_local_state_comment])).toEqual(Array(3).fill(['3', 'Synced']));
     await expectStillServing([a, b]);
-  }, 120_000);
+  }, 180_000);
 });

@@ -42,7 +42,7 @@ export async function startEndpointPair(): Promise<EndpointPair> {
 /**
  * Producers on both instances, a consumer on each and one that dequeues through `a` and acks through `b`,
  * until `stop`: producing ends first, consuming half a second later, then consumers drain what is left
- * (bounded by the visibility timeout plus 10 s).
+ * (until none has been acknowledged for the visibility timeout plus 10 s).
  */
 export function loadThrough(ledger: Ledger, { a, b }: Pick<EndpointPair, 'a' | 'b'>, visibilitySeconds: number): { stop(): Promise<void> } {
   let producing = true;

@@ -193,6 +193,11 @@ export class Ledger {
     return [...this.confirmed.keys()].filter((p) => !this.ackedPayloads.has(p));
   }
 
+  /** How many messages have been acknowledged so far. */
+  get ackedCount(): number {
+    return this.ackedPayloads.size;
+  }
+
   /** Whether every confirmed message has been acknowledged. */
   allAcked(): boolean {
     for (const p of this.confirmed.keys()) if (!this.ackedPayloads.has(p)) return false;
@@ -217,10 +222,21 @@ export class Ledger {
   }
 }
 
-/** Consumers drain until every confirmed message is acknowledged, or the time is up. */
-export async function drain(ledger: Ledger, consumers: Array<[Api, Api]>, limitMs: number): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  const done = () => Date.now() > deadline || ledger.allAcked();
+/**
+ * Consumers drain until every confirmed message is acknowledged, or until none has been for `idleMs`: what is
+ * left then is lost. A backlog the consumers are still working through is not (on a slow machine the load's
+ * producers can leave thousands behind), so the bound is on a stall, not on the whole drain.
+ */
+export async function drain(ledger: Ledger, consumers: Array<[Api, Api]>, idleMs: number): Promise<void> {
+  let acked = ledger.ackedCount;
+  let progressAt = Date.now();
+  const done = () => {
+    if (ledger.ackedCount !== acked) {
+      acked = ledger.ackedCount;
+      progressAt = Date.now();
+    }
+    return Date.now() - progressAt > idleMs || ledger.allAcked();
+  };
   await Promise.all(consumers.map(([api, ackVia]) => ledger.consumeUntil(api, ackVia, done, 50, 0)));
 }
 
