@@ -24,7 +24,7 @@ type Kind = 'plain' | 'ordered';
 
 /**
  * Slices of each phase per round. The machine's speed changes from one second to the next (one run saw the
- * same plain enqueue at 6,500 and at 11,900 msg/s a few seconds apart), so a round runs each phase of the two
+ * same plain enqueue at 10,872 and at 6,488 msg/s a few seconds apart), so a round runs each phase of the two
  * kinds in turn, a tenth at a time (plain then ordered, then ordered then plain, ...): a slow second falls on
  * both kinds alike instead of on one phase of the pair.
  */
