@@ -64,9 +64,9 @@ export class RedisPeerRelay implements SignalRelay {
   /** `keyPrefix` (redis.key_prefix) names the channel, so deployments sharing one Redis never wake each other. */
   static async start(url: string, keyPrefix: string, signals: TopicSignals, logger: Logger): Promise<RedisPeerRelay> {
     // The publisher arms no timer per command (timeout 0). The client's default, 5 s, sets an AbortSignal.timeout
-    // on every command, which cost 20-35 µs of CPU per publish on Node 20 against 7-12 without (measured), for a
-    // publish per event-loop turn that signals; and it stops counting once a command is sent, so it never
-    // covered a hung Redis: the cap on unanswered publishes does (MAX_UNANSWERED_PUBLISHES).
+    // on every command: a publish cost 29-57 µs of CPU with it and 7-27 without (Node 20, measured), and there is
+    // a publish per event-loop turn that signals. It stops counting once a command is sent, so it never covered
+    // a hung Redis: the cap on unanswered publishes does (MAX_UNANSWERED_PUBLISHES).
     const publisher: Client = createClient({ url, commandOptions: { timeout: 0 } });
     // The subscriber keeps the default: its few commands (SUBSCRIBE) are retried when they fail.
     const subscriber: Client = publisher.duplicate({ commandOptions: {} });
