@@ -87,7 +87,8 @@ export async function orderingPhases(
     }
     await renewToken();
     const drained = slices();
-    const stored: Record<Kind, number> = { plain: combined(enqueued.plain).messages, ordered: combined(enqueued.ordered).messages };
+    const enqueueResults: Record<Kind, PhaseResult> = { plain: combined(enqueued.plain), ordered: combined(enqueued.ordered) };
+    const stored: Record<Kind, number> = { plain: enqueueResults.plain.messages, ordered: enqueueResults.ordered.messages };
     for (let slice = 0; slice < SLICES; slice++) {
       for (const kind of inTurn(round, slice)) {
         const { deadlineMs, consumers, dequeueCount, ackConcurrency } = o;
@@ -99,7 +100,7 @@ export async function orderingPhases(
       }
     }
     for (const kind of ['plain', 'ordered'] as const) {
-      runs[kind].enqueue.push(combined(enqueued[kind]));
+      runs[kind].enqueue.push(enqueueResults[kind]);
       runs[kind].dequeueAck.push(combined(drained[kind]));
     }
   }
