@@ -36,10 +36,10 @@ async function firstLines(server: TestServer, topic: string) {
   return { heads, lines: heads.map((h) => ({ line: { topic, group: '', key: h.ordering_key }, id: h.message_id })) };
 }
 
-/** The ack's hand-over statements on MariaDB, one by one: its compound statement runs them again. */
+/** The ack's hand-over statements on MariaDB, one by one: its compound statement and its catch-up run them again, the catch-up after its lock. */
 function handOverOf(lines: Array<{ line: { topic: string; group: string; key: string }; id: string }>, now: number, options: { ifGone?: boolean } = {}) {
-  const { handOver, close } = topicLinesHandOver(lines, now, options);
-  return [handOver, close];
+  const { lock, handOver, close } = topicLinesHandOver(lines, now, options);
+  return [lock, handOver, close];
 }
 
 /**
@@ -237,7 +237,9 @@ function handOverOf(lines: Array<{ line: { topic: string; group: string; key: st
       for (const t of tables) expect(['ALL', 'index'], `${t.table_name} in ${statement.sql}`).not.toContain(t.access_type);
       // The hand-over reads the head rows first and each one's next message from there, whatever the
       // statistics say of the tables' sizes (estimated at one message, MariaDB began with the messages).
-      if (statement.sql.startsWith('UPDATE ordering_heads')) expect(tables.map((t) => t.table_name).slice(0, 2)).toEqual(['h', 'm']);
+      // (With the left join that finds heads whose message is gone in between, by id.)
+      if (statement.sql.startsWith('UPDATE ordering_heads')) expect(tables.map((t) => t.table_name).filter((name) => name !== 'x').slice(0, 2)).toEqual(['h', 'm']);
+      for (const t of tables.filter((t) => t.table_name === 'x')) expect(t).toMatchObject({ access_type: 'eq_ref', key: 'PRIMARY' });
     }
   });
 });

@@ -2,10 +2,10 @@ import type { Knex } from 'knex';
 import { capabilities, capabilitiesOf } from '../capabilities.js';
 import { isUniqueViolation } from '../dialect.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
-import { runInOneTrip, runStatement } from '../statement.js';
+import { runInOneTrip, runStatement, type Statement } from '../statement.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
 import { MESSAGE_COLUMNS, normaliseRow, type MessageRow } from './rows.js';
-import { leaveLine, leaveLinesOf, leaveTopicLinesStatements, requeueIntoLines, type Line } from '../ordering/lines.js';
+import { catchUpTopicLinesStatements, leaveLine, leaveLinesOf, leaveTopicLinesStatements, requeueIntoLines, topicLinesHandOver, type Line } from '../ordering/lines.js';
 import { storedTraceContext, type StoredTraceContext } from './trace-context.js';
 
 /** What the domain decided for a failed delivery attempt (nack or visibility timeout). */
@@ -347,12 +347,29 @@ async function deleteProcessing(db: Knex, which: Condition, known: Array<{ line:
     });
   }
   const together = known.length > 0 && driver;
-  const acked = ackedOf(together ? (await runInOneTrip(db, [remove, ...leaveTopicLinesStatements(known, now, { ifGone: true })]))[0] : await runStatement(db, remove.sql, remove.bindings));
+  const acked = together ? await deleteHandingOver(db, remove, known, now) : ackedOf(await runStatement(db, remove.sql, remove.bindings));
   const lefts = leftLines(acked, new Set(together ? known.map((k) => k.id) : []));
   if (lefts.length === 0) return acked;
   // MySQL/MariaDB: the hand-over's statements in one round trip; SQLite's statements cost no round trip.
   if (capabilities(db).driverQuery) await withDbRetry(db, () => runInOneTrip(db, leaveTopicLinesStatements(lefts, now)));
   else await retryTransaction(db, (trx) => leaveLinesOf(trx, lefts, now));
+  return acked;
+}
+
+/**
+ * MariaDB: the DELETE and the hand-over UPDATE of the lines the caller named, in one transaction sent in one
+ * round trip. Where the UPDATE changed fewer rows than two per line whose head the DELETE took (a line with no
+ * next message in what it read), those lines are handed over again in a transaction of its own
+ * (catchUpTopicLinesStatements), which closes the ones with nothing waiting.
+ */
+async function deleteHandingOver(db: Knex, remove: Statement, known: Array<{ line: Line; id: string }>, now: number): Promise<AckedMessage[]> {
+  const [removed, handed] = await runInOneTrip(db, [remove, topicLinesHandOver(known, now, { ifGone: true }).handOver]);
+  const acked = ackedOf(removed);
+  const taken = new Set(acked.map((a) => a.id));
+  const left = known.filter((k) => taken.has(k.id));
+  if (left.length > 0 && (handed as { affectedRows: number }).affectedRows < 2 * left.length) {
+    await withDbRetry(db, () => runInOneTrip(db, catchUpTopicLinesStatements(left, now)));
+  }
   return acked;
 }
 

@@ -512,23 +512,17 @@ export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }
 }
 
 /**
- * leaveLinesOf for a topic's own lines on MariaDB, as statements for a transaction sent in one round trip (the
- * one-statement ack's hand-over): each line whose head is one of `lefts` moves its head to its next waiting
- * message and opens it in one UPDATE of both rows (a seek into messages_ordering per line, in the join). Where
- * that UPDATE changed fewer rows than two per line (a head row and its next message each), a compound statement
- * runs it once more and then closes the lines still naming a head that left: a backlog's hand-overs cost one
- * statement and a test of ROW_COUNT().
+ * leaveLinesOf for a topic's own lines on MariaDB, as statements for a transaction sent in one round trip: each
+ * line whose head is one of `lefts` moves its head to its next waiting message and opens it in one UPDATE of
+ * both rows (a seek into messages_ordering per line, in the join). Where that UPDATE changed fewer rows than two
+ * per line (a head row and its next message each), a compound statement runs it once more and then closes the
+ * lines still naming a head that left. Its UPDATE begins once the first one holds the head rows' locks, as the
+ * catch-up's does after its lock (catchUpTopicLinesStatements says why the UPDATE must run again).
  *
- * The UPDATE locks the head rows as it reads them, and the seek of a line runs after its row's lock, but it
- * reads what was committed when the statement's first read began. A line whose row lock it had to wait for
- * (an enqueue of the key held it, storing a message behind the head) may be sought without that message:
- * - where the line had another waiting message, the head goes to it, and the enqueue's message waits behind
- *   it, as it would had the enqueue come after the hand-over;
- * - where it had none, the UPDATE leaves the line alone: the compound statement's second UPDATE is a
- *   statement of its own, reads what was committed when it began, after every lock was taken, and hands the
- *   line to that message. Only lines with nothing waiting in that second read are closed.
- * This replaced a `SELECT … FOR UPDATE` of the head rows before the UPDATE: a fifth of the ack's database time
- * per message on an ordered topic (docs/performance.md).
+ * The ack of messages this instance handed out sends the UPDATE alone with its DELETE (src/store/messages/settle.ts)
+ * and runs catchUpTopicLinesStatements only where the UPDATE changed fewer rows: parsing and preparing the
+ * compound statement, which almost never runs its body, cost MariaDB about 6 µs per acked message
+ * (docs/performance.md). This form serves the acks of messages handed out elsewhere.
  *
  * The seek names its index: evaluated per head row, MariaDB costed it as a walk of the topic's pending
  * messages sorted by place (half a second per statement with 9,000 waiting).
@@ -536,8 +530,8 @@ export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }
  * The head rows are read by their primary key, named too, and the UPDATE reads them first (STRAIGHT_JOIN): at
  * the end of a drain, with statistics of small tables, MariaDB chose a full scan of ordering_heads, and began
  * the UPDATE with a full scan of the messages (estimated at one row, holding 700), seeking a next message per
- * pair. The check that a head's message is gone is a scalar lookup by id: as `NOT EXISTS`, MariaDB turned it
- * into a scan of the messages' primary key. Each cost 20-100 ms per statement in the bench's last hand-overs
+ * pair. The check that a head's message is gone is a lookup by id (a left join in the UPDATE, a scalar subquery
+ * elsewhere): as `NOT EXISTS`, MariaDB turned it into a scan of the messages' primary key. Each cost 20-100 ms per statement in the bench's last hand-overs
  * (test/claim-explain.test.ts).
  */
 export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string }>, now: number, options: { ifGone?: boolean } = {}): Statement[] {
@@ -545,12 +539,35 @@ export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string 
   return [handOver, { sql: `BEGIN NOT ATOMIC IF ROW_COUNT() < ${2 * lines} THEN ${handOver.sql}; ${close.sql}; END IF; END`, bindings: [...handOver.bindings, ...close.bindings] }];
 }
 
-/** leaveTopicLinesStatements' two statements: the hand-over UPDATE, and the DELETE of the lines it left naming a head that left. */
-export function topicLinesHandOver(lefts: Array<{ line: Line; id: string }>, now: number, { ifGone = false } = {}): { handOver: Statement; close: Statement; lines: number } {
+/**
+ * The hand-over of `lefts` (heads that left for good) once more, for a transaction of its own after one whose
+ * hand-over UPDATE changed fewer rows than two per line: the head rows still naming one of them are locked, the
+ * UPDATE runs again, and the lines still naming one are closed.
+ *
+ * Why again: the UPDATE locks each head row as it reads it, and the seek of a line runs after its row's lock,
+ * but it reads what was committed when the statement's first read began. A line whose row lock it had to wait
+ * for (an enqueue of the key held it, storing a message behind the head) may be sought without that message:
+ * - where the line had another waiting message, the head goes to it, and the enqueue's message waits behind
+ *   it, as it would had the enqueue come after the hand-over;
+ * - where it had none, the UPDATE leaves the line naming the head that left. The lock here waits for every
+ *   enqueue that holds a row, and the UPDATE after it is a statement of its own: it reads what was committed
+ *   when it began, after the locks, and hands the line to that message. Only lines with nothing waiting in
+ *   that read are closed.
+ * Between the two transactions the line names a head that is gone: nothing of the key is claimable, so order
+ * holds; an enqueue meanwhile stores its message behind that head, and this UPDATE finds it. If the instance
+ * dies in between, the expiry reaper's sweep hands the line over (repairLines).
+ */
+export function catchUpTopicLinesStatements(lefts: Array<{ line: Line; id: string }>, now: number): Statement[] {
+  const { lock, handOver, close } = topicLinesHandOver(lefts, now);
+  return [lock, handOver, close];
+}
+
+/**
+ * The hand-over's statements: the UPDATE, the DELETE of the lines it left naming a head that left, and a read
+ * that locks the head rows still naming one (catchUpTopicLinesStatements).
+ */
+export function topicLinesHandOver(lefts: Array<{ line: Line; id: string }>, now: number, { ifGone = false } = {}): { lock: Statement; handOver: Statement; close: Statement; lines: number } {
   const ordered = candidatesOf(lefts);
-  // `ifGone` (after a DELETE of the same transaction that may not have taken every message named): only heads
-  // whose message is no longer there.
-  const gone = ifGone ? ' AND (SELECT COUNT(*) FROM messages x FORCE INDEX (PRIMARY) WHERE x.id = h.message_id) = 0' : '';
   // Each topic's lines by the whole primary key (a range per key), so the statements read (and lock) those rows
   // only: with the group factored out of an OR of lines, MariaDB walked every head of the topic.
   const parts: string[] = [];
@@ -559,14 +576,24 @@ export function topicLinesHandOver(lefts: Array<{ line: Line; id: string }>, now
     parts.push(`(h.topic = ? AND h.consumer_group = '' AND h.ordering_key IN (${placeholders(lines.length)}) AND h.message_id IN (${placeholders(lines.length)}))`);
     namedBindings.push(topic, ...lines.map((l) => l.line.key), ...lines.map((l) => l.id));
   }
-  const named = `${parts.length === 1 ? parts[0] : `(${parts.join(' OR ')})`}${gone}`;
+  const namedLines = parts.length === 1 ? parts[0] : `(${parts.join(' OR ')})`;
+  // `ifGone` (after a DELETE of the same transaction that may not have taken every message named): only heads
+  // whose message is no longer there. The UPDATE looks the message up in a join, the others by a scalar lookup
+  // by id: run once per head row, the subquery cost MariaDB about 3 µs more per line than the join.
+  const goneJoin = ifGone ? ' LEFT JOIN messages x FORCE INDEX (PRIMARY) ON x.id = h.message_id' : '';
+  const named = `${namedLines}${ifGone ? ' AND (SELECT COUNT(*) FROM messages x FORCE INDEX (PRIMARY) WHERE x.id = h.message_id) = 0' : ''}`;
   // A line with no next message joins no row and keeps naming the head that left.
   const handOver: Statement = {
     sql:
-      'UPDATE ordering_heads h FORCE INDEX (PRIMARY) STRAIGHT_JOIN messages m FORCE INDEX (PRIMARY) ON m.id = (SELECT n.id FROM messages n FORCE INDEX (messages_ordering) ' +
+      `UPDATE ordering_heads h FORCE INDEX (PRIMARY)${goneJoin} STRAIGHT_JOIN messages m FORCE INDEX (PRIMARY) ON m.id = (SELECT n.id FROM messages n FORCE INDEX (messages_ordering) ` +
       "WHERE n.topic = h.topic AND n.ordering_key = h.ordering_key AND n.status = 'pending' AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY n.ordering_seq LIMIT 1) " +
-      `SET h.message_id = m.id, m.visible_at = IF(m.visible_at >= ?, m.deliver_after, m.visible_at) WHERE ${named}`,
+      `SET h.message_id = m.id, m.visible_at = IF(m.visible_at >= ?, m.deliver_after, m.visible_at) WHERE ${namedLines}${ifGone ? ' AND x.id IS NULL' : ''}`,
     bindings: [now, UNJOINED, ...namedBindings],
   };
-  return { handOver, close: { sql: `DELETE h FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${named}`, bindings: namedBindings }, lines: ordered.length };
+  return {
+    lock: { sql: `SELECT h.ordering_key FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${named} FOR UPDATE`, bindings: namedBindings },
+    handOver,
+    close: { sql: `DELETE h FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${named}`, bindings: namedBindings },
+    lines: ordered.length,
+  };
 }
