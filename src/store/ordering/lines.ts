@@ -519,10 +519,10 @@ export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }
  * lines still naming a head that left. Its UPDATE begins once the first one holds the head rows' locks, as the
  * catch-up's does after its lock (catchUpTopicLinesStatements says why the UPDATE must run again).
  *
- * The ack of messages this instance handed out sends the UPDATE alone with its DELETE (src/store/messages/settle.ts)
- * and runs catchUpTopicLinesStatements only where the UPDATE changed fewer rows: parsing and preparing the
- * compound statement, which almost never runs its body, cost MariaDB about 6 µs per acked message
- * (docs/performance.md). This form serves the acks of messages handed out elsewhere.
+ * The ack of messages this instance handed out sends the UPDATE alone with its DELETE
+ * (src/store/messages/settle.ts) and runs catchUpTopicLinesStatements only where the UPDATE changed fewer rows:
+ * parsing and preparing the compound statement, which almost never runs its body, cost MariaDB about 6 µs per
+ * acked message (docs/performance.md). This form serves the acks of messages handed out elsewhere.
  *
  * The seek names its index: evaluated per head row, MariaDB costed it as a walk of the topic's pending
  * messages sorted by place (half a second per statement with 9,000 waiting).
@@ -530,12 +530,12 @@ export function joinTopicLinesStatements(joins: Array<{ line: Line; id: string }
  * The head rows are read by their primary key, named too, and the UPDATE reads them first (STRAIGHT_JOIN): at
  * the end of a drain, with statistics of small tables, MariaDB chose a full scan of ordering_heads, and began
  * the UPDATE with a full scan of the messages (estimated at one row, holding 700), seeking a next message per
- * pair. The check that a head's message is gone is a lookup by id (a left join in the UPDATE, a scalar subquery
- * elsewhere): as `NOT EXISTS`, MariaDB turned it into a scan of the messages' primary key. Each cost 20-100 ms per statement in the bench's last hand-overs
- * (test/claim-explain.test.ts).
+ * pair. The check that a head's message is gone (the ack's, topicLinesHandOver) is a left join by id: as `NOT
+ * EXISTS`, MariaDB turned it into a scan of the messages' primary key. Each cost 20-100 ms per statement in the
+ * bench's last hand-overs (test/claim-explain.test.ts).
  */
-export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string }>, now: number, options: { ifGone?: boolean } = {}): Statement[] {
-  const { handOver, close, lines } = topicLinesHandOver(lefts, now, options);
+export function leaveTopicLinesStatements(lefts: Array<{ line: Line; id: string }>, now: number): Statement[] {
+  const { handOver, close, lines } = topicLinesHandOver(lefts, now);
   return [handOver, { sql: `BEGIN NOT ATOMIC IF ROW_COUNT() < ${2 * lines} THEN ${handOver.sql}; ${close.sql}; END IF; END`, bindings: [...handOver.bindings, ...close.bindings] }];
 }
 
@@ -564,7 +564,7 @@ export function catchUpTopicLinesStatements(lefts: Array<{ line: Line; id: strin
 
 /**
  * The hand-over's statements: the UPDATE, the DELETE of the lines it left naming a head that left, and a read
- * that locks the head rows still naming one (catchUpTopicLinesStatements).
+ * that locks the head rows still naming one (catchUpTopicLinesStatements). `ifGone` applies to the UPDATE.
  */
 export function topicLinesHandOver(lefts: Array<{ line: Line; id: string }>, now: number, { ifGone = false } = {}): { lock: Statement; handOver: Statement; close: Statement; lines: number } {
   const ordered = candidatesOf(lefts);
@@ -577,11 +577,10 @@ export function topicLinesHandOver(lefts: Array<{ line: Line; id: string }>, now
     namedBindings.push(topic, ...lines.map((l) => l.line.key), ...lines.map((l) => l.id));
   }
   const namedLines = parts.length === 1 ? parts[0] : `(${parts.join(' OR ')})`;
-  // `ifGone` (after a DELETE of the same transaction that may not have taken every message named): only heads
-  // whose message is no longer there. The UPDATE looks the message up in a join, the others by a scalar lookup
-  // by id: run once per head row, the subquery cost MariaDB about 3 µs more per line than the join.
+  // `ifGone` (after a DELETE of the same transaction that may not have taken every message named): the UPDATE
+  // takes only heads whose message is no longer there, looked up by id in a left join. As a scalar subquery
+  // (`(SELECT COUNT(*) …) = 0`), run once per head row, it cost MariaDB about 3 µs more per line.
   const goneJoin = ifGone ? ' LEFT JOIN messages x FORCE INDEX (PRIMARY) ON x.id = h.message_id' : '';
-  const named = `${namedLines}${ifGone ? ' AND (SELECT COUNT(*) FROM messages x FORCE INDEX (PRIMARY) WHERE x.id = h.message_id) = 0' : ''}`;
   // A line with no next message joins no row and keeps naming the head that left.
   const handOver: Statement = {
     sql:
@@ -591,9 +590,9 @@ export function topicLinesHandOver(lefts: Array<{ line: Line; id: string }>, now
     bindings: [now, UNJOINED, ...namedBindings],
   };
   return {
-    lock: { sql: `SELECT h.ordering_key FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${named} FOR UPDATE`, bindings: namedBindings },
+    lock: { sql: `SELECT h.ordering_key FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${namedLines} FOR UPDATE`, bindings: namedBindings },
     handOver,
-    close: { sql: `DELETE h FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${named}`, bindings: namedBindings },
+    close: { sql: `DELETE h FROM ordering_heads h FORCE INDEX (PRIMARY) WHERE ${namedLines}`, bindings: namedBindings },
     lines: ordered.length,
   };
 }
