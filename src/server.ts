@@ -139,6 +139,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     // database CPU per message (docs/benchmark.md); 1 was as fast but lets one slow flush stall every caller.
     maxConcurrentFlushes: capabilities(db).singleWriter ? 1 : 2,
     attemptsObserver,
+    logger,
   });
   const topics = new TopicService({ db, catalog, metrics, now });
   metrics.observeQueues(new QueueGauges(db, 10_000, now, logger));

@@ -4,6 +4,9 @@ import { describeEachEngine } from './helpers/engines.js';
 import { clockedSuite, sleep, StreamRecorder } from './helpers/grpc.js';
 import { enqueueId, findMessage, putTopicConfig } from './helpers/messages.js';
 import type { Api } from './helpers/http.js';
+import type { TestDatabase } from './helpers/engines.js';
+import { captureLogger } from './helpers/log-capture.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
 import { parseMetrics, valueOf } from './helpers/metrics.js';
 import { UNJOINED } from '../src/store/ordering/lines.js';
 import { newMessageRow } from '../src/store/messages/insert.js';
@@ -236,6 +239,39 @@ describeEachEngine('ordering keys', (engine) => {
     expect((await api().post('/api/admin/expiry-reaper/run')).status).toBe(200);
     expect(await payloads(api(), 'ok-stale')).toEqual(['s2']);
   });
+
+  /**
+   * An ack through an instance that did not hand the message out deletes it, then hands its line on in a
+   * transaction of its own. Where that second transaction fails (here: a head row held locked past the
+   * instance's lock wait, every retry), the messages are acked all the same: the ack says so instead of an
+   * error that its client would retry into "not found", a warning names the topic (never the key), and the
+   * expiry reaper's sweep hands the line on. MariaDB only: on SQLite the lock would hold the DELETE too.
+   */
+  it.skipIf(engine.name !== 'mysql')('an ack whose hand-over fails after its commit answers acked, warns, and the sweep hands the line on', async () => {
+    const ids = await enqueueAll(api(), 'ok-handon', [
+      ['h1', 'Secret-K'],
+      ['h2', 'Secret-K'],
+    ]);
+    expect(await payloads(api(), 'ok-handon')).toEqual(['h1']);
+    const log = captureLogger('warn');
+    const database = (suite.server as TestServer & { database: TestDatabase }).database;
+    const other = await startTestServer(engine, { database, overrides: { db: { lock_wait_timeout: '1s' } }, logger: log.logger, now: suite.clock.now });
+    const holder = await suite.server.db.transaction();
+    try {
+      await holder.raw('SELECT message_id FROM ordering_heads WHERE topic = ? FOR UPDATE', ['ok-handon']);
+      expect((await other.api.post(`/api/messages/${ids.h1}/ack`, {})).status).toBe(204);
+    } finally {
+      await holder.rollback();
+      await other.server.close();
+    }
+    const warning = log.lines.find((l) => l.msg?.includes('could not be handed on'));
+    expect(warning).toMatchObject({ level: 'warn', topics: ['ok-handon'], err: { type: 'DatabaseBusy' } });
+    expect(log.text()).not.toContain('Secret-K');
+    expect(await findMessage(api(), 'ok-handon', ids.h1)).toBeUndefined();
+    expect(await payloads(api(), 'ok-handon')).toEqual([]);
+    expect((await api().post('/api/admin/expiry-reaper/run')).status).toBe(200);
+    expect(await payloads(api(), 'ok-handon')).toEqual(['h2']);
+  }, 60_000);
 
   /**
    * MariaDB stores an ordered flush in one statement: a message whose line has no head is stored UNJOINED and

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { normaliseMessageId, uuidv7 } from './message-ids.js';
 import type { Config } from '../config/schema.js';
+import type { Logger } from '../log/logger.js';
 import { findTopicsById } from '../store/messages/browse.js';
 import { giveBackDeliveries } from '../store/deliveries/give-back.js';
 import { giveBackMessages } from '../store/messages/give-back.js';
@@ -61,6 +62,7 @@ export interface MessageServiceDeps {
   maxConcurrentFlushes: number;
   /** Hears of the messages a dequeue released after their visibility timeout (tracing, when on). */
   attemptsObserver?: AttemptsObserver;
+  logger: Logger;
 }
 
 /** Re-exported for src/http/validation.ts until it imports bounds.ts, where it is defined. */
@@ -699,7 +701,11 @@ export class MessageService {
       const replayable = rows.filter((r) => this.deps.catalog.config(r.topic)?.replayable === true).map((r) => r.id);
       if (replayable.length > 0) await archiveMessages(trx, replayable, this.now());
     };
-    const acked = await ackMessages(this.deps.db, targets, this.now(), this.deps.catalog.hasReplayableTopics() ? archive : undefined);
+    const acked = await ackMessages(this.deps.db, targets, this.now(), {
+      beforeDelete: this.deps.catalog.hasReplayableTopics() ? archive : undefined,
+      handOverFailed: (topics, err) =>
+        this.deps.logger.warn({ err, topics }, 'acked messages whose ordering keys could not be handed on; the expiry reaper hands them on'),
+    });
     const perTopic = new Map<string, number>();
     // Topic "": acked by an attempt whose answer was lost, topic unknown (src/store/messages/settle.ts); not counted.
     for (const a of acked) if (a.topic) perTopic.set(a.topic, (perTopic.get(a.topic) ?? 0) + 1);

@@ -232,17 +232,13 @@ export interface AckTarget {
  * caller asked for. The price: an id that never existed is answered acked in that rare case, not 404. The
  * topic of a gone message is known only when an earlier attempt read it (else "").
  */
-export async function ackMessages(
-  db: Knex,
-  targets: AckTarget[],
-  now: number,
-  beforeDelete?: (trx: Knex.Transaction, acked: AckedMessage[]) => Promise<void>,
-): Promise<AckedMessage[]> {
+export async function ackMessages(db: Knex, targets: AckTarget[], now: number, options: AckOptions): Promise<AckedMessage[]> {
+  const { beforeDelete, handOverFailed } = options;
   const oneStatement = !beforeDelete && (await capabilitiesOf(db)).deleteReturning;
   const which = targetCondition(targets);
   const seen = new Map<string, string>();
   return withDbRetry(db, async (attempt) => {
-    if (oneStatement && !attempt.uncertain) return deleteProcessing(db, which, knownLines(targets), now);
+    if (oneStatement && !attempt.uncertain) return deleteProcessing(db, which, knownLines(targets), now, handOverFailed);
     return db.transaction(async (trx) => {
       const acked: AckedMessage[] = (
         await lockForSettle(
@@ -324,6 +320,19 @@ function knownLines(targets: AckTarget[]): Array<{ line: Line; id: string }> {
 }
 
 /**
+ * Hears of a hand-over that failed after its ack's commit (its retries spent): the messages are acked, and
+ * the ack answers so; the keys' lines (of `topics`) name a head that is gone, so nothing of those keys is
+ * claimable until the expiry reaper's sweep hands them over (src/store/ordering/lines.ts, repairLines).
+ */
+export type HandOverFailure = (topics: string[], err: unknown) => void;
+
+export interface AckOptions {
+  /** Runs in the ack's transaction before its DELETE (the archive of replayable topics). */
+  beforeDelete?: (trx: Knex.Transaction, acked: AckedMessage[]) => Promise<void>;
+  handOverFailed: HandOverFailure;
+}
+
+/**
  * The one-statement ack. Where its caller named lines (`known`, the ordering keys of messages this instance
  * handed out), they are handed over in the DELETE's own transaction: one commit for both. On MariaDB the
  * statements go with the DELETE in one round trip and hand a line over only where the DELETE took its head
@@ -334,7 +343,7 @@ function knownLines(targets: AckTarget[]): Array<{ line: Line; id: string }> {
  * gone, which the expiry reaper's sweep hands over (src/store/ordering/lines.ts, repairLines). Order holds
  * either way: nothing of the key is claimable meanwhile.
  */
-async function deleteProcessing(db: Knex, which: Condition, known: Array<{ line: Line; id: string }>, now: number): Promise<AckedMessage[]> {
+async function deleteProcessing(db: Knex, which: Condition, known: Array<{ line: Line; id: string }>, now: number, handOverFailed: HandOverFailure): Promise<AckedMessage[]> {
   const remove = { sql: `DELETE FROM messages WHERE ${which.sql} AND status = 'processing' AND ${WITHOUT_DELIVERIES} RETURNING id, topic, ordering_key`, bindings: which.bindings };
   const driver = capabilities(db).driverQuery;
   // SQLite: the statements cost no round trip, but each transaction is a commit (an fsync); the hand-over of
@@ -347,13 +356,27 @@ async function deleteProcessing(db: Knex, which: Condition, known: Array<{ line:
     });
   }
   const together = known.length > 0 && driver;
-  const acked = together ? await deleteHandingOver(db, remove, known, now) : ackedOf(await runStatement(db, remove.sql, remove.bindings));
+  const acked = together ? await deleteHandingOver(db, remove, known, now, handOverFailed) : ackedOf(await runStatement(db, remove.sql, remove.bindings));
   const lefts = leftLines(acked, new Set(together ? known.map((k) => k.id) : []));
   if (lefts.length === 0) return acked;
   // MySQL/MariaDB: the hand-over's statements in one round trip; SQLite's statements cost no round trip.
-  if (capabilities(db).driverQuery) await withDbRetry(db, () => runInOneTrip(db, leaveTopicLinesStatements(lefts, now)));
-  else await retryTransaction(db, (trx) => leaveLinesOf(trx, lefts, now));
+  await afterCommit(lefts, handOverFailed, () =>
+    capabilities(db).driverQuery ? withDbRetry(db, () => runInOneTrip(db, leaveTopicLinesStatements(lefts, now))) : retryTransaction(db, (trx) => leaveLinesOf(trx, lefts, now)),
+  );
   return acked;
+}
+
+/**
+ * A hand-over in a transaction after the ack's own committed. Its failure does not make the ack fail: the
+ * messages are gone, so an ack answered with an error would be retried by its client and answered "not
+ * found" for messages it did settle.
+ */
+async function afterCommit(lefts: Array<{ line: Line }>, handOverFailed: HandOverFailure, handOver: () => Promise<unknown>): Promise<void> {
+  try {
+    await handOver();
+  } catch (err) {
+    handOverFailed([...new Set(lefts.map((l) => l.line.topic))], err);
+  }
 }
 
 /**
@@ -362,13 +385,13 @@ async function deleteProcessing(db: Knex, which: Condition, known: Array<{ line:
  * next message in what it read), those lines are handed over again in a transaction of its own
  * (catchUpTopicLinesStatements), which closes the ones with nothing waiting.
  */
-async function deleteHandingOver(db: Knex, remove: Statement, known: Array<{ line: Line; id: string }>, now: number): Promise<AckedMessage[]> {
+async function deleteHandingOver(db: Knex, remove: Statement, known: Array<{ line: Line; id: string }>, now: number, handOverFailed: HandOverFailure): Promise<AckedMessage[]> {
   const [removed, handed] = await runInOneTrip(db, [remove, topicLinesHandOver(known, now, { ifGone: true }).handOver]);
   const acked = ackedOf(removed);
   const taken = new Set(acked.map((a) => a.id));
   const left = known.filter((k) => taken.has(k.id));
   if (left.length > 0 && (handed as { affectedRows: number }).affectedRows < 2 * left.length) {
-    await withDbRetry(db, () => runInOneTrip(db, catchUpTopicLinesStatements(left, now)));
+    await afterCommit(left, handOverFailed, () => withDbRetry(db, () => runInOneTrip(db, catchUpTopicLinesStatements(left, now))));
   }
   return acked;
 }
