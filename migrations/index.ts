@@ -18,6 +18,7 @@ import * as queueDefaults from './20261128060000_queue_defaults.js';
 import * as linesInRowOrder from './20261129010000_lines_in_row_order.js';
 import * as orderingIndexWithoutPlain from './20261129020000_ordering_index_without_plain.js';
 import * as orderingKeysExact from './20261129030000_ordering_keys_exact.js';
+import * as deliveriesVisibilityById from './20261201010000_deliveries_visibility_by_id.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -45,6 +46,7 @@ const migrations: Record<string, Migration> = {
   '20261129010000_lines_in_row_order': linesInRowOrder,
   '20261129020000_ordering_index_without_plain': orderingIndexWithoutPlain,
   '20261129030000_ordering_keys_exact': orderingKeysExact,
+  '20261201010000_deliveries_visibility_by_id': deliveriesVisibilityById,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

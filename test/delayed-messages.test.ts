@@ -117,6 +117,20 @@ describeEachEngine('delayed messages', (engine) => {
     expect(await dequeueIds(api(), 'dm-fan', { consumer_group: 'b' })).toEqual([id]);
   });
 
+  it("a consumer group takes its deliveries in a topic's order: ready ones oldest first (an immediate retry back in its place), a delayed one after them", async () => {
+    expect((await api().post('/api/topics/dm-order/consumer-groups', { consumer_group: 'g' })).status).toBe(201);
+    const later = await enqueueId(api(), 'dm-order', 'later', { delay_seconds: 5 });
+    const first = await enqueueId(api(), 'dm-order', 'first');
+    const second = await enqueueId(api(), 'dm-order', 'second');
+    suite.clock.advance(5_000);
+    const one = { consumer_group: 'g', count: 1 };
+    expect(await dequeueIds(api(), 'dm-order', one)).toEqual([first]);
+    expect((await api().post(`/api/messages/${first}/nack`, { consumer_group: 'g' })).status).toBe(204);
+    expect(await dequeueIds(api(), 'dm-order', one)).toEqual([first]);
+    expect(await dequeueIds(api(), 'dm-order', one)).toEqual([second]);
+    expect(await dequeueIds(api(), 'dm-order', one)).toEqual([later]);
+  });
+
   it('a Subscribe stream is not pushed a delayed message before its time', async () => {
     const stream = new StreamRecorder(suite.client.subscribe({ topic: 'dm-sub' }));
     try {

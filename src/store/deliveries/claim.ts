@@ -16,18 +16,22 @@ export interface GroupClaimRequest {
 
 /**
  * MySQL/MariaDB: SELECT ... FOR UPDATE SKIP LOCKED on deliveries, ORDER BY exactly the index order of
- * `deliveries_claim (topic, consumer_group, status, message_id)`, so InnoDB walks the group's pending rows
- * from the oldest and locks only those it returns (the same reasoning as messages_claim).
+ * `deliveries_visibility (topic, consumer_group, status, visible_at)`, whose entries end with the primary key
+ * (message_id, consumer_group), so InnoDB walks the group's
+ * pending deliveries due now, from the first, and locks only those it returns (the same reasoning as the
+ * topic's claim through messages_queue). Deliveries not due (waiting behind their ordering key's head at
+ * BEHIND_HEAD, delayed, backed off) sort after `now` and are never read: the walk stops before them. Ready
+ * deliveries keep visible_at = 0, so among them the order is message_id, oldest first.
  */
 export function claimDeliveriesSelectMysql(db: Knex, req: GroupClaimRequest, limit: number): Knex.QueryBuilder {
-  // FORCE INDEX for the reason messages_claim needs it: MariaDB otherwise picks PRIMARY for small LIMITs.
+  // FORCE INDEX for the reason messages_queue needs it: MariaDB otherwise picks PRIMARY for small LIMITs.
   return db
-    .from(db.raw('?? FORCE INDEX (??)', ['deliveries', 'deliveries_claim']))
+    .from(db.raw('?? FORCE INDEX (??)', ['deliveries', 'deliveries_visibility']))
     .select('message_id')
     .where({ topic: req.topic, consumer_group: req.group, status: 'pending' })
     .andWhere('visible_at', '<=', req.now)
     .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', req.now))
-    .orderBy('message_id')
+    .orderBy(['visible_at', 'message_id'])
     .limit(limit)
     .forUpdate()
     .skipLocked();
@@ -46,17 +50,25 @@ async function claimIdsMysql(trx: Knex.Transaction, req: GroupClaimRequest, limi
   return ids;
 }
 
-/** SQLite: one UPDATE ... WHERE message_id IN (SELECT ... ORDER BY message_id LIMIT n) RETURNING, under BEGIN IMMEDIATE. */
-async function claimIdsSqlite(trx: Knex.Transaction, req: GroupClaimRequest, limit: number): Promise<string[]> {
-  const rows = (await trx.raw(
-    `UPDATE deliveries SET status = 'processing', visible_at = ?
+/**
+ * SQLite: one UPDATE ... WHERE message_id IN (SELECT ... ORDER BY visible_at, message_id LIMIT n) RETURNING, under
+ * BEGIN IMMEDIATE; there `deliveries_visibility` ends with message_id as a column of its own.
+ */
+export function claimDeliveriesSqlite(req: GroupClaimRequest, limit: number): { sql: string; bindings: Array<string | number> } {
+  return {
+    sql: `UPDATE deliveries SET status = 'processing', visible_at = ?
      WHERE consumer_group = ? AND message_id IN (
-       SELECT message_id FROM deliveries INDEXED BY deliveries_claim
+       SELECT message_id FROM deliveries INDEXED BY deliveries_visibility
        WHERE topic = ? AND consumer_group = ? AND status = 'pending' AND visible_at <= ? AND (expires_at IS NULL OR expires_at > ?)
-       ORDER BY message_id LIMIT ?)
+       ORDER BY visible_at, message_id LIMIT ?)
      RETURNING message_id`,
-    [req.visibleUntil, req.group, req.topic, req.group, req.now, req.now, limit],
-  )) as Array<{ message_id: string }>;
+    bindings: [req.visibleUntil, req.group, req.topic, req.group, req.now, req.now, limit],
+  };
+}
+
+async function claimIdsSqlite(trx: Knex.Transaction, req: GroupClaimRequest, limit: number): Promise<string[]> {
+  const claim = claimDeliveriesSqlite(req, limit);
+  const rows = (await trx.raw(claim.sql, claim.bindings)) as Array<{ message_id: string }>;
   return rows.map((r) => String(r.message_id));
 }
 

@@ -71,8 +71,9 @@ async function deadLetter(trx: Knex.Transaction, row: MessageRow, group: string,
 async function applyGroupAttempt(trx: Knex.Transaction, row: MessageRow, group: string, rules: AttemptRules, error: string, ctx: GroupSettleContext): Promise<AttemptResult> {
   const attempts = row.retry_count + 1;
   const outcome = rules.decide(row);
-  // An immediate retry keeps the time of the retry (`now`), as group retries always did.
-  const retryAt = outcome === 'retry' ? rules.retryAt(row) || ctx.now : 0;
+  // An immediate retry is due at once (0) and so goes back to its place among the group's ready deliveries,
+  // oldest first, as a topic's does: the claim orders by (visible_at, message_id).
+  const retryAt = outcome === 'retry' ? rules.retryAt(row) : 0;
   const delivery = trx('deliveries').where({ message_id: row.id, consumer_group: group });
   if (outcome === 'retry') await delivery.update({ status: 'pending', retry_count: attempts, last_error: error, visible_at: retryAt });
   else if (outcome === 'failed') await delivery.update({ status: 'failed', retry_count: attempts, last_error: error });
