@@ -17,11 +17,11 @@ export interface GroupClaimRequest {
 /**
  * MySQL/MariaDB: SELECT ... FOR UPDATE SKIP LOCKED on deliveries, ORDER BY exactly the index order of
  * `deliveries_visibility (topic, consumer_group, status, visible_at)`, whose entries end with the primary key
- * (message_id, consumer_group), so InnoDB walks the group's
- * pending deliveries due now, from the first, and locks only those it returns (the same reasoning as the
- * topic's claim through messages_queue). Deliveries not due (waiting behind their ordering key's head at
- * BEHIND_HEAD, delayed, backed off) sort after `now` and are never read: the walk stops before them. Ready
- * deliveries keep visible_at = 0, so among them the order is message_id, oldest first.
+ * (message_id, consumer_group), so InnoDB walks the group's pending deliveries due now, from the first, and
+ * locks only those it returns (the same reasoning as the topic's claim through messages_queue). Deliveries not
+ * due (waiting behind their ordering key's head at BEHIND_HEAD, delayed, backed off) sort after `now` and are
+ * never read: the walk stops before them. Ready deliveries keep visible_at = 0, so among them the order is
+ * message_id, oldest first.
  */
 export function claimDeliveriesSelectMysql(db: Knex, req: GroupClaimRequest, limit: number): Knex.QueryBuilder {
   // FORCE INDEX for the reason messages_queue needs it: MariaDB otherwise picks PRIMARY for small LIMITs.
