@@ -97,6 +97,32 @@ async function notDue(api: Api): Promise<void> {
     const oldest = (await server.db('messages').where({ topic: 'orders' }).orderBy('id').limit(3).select('id')).map((r) => r.id);
     expect((await server.api.dequeue('orders', { count: 3, consumer_group: 'search' })).body.messages.map((m: any) => m.id)).toEqual(oldest);
   });
+
+  it('claims with a SELECT, then a guarded UPDATE, the mark of the messages and the read of the claimed rows', async () => {
+    const texts: string[] = [];
+    const listener = (q: { sql: string }) => void (/\b(deliveries|messages)\b/.test(q.sql) && texts.push(q.sql));
+    server.db.on('query', listener);
+    let claimed: any[];
+    try {
+      claimed = (await server.api.dequeue('emails', { count: 5, consumer_group: 'billing', visibility_timeout_seconds: 60 })).body.messages;
+    } finally {
+      server.db.off('query', listener);
+    }
+    expect(claimed.map((m) => m.payload)).toEqual(['p0', 'p1', 'p2', 'p3', 'p4']);
+    // The claim's statements: its SELECT (sent with START TRANSACTION), then, sent with COMMIT, the UPDATE of the
+    // deliveries (on MariaDB in a compound statement that fails the transaction if it took fewer rows than were
+    // locked), the mark of their messages and the read of what was claimed.
+    const claim = texts.slice(texts.findIndex((sql) => /for update skip locked$/.test(sql)));
+    expect(claim).toHaveLength(4);
+    expect(claim[0]).toMatch(/^select `message_id` from `deliveries` FORCE INDEX \(`deliveries_visibility`\)/);
+    expect(claim[1]).toMatch(/^(BEGIN NOT ATOMIC )?UPDATE deliveries SET status = 'processing'/);
+    if (claim[1].startsWith('BEGIN')) expect(claim[1]).toMatch(/IF ROW_COUNT\(\) < 5 THEN SIGNAL SQLSTATE '40001'/);
+    expect(claim[2]).toMatch(/^UPDATE messages SET status = 'processing'/);
+    expect(claim[3]).toMatch(/^select `m`.`id`[^]*inner join `deliveries` as `d`/);
+    const delivery = await server.db('deliveries').where({ message_id: claimed[0].id, consumer_group: 'billing' }).first('status', 'visible_at');
+    expect(delivery.status).toBe('processing');
+    expect(Number(delivery.visible_at)).toBeGreaterThan(Date.now() + 50_000);
+  });
 });
 
 describe('group claim query plan [sqlite]', () => {

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { capabilities } from '../capabilities.js';
 import { archiveMessages } from '../message-log.js';
 import { retryTransaction } from '../retry.js';
+import { runStatements, type Statement } from '../statement.js';
 
 export const ACTIVE_DELIVERY = ['pending', 'processing'];
 
@@ -20,6 +21,20 @@ export async function lockMessages(trx: Knex.Transaction, ids: string[]): Promis
   return rows.map((r: { id: string; topic: string; ordering_key: string | null }) => ({ id: String(r.id), topic: String(r.topic), orderingKey: r.ordering_key ?? null }));
 }
 
+/** A delivery's group and status, as settleWith reads them. */
+export interface DeliveryStatus {
+  message_id: string;
+  consumer_group: string;
+  status: string;
+}
+
+/** Every group's delivery of the messages `ids`, by primary key. */
+export async function deliveryStatuses(trx: Knex.Transaction, ids: string[]): Promise<DeliveryStatus[]> {
+  if (ids.length === 0) return [];
+  const rows: Array<Record<string, unknown>> = await trx('deliveries').select('message_id', 'consumer_group', 'status').whereIn('message_id', ids);
+  return rows.map((r) => ({ message_id: String(r.message_id), consumer_group: String(r.consumer_group), status: String(r.status) }));
+}
+
 /**
  * Finishes the fan-out messages among `messages` (rows locked by the caller) that no group is still working
  * on: archived when some group acked them and their topic is replayable, then removed with their deliveries;
@@ -31,25 +46,43 @@ export async function settleMessages(
   replayable: (topic: string) => boolean,
   now: number,
 ): Promise<SettleOutcome> {
+  if (messages.length === 0) return { completed: [], expired: [] };
+  return settleWith(trx, messages, await deliveryStatuses(trx, messages.map((m) => m.id)), replayable, now, []);
+}
+
+/**
+ * settleMessages from the deliveries of `messages` as the caller read them in its transaction, after locking
+ * the messages, with its own changes applied. Its writes go in one round trip, after the caller's `also`.
+ */
+export async function settleWith(
+  trx: Knex.Transaction,
+  messages: Array<{ id: string; topic: string }>,
+  deliveries: DeliveryStatus[],
+  replayable: (topic: string) => boolean,
+  now: number,
+  also: Statement[],
+): Promise<SettleOutcome> {
   const outcome: SettleOutcome = { completed: [], expired: [] };
-  if (messages.length === 0) return outcome;
-  const ids = messages.map((m) => m.id);
-  const active = new Set(await trx('deliveries').whereIn('message_id', ids).whereIn('status', ACTIVE_DELIVERY).distinct().pluck('message_id'));
+  const writes = [...also];
+  const withStatus = (statuses: string[]) => new Set(deliveries.filter((d) => statuses.includes(d.status)).map((d) => d.message_id));
+  const active = withStatus(ACTIVE_DELIVERY);
   const done = messages.filter((m) => !active.has(m.id));
-  if (done.length === 0) return outcome;
-  const doneIds = done.map((m) => m.id);
-  const byStatus = async (status: string) => new Set(await trx('deliveries').whereIn('message_id', doneIds).where({ status }).distinct().pluck('message_id'));
-  const acked = await byStatus('acked');
-  const expired = await byStatus('expired');
-  const toArchive = await notSettledBefore(trx, done.filter((m) => acked.has(m.id) && replayable(m.topic)).map((m) => m.id));
-  if (toArchive.length > 0) await archiveMessages(trx, toArchive, now);
-  outcome.expired = doneIds.filter((id) => expired.has(id));
-  outcome.completed = doneIds.filter((id) => !expired.has(id));
-  if (outcome.expired.length > 0) await trx('messages').whereIn('id', outcome.expired).update({ status: 'expired' });
-  if (outcome.completed.length > 0) {
-    await trx('deliveries').whereIn('message_id', outcome.completed).delete();
-    await trx('messages').whereIn('id', outcome.completed).delete();
+  if (done.length > 0) {
+    const doneIds = done.map((m) => m.id);
+    const acked = withStatus(['acked']);
+    const expired = withStatus(['expired']);
+    const toArchive = await notSettledBefore(trx, done.filter((m) => acked.has(m.id) && replayable(m.topic)).map((m) => m.id));
+    if (toArchive.length > 0) await archiveMessages(trx, toArchive, now);
+    outcome.expired = doneIds.filter((id) => expired.has(id));
+    outcome.completed = doneIds.filter((id) => !expired.has(id));
+    const list = (ids: string[]) => ids.map(() => '?').join(', ');
+    if (outcome.expired.length > 0) writes.push({ sql: `UPDATE messages SET status = 'expired' WHERE id IN (${list(outcome.expired)})`, bindings: outcome.expired });
+    if (outcome.completed.length > 0) {
+      writes.push({ sql: `DELETE FROM deliveries WHERE message_id IN (${list(outcome.completed)})`, bindings: outcome.completed });
+      writes.push({ sql: `DELETE FROM messages WHERE id IN (${list(outcome.completed)})`, bindings: outcome.completed });
+    }
   }
+  await runStatements(trx, writes);
   return outcome;
 }
 

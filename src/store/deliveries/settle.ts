@@ -4,8 +4,9 @@ import { capabilities } from '../capabilities.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
 import { normaliseRow, type MessageRow } from '../messages/rows.js';
 import { appliedEarlier, dlqTopicOf, goneIds, type AttemptResult, type AttemptRules, type Decided } from '../messages/settle.js';
-import { lockMessages, settleMessages, type SettleOutcome } from './complete.js';
-import { leaveLine, leaveLinesOf } from '../ordering/lines.js';
+import { deliveryStatuses, lockMessages, settleMessages, settleWith, type SettleOutcome } from './complete.js';
+import { handOverOf, leaveLine } from '../ordering/lines.js';
+import { runStatements } from '../statement.js';
 import { storedTraceContext } from '../messages/trace-context.js';
 
 export interface GroupSettleContext {
@@ -156,26 +157,21 @@ export async function ackDeliveries(db: Knex, ids: string[], group: string, ctx:
     const earlier = attempt.uncertain ? await settledEarlier(trx, ids, locked, group, seen) : [];
     const none = { acked: earlier, settled: { completed: [], expired: [] } };
     if (locked.length === 0) return none;
-    const processing = new Set(
-      await trx('deliveries')
-        .whereIn(
-          'message_id',
-          locked.map((m) => m.id),
-        )
-        .where({ consumer_group: group, status: 'processing' })
-        .pluck('message_id'),
+    const deliveries = await deliveryStatuses(
+      trx,
+      locked.map((m) => m.id),
     );
+    const processing = new Set(deliveries.filter((d) => d.consumer_group === group && d.status === 'processing').map((d) => d.message_id));
     const acked = locked.filter((m) => processing.has(m.id));
     if (acked.length === 0) return none;
-    await trx('deliveries')
-      .where({ consumer_group: group })
-      .whereIn(
-        'message_id',
-        acked.map((m) => m.id),
-      )
-      .update({ status: 'acked' });
-    await leaveLinesOf(trx, acked.flatMap((m) => (m.orderingKey === null ? [] : [{ line: { topic: m.topic, group, key: m.orderingKey }, id: m.id }])), ctx.now);
-    return { acked: [...acked, ...earlier], settled: await settleMessages(trx, acked, ctx.replayable, ctx.now) };
+    const ackedIds = acked.map((m) => m.id);
+    const markAcked = { sql: `UPDATE deliveries SET status = 'acked' WHERE consumer_group = ? AND message_id IN (${ackedIds.map(() => '?').join(', ')})`, bindings: [group, ...ackedIds] };
+    // The mark, the hand-over's locks and seeks in one round trip; its writes with the settle's in another.
+    const handOver = handOverOf(trx, acked.flatMap((m) => (m.orderingKey === null ? [] : [{ line: { topic: m.topic, group, key: m.orderingKey }, id: m.id }])), ctx.now);
+    const [, ...read] = await runStatements(trx, [markAcked, ...handOver.reads]);
+    for (const d of deliveries) if (d.consumer_group === group && processing.has(d.message_id)) d.status = 'acked';
+    const settled = await settleWith(trx, acked, deliveries, ctx.replayable, ctx.now, handOver.reads.length > 0 ? handOver.writes(read) : []);
+    return { acked: [...acked, ...earlier], settled };
   });
 }
 

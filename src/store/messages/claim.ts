@@ -127,7 +127,7 @@ export class ClaimLostRows extends Error {
 }
 
 /** ClaimLostRows raised inside a MariaDB compound statement, so that the COMMIT after it never runs. */
-const SIGNAL_LOST_ROWS = "SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'rows locked by a claim changed before its update: claim retried'";
+export const SIGNAL_LOST_ROWS = "SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'rows locked by a claim changed before its update: claim retried'";
 
 /**
  * Claims up to `limit` pending messages of a topic for one visibility period, oldest first.

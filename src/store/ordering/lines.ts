@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { capabilities } from '../capabilities.js';
 import { v7 as uuidv7 } from 'uuid';
 import { retryTransaction, withDbRetry } from '../retry.js';
-import { runStatement, type Statement } from '../statement.js';
+import { runStatement, runStatements, type Statement } from '../statement.js';
 
 /**
  * visible_at of a message (or a group's delivery) waiting behind the head of its ordering key: past any
@@ -201,11 +201,21 @@ function chunks<T>(items: T[], size = LINES_PER_STATEMENT): T[][] {
 
 /** The head rows of `lines` (locked for this transaction where the engine has row locks): line -> head id. */
 async function headsOf(trx: Knex.Transaction, lines: Line[]): Promise<Map<string, string>> {
-  const heads = new Map<string, string>();
-  const lock = capabilities(trx).rowLocks ? ' FOR UPDATE' : '';
-  for (const chunk of chunks(lines)) {
+  return headsFrom(await runStatements(trx, headsStatements(lines, capabilities(trx).rowLocks)));
+}
+
+/** headsOf's reads: the head rows of `lines`, a statement per chunk, each `FOR UPDATE` where `lock`. */
+function headsStatements(lines: Line[], lock: boolean): Statement[] {
+  return chunks(lines).map((chunk) => {
     const where = linesCondition(chunk);
-    const rows = (await runStatement(trx, `SELECT topic, consumer_group, ordering_key, message_id FROM ordering_heads WHERE ${where.sql}${lock}`, where.bindings)) as HeadRows;
+    return { sql: `SELECT topic, consumer_group, ordering_key, message_id FROM ordering_heads WHERE ${where.sql}${lock ? ' FOR UPDATE' : ''}`, bindings: where.bindings };
+  });
+}
+
+/** Line -> head id, from headsStatements' results. */
+function headsFrom(results: unknown[]): Map<string, string> {
+  const heads = new Map<string, string>();
+  for (const rows of results as HeadRows[]) {
     for (const r of rows) heads.set(lineId({ topic: String(r.topic), group: String(r.consumer_group), key: String(r.ordering_key) }), String(r.message_id));
   }
   return heads;
@@ -215,8 +225,11 @@ type HeadRows = Array<Record<string, unknown>>;
 
 /** Sets each line's head row to its message: one statement per chunk of lines. */
 async function setHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: string }>, keepExisting: boolean): Promise<void> {
-  const mysql = capabilities(trx).upsert === 'onDuplicateKey';
-  for (const chunk of chunks(heads)) {
+  await runStatements(trx, setHeadsStatements(heads, keepExisting, capabilities(trx).upsert === 'onDuplicateKey'));
+}
+
+function setHeadsStatements(heads: Array<{ line: Line; id: string }>, keepExisting: boolean, mysql: boolean): Statement[] {
+  return chunks(heads).map((chunk) => {
     const values = chunk.map(() => '(?, ?, ?, ?)').join(', ');
     const bindings = chunk.flatMap((h) => [h.line.topic, h.line.group, h.line.key, h.id]);
     const insert = `INSERT INTO ordering_heads (topic, consumer_group, ordering_key, message_id) VALUES ${values}`;
@@ -224,16 +237,22 @@ async function setHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: st
     const onConflict = mysql
       ? ` ON DUPLICATE KEY UPDATE message_id = ${keepExisting ? 'message_id' : 'VALUES(message_id)'}`
       : ` ON CONFLICT (topic, consumer_group, ordering_key) DO ${keepExisting ? 'NOTHING' : 'UPDATE SET message_id = excluded.message_id'}`;
-    await runStatement(trx, insert + onConflict, bindings);
-  }
+    return { sql: insert + onConflict, bindings };
+  });
 }
 
 /** The heads named make their turn: claimable from their delay on (the message's deliver_after). */
 async function openHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: string; deliverAfter?: number }>): Promise<void> {
+  await runStatements(trx, openHeadsStatements(heads));
+}
+
+function openHeadsStatements(heads: Array<{ line: Line; id: string; deliverAfter?: number }>): Statement[] {
+  const statements: Statement[] = [];
   const plain = heads.filter((h) => h.line.group === '').map((h) => h.id);
   for (const ids of chunks(plain, 500)) {
-    await runStatement(trx, `UPDATE messages SET visible_at = deliver_after WHERE id IN (${ids.map(() => '?').join(', ')}) AND status = 'pending'`, ids);
+    statements.push({ sql: `UPDATE messages SET visible_at = deliver_after WHERE id IN (${placeholders(ids.length)}) AND status = 'pending'`, bindings: ids });
   }
+  // A group's delivery has no deliver_after of its own: its message's, read by the seek that found it.
   const grouped = new Map<string, string[]>();
   for (const h of heads) {
     if (h.line.group === '') continue;
@@ -242,8 +261,14 @@ async function openHeads(trx: Knex.Transaction, heads: Array<{ line: Line; id: s
   }
   for (const [at, ids] of grouped) {
     const [group, deliverAfter] = JSON.parse(at) as [string, number];
-    for (const chunk of chunks(ids, 500)) await trx('deliveries').where({ consumer_group: group, status: 'pending' }).whereIn('message_id', chunk).update({ visible_at: deliverAfter });
+    for (const chunk of chunks(ids, 500)) {
+      statements.push({
+        sql: `UPDATE deliveries SET visible_at = ? WHERE consumer_group = ? AND status = 'pending' AND message_id IN (${placeholders(chunk.length)})`,
+        bindings: [deliverAfter, group, ...chunk],
+      });
+    }
   }
+  return statements;
 }
 
 /**
@@ -318,8 +343,7 @@ const headsInsertSql = (() => {
 
 /**
  * leaveLine for many settled messages at once (an ack's group commit): the heads among them hand their lines
- * on in a few statements per batch, a group's lines as the topic's own. Each next message is found by one
- * seek into messages_ordering; the seeks of a batch go as one UNION ALL.
+ * on in two round trips per batch (handOverOf), a group's lines as the topic's own.
  */
 export async function leaveLinesOf(trx: Knex.Transaction, lefts: Array<{ line: Line; id: string }>, now: number): Promise<void> {
   if (capabilities(trx).updateReturning) {
@@ -327,28 +351,47 @@ export async function leaveLinesOf(trx: Knex.Transaction, lefts: Array<{ line: L
     lefts = lefts.filter((l) => l.line.group !== '');
   }
   if (lefts.length === 0) return;
+  const handOver = handOverOf(trx, lefts, now);
+  await runStatements(trx, handOver.writes(await runStatements(trx, handOver.reads)));
+}
+
+/**
+ * The hand-over of the lines of `lefts` (messages, or a group's deliveries, that left their lines for good) as
+ * two sets of statements, each sent in one round trip: `reads` locks the lines' head rows (in their lock
+ * order), then seeks each line's next waiting message (one seek into messages_ordering per line, a batch's as
+ * one UNION ALL); `writes`, made from their results, moves each head that left to its line's next message and
+ * opens it, and closes the lines with none. A seek is a statement after the locks: it sees an enqueue of the
+ * key that committed while the lock waited for it. A line whose head is not among `lefts` (it waited, or the
+ * line was handed over already) is sought for nothing and left alone. `writes` takes the results of `reads`
+ * only: a caller that sends statements of its own in the same trip leaves their results out.
+ */
+export function handOverOf(db: Knex, lefts: Array<{ line: Line; id: string }>, now: number): { reads: Statement[]; writes: (results: unknown[]) => Statement[] } {
   const ordered = lefts.map((l) => [lineId(l.line), l] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, l]) => l);
-  const heads = await headsOf(trx, ordered.map((l) => l.line));
-  const ending = ordered.filter((l) => heads.get(lineId(l.line)) === l.id);
-  const next = new Map<string, { id: string; deliverAfter: number }>();
-  for (const chunk of chunks(ending, 100)) {
-    const seeks = chunk.map((l) => nextInLineStatement(l.line, now, lineOrderOf(trx)));
-    const rows = (await runStatement(trx, seeks.map((q, i) => `SELECT * FROM (${q.sql}) AS next_${i}`).join(' UNION ALL '), seeks.flatMap((q) => q.bindings))) as HeadRows;
-    for (const r of rows) {
-      next.set(lineId({ topic: String(r.topic), group: String(r.consumer_group), key: String(r.ordering_key) }), { id: String(r.id), deliverAfter: Number(r.deliver_after) });
-    }
-  }
-  const handed = ending.flatMap((l) => {
-    const n = next.get(lineId(l.line));
-    return n ? [{ line: l.line, id: n.id, deliverAfter: n.deliverAfter }] : [];
+  const { rowLocks, upsert } = capabilities(db);
+  const order = lineOrderOf(db);
+  const heads = headsStatements(ordered.map((l) => l.line), rowLocks);
+  const seeks = chunks(ordered, 100).map((chunk): Statement => {
+    const each = chunk.map((l) => nextInLineStatement(l.line, now, order));
+    return { sql: each.map((q, i) => `SELECT * FROM (${q.sql}) AS next_${i}`).join(' UNION ALL '), bindings: each.flatMap((q) => q.bindings) };
   });
-  await setHeads(trx, handed, false);
-  const closed = ending.filter((l) => !next.has(lineId(l.line))).map((l) => l.line);
-  for (const chunk of chunks(closed)) {
-    const where = linesCondition(chunk);
-    await runStatement(trx, `DELETE FROM ordering_heads WHERE ${where.sql}`, where.bindings);
-  }
-  await openHeads(trx, handed);
+  const writes = (results: unknown[]): Statement[] => {
+    const head = headsFrom(results.slice(0, heads.length));
+    const ending = ordered.filter((l) => head.get(lineId(l.line)) === l.id);
+    const next = new Map<string, { id: string; deliverAfter: number }>();
+    for (const rows of results.slice(heads.length) as HeadRows[]) {
+      for (const r of rows) next.set(lineId({ topic: String(r.topic), group: String(r.consumer_group), key: String(r.ordering_key) }), { id: String(r.id), deliverAfter: Number(r.deliver_after) });
+    }
+    const handed = ending.flatMap((l) => {
+      const n = next.get(lineId(l.line));
+      return n ? [{ line: l.line, id: n.id, deliverAfter: n.deliverAfter }] : [];
+    });
+    const closed = chunks(ending.filter((l) => !next.has(lineId(l.line))).map((l) => l.line)).map((chunk): Statement => {
+      const where = linesCondition(chunk);
+      return { sql: `DELETE FROM ordering_heads WHERE ${where.sql}`, bindings: where.bindings };
+    });
+    return [...setHeadsStatements(handed, false, upsert === 'onDuplicateKey'), ...closed, ...openHeadsStatements(handed)];
+  };
+  return { reads: [...heads, ...seeks], writes };
 }
 
 /**
