@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { expect, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
 import { describeEachEngine } from './helpers/engines.js';
@@ -20,6 +21,27 @@ const enqueueAll = async (api: Api, topic: string, items: Array<[string, string 
   for (const [payload, orderingKey] of items) ids[payload] = await enqueueId(api, topic, payload, orderingKey === null ? {} : { ordering_key: orderingKey });
   return ids;
 };
+
+/**
+ * `request` sent while the transaction `hold` has opened holds its locks: the request must still be waiting
+ * 400 ms later; then the transaction commits, and the request's answer is returned.
+ */
+async function sentWhileHeld<T>(db: Knex, hold: (trx: Knex.Transaction) => Promise<void>, request: () => Promise<T>): Promise<T> {
+  const trx = await db.transaction();
+  let answered = false;
+  let sent: Promise<T>;
+  try {
+    await hold(trx);
+    sent = request().then((res) => ((answered = true), res));
+    await sleep(400);
+    expect(answered).toBe(false);
+    await trx.commit();
+  } catch (err) {
+    await trx.rollback();
+    throw err;
+  }
+  return sent;
+}
 
 /**
  * Ordering keys: the messages of one key are delivered one at a time, in enqueue order; only the key's head
@@ -400,28 +422,19 @@ describeEachEngine('ordering keys', (engine) => {
       ['a2', 'A'],
     ]);
     expect((await payloads(api(), 'ok-waited')).sort()).toEqual(['a1', 'k1']);
-    const trx = await suite.server.db.transaction();
-    let answered = false;
-    let ack: Promise<{ status: number; body: any }> | undefined;
-    try {
-      // An enqueue of K mid-flight: it read the line's head row under a shared lock and stored its message
-      // waiting behind that head, and has not committed yet.
-      await trx('ordering_heads').where({ topic: 'ok-waited', consumer_group: '', ordering_key: 'K' }).forShare().first();
-      const id = uuidv7(suite.clock.now() + 1);
-      await trx('messages').insert({ ...newMessageRow({ id, topic: 'ok-waited', key: null, payload: Buffer.from('k2'), metadata: '{}', maxRetries: 3, expiresAt: null, createdAt: suite.clock.now(), orderingKey: 'K' }) });
+    const res = await sentWhileHeld(
+      suite.server.db,
+      async (trx) => {
+        // An enqueue of K mid-flight: it read the line's head row under a shared lock and stored its message
+        // waiting behind that head, and has not committed yet.
+        await trx('ordering_heads').where({ topic: 'ok-waited', consumer_group: '', ordering_key: 'K' }).forShare().first();
+        const id = uuidv7(suite.clock.now() + 1);
+        await trx('messages').insert({ ...newMessageRow({ id, topic: 'ok-waited', key: null, payload: Buffer.from('k2'), metadata: '{}', maxRetries: 3, expiresAt: null, createdAt: suite.clock.now(), orderingKey: 'K' }) });
+      },
       // One ack batch for both heads: its hand-over reads line A first, then waits for K's row, in a statement
       // whose first read came before k2 was committed.
-      ack = api()
-        .post('/api/messages/ack', { ids: [ids.a1, ids.k1] })
-        .then((res) => ((answered = true), res));
-      await sleep(400);
-      expect(answered).toBe(false);
-      await trx.commit();
-    } catch (err) {
-      await trx.rollback();
-      throw err;
-    }
-    const res = await ack;
+      () => api().post('/api/messages/ack', { ids: [ids.a1, ids.k1] }),
+    );
     expect(res.status).toBe(200);
     expect([...res.body.acked].sort()).toEqual([ids.a1, ids.k1].sort());
     // K's line went to k2, not closed over it: both keys go on.
@@ -440,32 +453,22 @@ describeEachEngine('ordering keys', (engine) => {
     expect((await payloads(api(), 'ok-gwait', { consumer_group: 'g1' })).sort()).toEqual(['a1', 'b1', 'k1']);
     const statements: string[] = [];
     const listener = (q: { sql: string }) => void (/\b(messages|deliveries|ordering_heads)\b/.test(q.sql) && statements.push(q.sql));
-    const trx = await suite.server.db.transaction();
-    let answered = false;
-    let ack: Promise<{ status: number; body: any }> | undefined;
     suite.server.db.on('query', listener);
-    try {
-      // An enqueue of K mid-flight: it holds the group line's head row (its upsert locks it) and has stored its
-      // message with the group's delivery waiting behind the head, and has not committed yet.
-      await trx('ordering_heads').where({ topic: 'ok-gwait', consumer_group: 'g1', ordering_key: 'K' }).forUpdate().first();
-      const id = uuidv7(suite.clock.now() + 1);
-      await trx('messages').insert({ ...newMessageRow({ id, topic: 'ok-gwait', key: null, payload: Buffer.from('k2'), metadata: '{}', maxRetries: 3, expiresAt: null, createdAt: suite.clock.now(), orderingKey: 'K' }) });
-      await trx('deliveries').insert({ message_id: id, topic: 'ok-gwait', consumer_group: 'g1', status: 'pending', retry_count: 0, last_error: '', visible_at: BEHIND_HEAD, expires_at: null });
+    const res = await sentWhileHeld(
+      suite.server.db,
+      async (trx) => {
+        // An enqueue of K mid-flight: it holds the group line's head row (its upsert locks it) and has stored its
+        // message with the group's delivery waiting behind the head, and has not committed yet.
+        await trx('ordering_heads').where({ topic: 'ok-gwait', consumer_group: 'g1', ordering_key: 'K' }).forUpdate().first();
+        const id = uuidv7(suite.clock.now() + 1);
+        await trx('messages').insert({ ...newMessageRow({ id, topic: 'ok-gwait', key: null, payload: Buffer.from('k2'), metadata: '{}', maxRetries: 3, expiresAt: null, createdAt: suite.clock.now(), orderingKey: 'K' }) });
+        await trx('deliveries').insert({ message_id: id, topic: 'ok-gwait', consumer_group: 'g1', status: 'pending', retry_count: 0, last_error: '', visible_at: BEHIND_HEAD, expires_at: null });
+      },
       // The ack locks the messages, reads their deliveries, then sends the acked mark, the head rows' locks and
       // the lines' seeks as one text: it waits there for K's row, and K's seek, a statement after the lock, must
       // see k2 once the enqueue commits (a seek that read before it would close K's line over k2).
-      ack = api()
-        .post('/api/messages/ack', { ids: [ids.a1, ids.b1, ids.k1], consumer_group: 'g1' })
-        .then((res) => ((answered = true), res));
-      await sleep(400);
-      expect(answered).toBe(false);
-      await trx.commit();
-    } catch (err) {
-      await trx.rollback();
-      throw err;
-    }
-    const res = await ack;
-    suite.server.db.off('query', listener);
+      () => api().post('/api/messages/ack', { ids: [ids.a1, ids.b1, ids.k1], consumer_group: 'g1' }),
+    ).finally(() => suite.server.db.off('query', listener));
     expect(res.status).toBe(200);
     expect([...res.body.acked].sort()).toEqual([ids.a1, ids.b1, ids.k1].sort());
     // The ack's statements: the messages' topics (for the caller's grants), then its transaction: the messages'
