@@ -101,8 +101,8 @@ async function enqueueOne(client: BenchClient, latency: LatencyRecorder, body: R
 }
 
 /** One dequeue of up to `count` messages: the ids it claimed. */
-async function dequeueIds(client: BenchClient, latency: LatencyRecorder, topic: string, count: number): Promise<string[]> {
-  const res = await latency.time(() => client.post('/api/messages/dequeue', { topic, count }));
+async function dequeueIds(client: BenchClient, latency: LatencyRecorder, topic: string, count: number, group?: string): Promise<string[]> {
+  const res = await latency.time(() => client.post('/api/messages/dequeue', group ? { topic, count, consumer_group: group } : { topic, count }));
   return (JSON.parse(expectStatus(res, 200, 'dequeue').body) as { messages: Array<{ id: string }> }).messages.map((m) => m.id);
 }
 
@@ -174,6 +174,8 @@ export interface DrainOptions {
   name?: string;
   /** Latencies shared with other runs of the same phase (see measured). */
   recorders?: Map<string, LatencyRecorder>;
+  /** A consumer group of a fan-out topic to drain instead of the topic itself. */
+  group?: string;
 }
 
 /** Phase 2: consumers dequeue `dequeueCount` at a time and ack every message, one request each or one batch. */
@@ -186,10 +188,10 @@ export function dequeueAckPhase(client: BenchClient, procs: Processes, o: DrainO
     let acked = 0;
     const consumer = async () => {
       while (acked < o.expected && performance.now() < deadline) {
-        const ids = await dequeueIds(client, dequeueLatency, o.topic, o.dequeueCount);
+        const ids = await dequeueIds(client, dequeueLatency, o.topic, o.dequeueCount, o.group);
         if (ids.length === 0) return;
         if (o.ackMode === 'batch') {
-          const ack = await ackLatency.time(() => client.post('/api/messages/ack', { ids }));
+          const ack = await ackLatency.time(() => client.post('/api/messages/ack', o.group ? { ids, consumer_group: o.group } : { ids }));
           const body = JSON.parse(expectStatus(ack, 200, 'batch ack').body) as { acked: string[] };
           if (body.acked.length !== ids.length) throw new Error(`batch ack: ${ids.length - body.acked.length} of ${ids.length} not acked`);
         } else {

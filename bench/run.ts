@@ -6,7 +6,7 @@ import { authEnv, BenchToken, type AuthMode } from './auth.js';
 import { findProcess } from './cpu.js';
 import { grpcPhases, grpcPortOf, parsePhases } from './grpc.js';
 import { mysqlDatabase, sqliteDatabase, type BenchDatabase, type Engine } from './databases.js';
-import { BenchClient } from './http-client.js';
+import { BenchClient, expectStatus } from './http-client.js';
 import { loadAverage, machineInfo } from './machine.js';
 import { dequeueAckPhase, enqueuePhase, pipelinePhase, preload, type PhaseResult, type Processes } from './phases.js';
 import { referenceCosts, type ReferenceCosts } from './reference.js';
@@ -259,12 +259,30 @@ async function httpPhases(
     const drain = { topic: 'bench.delayed', expected: options.count - delayed, deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackConcurrency: options.ackConcurrency };
     report(await dequeueAckPhase(client, procs, { ...drain, ackMode: 'batch', name: 'batch-ack 10% delayed' }));
   }
+  if (ackModes.includes('batch')) {
+    // A fan-out topic with two consumer groups: every message is claimed and acked once per group. The first
+    // group's acks leave every message in place (the second still needs it); the second group's last ack
+    // settles it. Drained in turn, each group by all the consumers, with and without ordering keys.
+    for (const orderingKeys of [undefined, 1000]) {
+      const topic = orderingKeys ? 'bench.groups.ordered' : 'bench.groups';
+      for (const group of GROUPS) expectStatus(await client.post(`/api/topics/${topic}/consumer-groups`, { consumer_group: group }), 201, 'consumer group');
+      await preload(client, { topic, count: options.count, concurrency: options.concurrency, payloadBytes: options.payloadBytes, orderingKeys });
+      for (const [i, group] of GROUPS.entries()) {
+        await renewToken();
+        const name = `group ${i === 0 ? 'first' : 'second'} of 2${orderingKeys ? `, ${orderingKeys} keys` : ''}`;
+        report(await dequeueAckPhase(client, procs, { topic, group, name, expected: options.count, deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackMode: 'batch', ackConcurrency: options.ackConcurrency }));
+      }
+    }
+  }
   if (ackModes.length > 0) {
     await renewToken();
     const { count, concurrency, payloadBytes, consumers, dequeueCount, ackConcurrency } = options;
     report(await pipelinePhase(client, procs, { topic: 'bench.pipeline', count, deadlineMs, concurrency, payloadBytes, consumers, dequeueCount, ackConcurrency }));
   }
 }
+
+/** The consumer groups of the fan-out phases. */
+const GROUPS = ['bench-a', 'bench-b'] as const;
 
 /** A phase offered a rate (Subscribe) that acked clearly less per second did not keep up with it. */
 const behind = (r: PhaseResult) => r.offeredPerSecond !== undefined && r.msgsPerSecond < 0.95 * r.offeredPerSecond;
@@ -304,7 +322,7 @@ async function main(): Promise<void> {
   // Bounded by construction (count and per-phase deadline); this is the backstop for a hung server.
   // gRPC: three throughput phases plus three Subscribe phases (each 2 s warm-up, 10 s of sending, up to 10 s
   // draining, 0.5 s setup twice).
-  const phasesPerEngine = (runHttp ? 1 + ackModes.length + (ackModes.includes('single') ? 4 * orderingRounds : 0) + (ackModes.includes('batch') ? 1 : 0) + (ackModes.length > 0 ? 1 : 0) : 0) + (runGrpc ? 3 : 0) + (runSqs ? 2 : 0);
+  const phasesPerEngine = (runHttp ? 1 + ackModes.length + (ackModes.includes('single') ? 4 * orderingRounds : 0) + (ackModes.includes('batch') ? 5 : 0) + (ackModes.length > 0 ? 1 : 0) : 0) + (runGrpc ? 3 : 0) + (runSqs ? 2 : 0);
   // The long-poll phase: 10 s of traffic, 5 s idle, and its waits running out (20 s).
   const extraSeconds = (runGrpc ? 100 : 0) + (runHttp && process.env.BENCH_LONG_POLL !== 'off' ? 60 : 0);
   // Plus two reference measurements of about 10 s each.
