@@ -19,6 +19,7 @@ import * as linesInRowOrder from './20261129010000_lines_in_row_order.js';
 import * as orderingIndexWithoutPlain from './20261129020000_ordering_index_without_plain.js';
 import * as orderingKeysExact from './20261129030000_ordering_keys_exact.js';
 import * as deliveriesVisibilityById from './20261201010000_deliveries_visibility_by_id.js';
+import * as deliveriesExpiryStatistics from './20261201020000_deliveries_expiry_statistics.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -47,6 +48,7 @@ const migrations: Record<string, Migration> = {
   '20261129020000_ordering_index_without_plain': orderingIndexWithoutPlain,
   '20261129030000_ordering_keys_exact': orderingKeysExact,
   '20261201010000_deliveries_visibility_by_id': deliveriesVisibilityById,
+  '20261201020000_deliveries_expiry_statistics': deliveriesExpiryStatistics,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
