@@ -478,6 +478,9 @@ describeEachEngine('ordering keys', (engine) => {
     expect(ackStatements).toHaveLength(5);
     expect(ackStatements[1]).toMatch(/^select .* from `messages` .* for update$/);
     expect(ackStatements[3]).toMatch(/^UPDATE deliveries SET status = 'acked'[^]*FOR UPDATE;\n[^]*UNION ALL/);
+    // The seeks in parentheses, not as derived tables, which MariaDB materialises one temporary table each.
+    expect(ackStatements[3]).toMatch(/;\n\(SELECT m\.topic[^]*LIMIT 1\) UNION ALL \(SELECT m\.topic/);
+    expect(ackStatements[3]).not.toMatch(/SELECT \* FROM \(/);
     expect(ackStatements[4]).toMatch(/^INSERT INTO ordering_heads [^]*;\nUPDATE deliveries SET visible_at[^]*;\nDELETE FROM deliveries [^]*;\nDELETE FROM messages /);
     expect((await payloads(api(), 'ok-gwait', { consumer_group: 'g1' })).sort()).toEqual(['a2', 'b2', 'k2']);
   });

@@ -372,7 +372,7 @@ export function handOverOf(db: Knex, lefts: Array<{ line: Line; id: string }>, n
   const heads = headsStatements(ordered.map((l) => l.line), rowLocks);
   const seeks = chunks(ordered, 100).map((chunk): Statement => {
     const each = chunk.map((l) => nextInLineStatement(l.line, now, order));
-    return { sql: each.map((q, i) => `SELECT * FROM (${q.sql}) AS next_${i}`).join(' UNION ALL '), bindings: each.flatMap((q) => q.bindings) };
+    return { sql: unionOfSeeks(each.map((q) => q.sql), capabilities(db).dialect), bindings: each.flatMap((q) => q.bindings) };
   });
   const writes = (results: unknown[]): Statement[] => {
     const head = headsFrom(results.slice(0, heads.length));
@@ -392,6 +392,16 @@ export function handOverOf(db: Knex, lefts: Array<{ line: Line; id: string }>, n
     return [...setHeadsStatements(handed, false, upsert === 'onDuplicateKey'), ...closed, ...openHeadsStatements(handed)];
   };
   return { reads: [...heads, ...seeks], writes };
+}
+
+/**
+ * Seeks (each `ORDER BY ... LIMIT 1`) as one statement. MySQL/MariaDB take each in parentheses; as derived
+ * tables there (`SELECT * FROM (...) AS t`), which SQLite needs, MariaDB materialised each in a temporary table
+ * of its own: a hundred per group ack batch, 56 ms a statement on average in an ordered group drain.
+ */
+function unionOfSeeks(seeks: string[], dialect: 'sqlite' | 'mysql'): string {
+  if (seeks.length === 1) return seeks[0];
+  return seeks.map((sql, i) => (dialect === 'mysql' ? `(${sql})` : `SELECT * FROM (${sql}) AS next_${i}`)).join(' UNION ALL ');
 }
 
 /**
