@@ -6,28 +6,12 @@ import { joinUnjoinedStatements, UNJOINED_TOPICS, unjoinedLinesStatement } from 
 import { newMessageRow, waitingInsertSql } from '../src/store/messages/insert.js';
 import { uuidv7 } from '../src/queue/message-ids.js';
 import { engineByName } from './helpers/engines.js';
+import { tablesOf } from './helpers/query-plans.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const mysqlUrl = inject('mysqlUrl');
 
-interface PlanTable {
-  table_name?: string;
-  access_type?: string;
-  key?: string;
-  [k: string]: unknown;
-}
 
-/** Every `table` node of an EXPLAIN FORMAT=JSON plan (MySQL and MariaDB nest them differently). */
-function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
-  if (Array.isArray(node)) for (const n of node) tablesOf(n, out);
-  else if (node && typeof node === 'object') {
-    for (const [k, v] of Object.entries(node)) {
-      if (k === 'table' && v && typeof v === 'object' && !Array.isArray(v)) out.push(v as PlanTable);
-      tablesOf(v, out);
-    }
-  }
-  return out;
-}
 
 /** A topic's first 30 lines (its own, by key) with their head rows, as the hand-over's statements name them. */
 async function firstLines(server: TestServer, topic: string) {

@@ -1,22 +1,12 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { claimDeliveriesSelectMysql, claimDeliveriesSqlite, type GroupClaimRequest } from '../src/store/deliveries/claim.js';
 import { engineByName } from './helpers/engines.js';
+import { tablesOf } from './helpers/query-plans.js';
 import type { Api } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const mysqlUrl = inject('mysqlUrl');
 
-/** Every `table` node of an EXPLAIN or ANALYZE FORMAT=JSON plan. */
-function tablesOf(node: unknown, out: Array<Record<string, unknown>> = []): Array<Record<string, unknown>> {
-  if (Array.isArray(node)) for (const n of node) tablesOf(n, out);
-  else if (node && typeof node === 'object') {
-    for (const [k, v] of Object.entries(node)) {
-      if (k === 'table' && v && typeof v === 'object' && !Array.isArray(v)) out.push(v as Record<string, unknown>);
-      tablesOf(v, out);
-    }
-  }
-  return out;
-}
 
 /**
  * A fan-out topic whose group 'billing' has deliveries that are not due: 300 of key 'A' waiting behind their
