@@ -69,7 +69,7 @@ const VALUE_FREE_MESSAGES = new Set([
   'SQLITE_CONSTRAINT_CHECK',
 ]);
 
-const SQL_START = /^\s*\(?\s*(select|insert|replace|update|delete|with|start|begin|commit|rollback|savepoint|release|pragma|set|create|alter|drop|truncate|lock|unlock|show|call)\b/i;
+const SQL_START = /^\s*\(?\s*(select|insert|replace|update|delete|with|start|begin|commit|rollback|savepoint|release|pragma|set|create|alter|drop|truncate|lock|unlock|show|call|analyze)\b/i;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
 /** SQL with its quoted literals gone, so no word of a value can be taken for a table name. */
