@@ -1,22 +1,12 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { engineByName } from './helpers/engines.js';
-import { tablesOf } from './helpers/query-plans.js';
+import { statementsOf, tablesOf } from './helpers/query-plans.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const mysqlUrl = inject('mysqlUrl');
 const KEYS = 1000;
 
 
-/** The statements of one text sent as several (`;\n`-joined, src/store/statement.ts), each with its bindings. */
-function split(text: { sql: string; bindings: unknown[] }): Array<{ sql: string; bindings: unknown[] }> {
-  let at = 0;
-  return text.sql.split(';\n').map((sql) => {
-    const count = (sql.match(/\?/g) ?? []).length;
-    const bindings = text.bindings.slice(at, at + count);
-    at += count;
-    return { sql, bindings };
-  });
-}
 
 /**
  * The head rows of the lines a batch touches are read by the whole primary key, whatever the table's
@@ -65,7 +55,7 @@ function split(text: { sql: string; bindings: unknown[] }): Array<{ sql: string;
     } finally {
       server.db.off('query', listener);
     }
-    const reads = texts.flatMap(split).filter((s) => /^SELECT [^]* FROM ordering_heads\b/.test(s.sql));
+    const reads = texts.flatMap(statementsOf).filter((s) => /^SELECT [^]* FROM ordering_heads\b/.test(s.sql));
     // The enqueues' joins (one per topic) and the ack's hand-over: each must have been read for the check to mean anything.
     expect(reads.length).toBeGreaterThanOrEqual(3);
     for (const read of reads) {

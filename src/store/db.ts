@@ -156,7 +156,11 @@ function createMysql(url: string, poolSize: number, common: Pick<Knex.Config, 'l
   if (lockWaitTimeoutSeconds > 0) session.push(`SET SESSION innodb_lock_wait_timeout = ${Math.max(1, Math.ceil(lockWaitTimeoutSeconds))}`);
   // Waits for a table (metadata) lock, such as an operator's LOCK TABLES or ALTER TABLE, end as row lock
   // waits do, in a retry and then "database busy": the server's own bound for them is a day.
-  session.push('SET SESSION lock_wait_timeout = @@SESSION.innodb_lock_wait_timeout');
+  // MariaDB (10.3.4 on) also turns an IN list of 1,000 values or more into a join with a table of them, which it
+  // planned as a scan of the whole table (a batch of 1,000 ids: the largest ack batch, a reaper's or a purge's),
+  // locking every row it read in a locking read, and in no fixed order. Our lists that long are of message ids:
+  // as a list each is a range on the primary key, read in key order. MySQL skips the MariaDB-only comment.
+  session.push('SET SESSION lock_wait_timeout = @@SESSION.innodb_lock_wait_timeout /*M!100304 , SESSION in_predicate_conversion_threshold = 0 */');
   const parsed = new URL(url);
   return knexFactory({
     ...common,

@@ -17,3 +17,14 @@ export function tablesOf(node: unknown, out: PlanTable[] = []): PlanTable[] {
   }
   return out;
 }
+
+/** The statements of one text sent as several (`;\n`-joined, src/store/statement.ts), each with its bindings. */
+export function statementsOf(text: { sql: string; bindings: unknown[] }): Array<{ sql: string; bindings: unknown[] }> {
+  let at = 0;
+  return text.sql.split(';\n').map((sql) => {
+    const count = (sql.match(/\?/g) ?? []).length;
+    const bindings = text.bindings.slice(at, at + count);
+    at += count;
+    return { sql, bindings };
+  });
+}
