@@ -1,6 +1,8 @@
 /** Carries wake-ups to other instances (Redis pub/sub); see src/pubsub/redis-peer-relay.ts. */
 export interface SignalRelay {
   publish(topic: string): void;
+  /** A waiter here began to listen to `topic` (its first): other instances then publish its wake-ups. */
+  listening(topic: string): void;
 }
 
 /**
@@ -31,12 +33,20 @@ export class TopicSignals {
 
   subscribe(topic: string, listener: () => void): () => void {
     let set = this.listeners.get(topic);
-    if (!set) this.listeners.set(topic, (set = new Set()));
+    if (!set) {
+      this.listeners.set(topic, (set = new Set()));
+      this.relay?.listening(topic);
+    }
     set.add(listener);
     return () => {
       set.delete(listener);
       if (set.size === 0 && this.listeners.get(topic) === set) this.listeners.delete(topic);
     };
+  }
+
+  /** The topics something here listens to now. */
+  topics(): Iterable<string> {
+    return this.listeners.keys();
   }
 
   private wake(topic: string): void {
