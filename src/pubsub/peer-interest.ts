@@ -55,7 +55,11 @@ export class PeerInterest {
   announcement(listened: Iterable<string>): string[] {
     const now = this.now();
     for (const topic of listened) this.own.set(topic, now);
-    for (const [topic, at] of this.own) if (now - at > LINGER_MS) this.own.delete(topic);
+    for (const [topic, at] of this.own) {
+      if (now - at <= LINGER_MS) continue;
+      this.own.delete(topic);
+      this.awaitingEcho.delete(topic);
+    }
     return [...this.own.keys()];
   }
 
@@ -81,6 +85,7 @@ export class PeerInterest {
   /** Redis's count of the channel's subscribers (undefined when it could not be read). */
   counted(subscribers: number | undefined): void {
     this.subscribers = subscribers;
+    this.forgetSilent(this.now());
   }
 
   /** Whether a wake-up of `topic` may matter to another instance. */
@@ -93,12 +98,12 @@ export class PeerInterest {
   private trusted(): boolean {
     const now = this.now();
     if (this.receivingSince === undefined || now - this.receivingSince < TRUST_AFTER_MS || this.subscribers === undefined) return false;
-    let announcing = 0;
-    for (const [origin, peer] of this.peers) {
-      if (now - peer.seenAt > PEER_EXPIRY_MS) this.peers.delete(origin);
-      else if (!peer.topics) return false;
-      else announcing++;
-    }
-    return this.subscribers <= announcing + 1;
+    this.forgetSilent(now);
+    for (const peer of this.peers.values()) if (!peer.topics) return false;
+    return this.subscribers <= this.peers.size + 1;
+  }
+
+  private forgetSilent(now: number): void {
+    for (const [origin, peer] of this.peers) if (now - peer.seenAt > PEER_EXPIRY_MS) this.peers.delete(origin);
   }
 }
