@@ -5,7 +5,7 @@ import { expectErrorBody } from './helpers/assert-error.js';
 import { describeEachEngine, engineByName, type Engine, type TestDatabase } from './helpers/engines.js';
 import { expectGrpcError, QueueClient, sleep } from './helpers/grpc.js';
 import { enqueueId } from './helpers/messages.js';
-import { metricValue } from './helpers/metrics.js';
+import { metricValue, untilWaiting as waitingOn } from './helpers/metrics.js';
 import { startTestServer, type ConfigOverrides, type TestServer } from './helpers/server.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -33,17 +33,8 @@ async function post(url: string, body: object, signal?: AbortSignal): Promise<{ 
   return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
 }
 
-/** Resolves once the server reports `n` waiting dequeues (conveyor_long_poll_waiting, summed over topics). */
-async function untilWaiting(server: TestServer, n: number, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const text = (await server.api.get('/metrics')).text;
-    const total = [...text.matchAll(/^conveyor_long_poll_waiting\{[^}]*\} (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
-    if (total === n) return;
-    if (Date.now() > deadline) throw new Error(`expected ${n} waiting dequeues, the server reports ${total}`);
-    await sleep(25);
-  }
-}
+/** Resolves once the server reports `n` waiting dequeues. */
+const untilWaiting = (server: TestServer, n: number, timeoutMs?: number) => waitingOn(server.api, n, timeoutMs);
 
 /** Counts the statements that touch messages or deliveries (claims, expiry probes, next-moment reads) on the server's pool. */
 function statementCounter(db: Knex): { count(): number; stop(): void; sql: string[] } {

@@ -3,7 +3,8 @@ import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { engineByName, type TestDatabase } from './helpers/engines.js';
 import { sleep } from './helpers/grpc.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { untilWaiting } from './helpers/metrics.js';
+import { startTestServer } from './helpers/server.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -34,15 +35,6 @@ async function dequeueWaiting(url: string, topic: string, waitSeconds: number): 
   const res = await fetch(`${url}/api/messages/dequeue`, { method: 'POST', body: JSON.stringify({ topic, wait_seconds: waitSeconds }), headers: { 'content-type': 'application/json' } });
   const body = (await res.json()) as { messages: Array<{ id: string }> };
   return { id: body.messages[0]?.id, ms: performance.now() - started };
-}
-
-async function untilWaiting(server: TestServer, n: number): Promise<void> {
-  for (const deadline = Date.now() + 10_000; ; await sleep(25)) {
-    const text = (await server.api.get('/metrics')).text;
-    const total = [...text.matchAll(/^conveyor_long_poll_waiting\{[^}]*\} (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
-    if (total === n) return;
-    if (Date.now() > deadline) throw new Error(`expected ${n} waiting dequeues, the server reports ${total}`);
-  }
 }
 
 (inject('mysqlUrl') ? describe : describe.skip)('wake-ups published only where another instance waits [mysql]', () => {
@@ -87,7 +79,7 @@ async function untilWaiting(server: TestServer, n: number): Promise<void> {
       // B waits on a topic: it announces it, and A's enqueue of it wakes B long before the wait ends.
       for (let i = 0; i < 3; i++) {
         const waiting = dequeueWaiting(b.url, 'wi-waited', 20);
-        await untilWaiting(b, 1);
+        await untilWaiting(b.api, 1);
         const res = await a.api.enqueue('wi-waited', `m${i}`);
         const { id, ms } = await waiting;
         expect(id).toBe(res.body.id);

@@ -30,3 +30,15 @@ export function valueOf(samples: Sample[], name: string, labels: Record<string, 
 export async function metricValue(api: Api, name: string, labels: Record<string, string>): Promise<number> {
   return valueOf(parseMetrics((await api.get('/metrics')).text), name, labels) ?? 0;
 }
+
+/** Resolves once the server reports `n` waiting dequeues (conveyor_long_poll_waiting, summed over topics). */
+export async function untilWaiting(api: Api, n: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const text = (await api.get('/metrics')).text;
+    const total = [...text.matchAll(/^conveyor_long_poll_waiting\{[^}]*\} (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    if (total === n) return;
+    if (Date.now() > deadline) throw new Error(`expected ${n} waiting dequeues, the server reports ${total}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
