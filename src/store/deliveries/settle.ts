@@ -16,12 +16,18 @@ export interface GroupSettleContext {
 
 /** The message row with the group's own attempt counters in place of the message's. */
 async function deliveryRow(trx: Knex.Transaction, id: string, group: string, status: string): Promise<MessageRow | null> {
+  return (await deliveryRows(trx, [id], group, status)).get(id) ?? null;
+}
+
+/** deliveryRow for each of `ids` (at most 500: one statement), by message id; an id without one is absent. */
+async function deliveryRows(trx: Knex.Transaction, ids: string[], group: string, status: string): Promise<Map<string, MessageRow>> {
   const query = trx('deliveries as d')
     .join('messages as m', 'm.id', 'd.message_id')
     .select('m.id', 'm.topic', 'm.msg_key', 'm.metadata', 'm.status', 'm.max_retries', 'd.visible_at', 'm.expires_at', 'm.created_at', 'm.original_topic', 'm.dlq_moved_at', 'd.retry_count', 'd.last_error', 'm.ordering_key')
-    .where({ 'd.message_id': id, 'd.consumer_group': group, 'd.status': status });
-  const raw = await (capabilities(trx).rowLocks ? query.forUpdate() : query).first();
-  return raw ? normaliseRow(raw) : null;
+    .where({ 'd.consumer_group': group, 'd.status': status })
+    .whereIn('d.message_id', ids);
+  const rows = ((await (capabilities(trx).rowLocks ? query.forUpdate() : query)) as Record<string, unknown>[]).map(normaliseRow);
+  return new Map(rows.map((row) => [row.id, row]));
 }
 
 function withGroup(metadata: string, group: string): string {
@@ -131,9 +137,10 @@ export async function releaseExpiredDeliveries(
     const gone = ids.filter((id) => !locked.some((m) => m.id === id));
     if (gone.length > 0) await trx('deliveries').whereIn('message_id', gone).delete();
     const results: AttemptResult[] = [];
+    // Re-read under the lock, in one statement: an ack or nack may have settled a delivery since the probe above.
+    const rows = locked.length === 0 ? new Map<string, MessageRow>() : await deliveryRows(trx, locked.map((m) => m.id), group, 'processing');
     for (const { id } of locked) {
-      // Re-read under the lock: an ack or nack may have settled the delivery since the probe above.
-      const row = await deliveryRow(trx, id, group, 'processing');
+      const row = rows.get(id);
       if (row && row.visible_at <= ctx.now) results.push(await applyGroupAttempt(trx, row, group, rules, error, ctx));
     }
     if (results.length === 0 && attempt.uncertain) return earlier;
