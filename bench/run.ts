@@ -35,6 +35,9 @@ const USAGE = `usage: npm run bench -- [options]
   --ordering-rounds N     paired rounds of plain and ordered enqueue and dequeue+ack (BENCH_ORDERING_ROUNDS;
                           default 5; with per-message acks; each phase in ten slices, the two kinds in
                           turn): the ratios of ordering keys are their medians
+  --ordering-keys N       ordering keys of the ordered topic in those rounds (BENCH_ORDERING_KEYS; default 1000;
+                          a key per message, 20000 with the default count: every message opens its key's line,
+                          as where consumers keep up with the producers)
   --node-arg ARG          extra node flag for the service, repeatable (e.g. --cpu-prof)
   --server-env K=V        extra environment for the service, repeatable (e.g. CONVEYOR_DB_POOL_SIZE=8)
   --tracing RATIO         tracing on, at this sample ratio (0 to 1), exported to a collector inside the bench
@@ -80,6 +83,7 @@ const parse = () =>
       'payload-bytes': { type: 'string' },
       warmup: { type: 'string' },
       'ordering-rounds': { type: 'string' },
+      'ordering-keys': { type: 'string' },
       'node-arg': { type: 'string', multiple: true },
       'server-env': { type: 'string', multiple: true },
       tracing: { type: 'string' },
@@ -137,6 +141,8 @@ const options = {
 };
 /** Paired rounds of plain and ordered phases (bench/ordering.ts): each ratio is the median of this many. */
 const orderingRounds = positiveInt('ordering-rounds', values['ordering-rounds'], process.env.BENCH_ORDERING_ROUNDS, 5);
+/** The ordered topic's keys in those rounds, taken in turn by its messages. */
+const orderingKeys = positiveInt('ordering-keys', values['ordering-keys'], process.env.BENCH_ORDERING_KEYS, 1000);
 const nodeArgs = values['node-arg'] ?? [];
 const serverEnv = Object.fromEntries(
   (values['server-env'] ?? []).map((kv) => {
@@ -244,9 +250,9 @@ async function httpPhases(
     report(await dequeueAckPhase(client, procs, { topic, expected, deadlineMs, consumers: options.consumers, dequeueCount: options.dequeueCount, ackMode, ackConcurrency: options.ackConcurrency }));
   }
   if (ackModes.includes('single')) {
-    // Ordering keys: 1,000 keys, each delivered one at a time in order, against plain messages in paired rounds.
+    // Ordering keys (1,000 by default), each delivered one at a time in order, against plain messages in paired rounds.
     const { count, concurrency, payloadBytes, consumers, dequeueCount, ackConcurrency } = options;
-    const compared = await orderingPhases(client, procs, { rounds: orderingRounds, keys: 1000, count, deadlineMs, concurrency, payloadBytes, consumers, dequeueCount, ackConcurrency }, renewToken);
+    const compared = await orderingPhases(client, procs, { rounds: orderingRounds, keys: orderingKeys, count, deadlineMs, concurrency, payloadBytes, consumers, dequeueCount, ackConcurrency }, renewToken);
     compared.phases.forEach(report);
     reportRatios(compared.ratios);
   }

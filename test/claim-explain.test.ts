@@ -3,7 +3,8 @@ import { claimSelectMysql, type ClaimRequest } from '../src/store/messages/claim
 import { overdueMessages, WITHOUT_DELIVERIES } from '../src/store/messages/settle.js';
 import { joinTopicLinesStatements, lineHeadsStatement, nextInLineStatement, topicHandOverStatement, topicLinesHandOver } from '../src/store/ordering/lines.js';
 import { joinUnjoinedStatements, UNJOINED_TOPICS, unjoinedLinesStatement } from '../src/store/ordering/unjoined.js';
-import { newMessageRow, waitingInsertSql } from '../src/store/messages/insert.js';
+import { newMessageRow, openingInsertSql, waitingInsertSql } from '../src/store/messages/insert.js';
+import { openLinesStatement } from '../src/store/ordering/lines-first.js';
 import { uuidv7 } from '../src/queue/message-ids.js';
 import { engineByName } from './helpers/engines.js';
 import { tablesOf } from './helpers/query-plans.js';
@@ -156,6 +157,24 @@ function handOverOf(lines: Array<{ line: { topic: string; group: string; key: st
     const [json] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${sql}`, [...rows.flatMap((r) => Object.values(r)), 'ordered'] as any[])) as [Array<{ EXPLAIN: string }>];
     const heads = tablesOf(JSON.parse(json[0].EXPLAIN)).find((t) => t.table_name === 'h');
     expect(heads).toMatchObject({ access_type: 'eq_ref', key: 'PRIMARY' });
+  });
+
+  it("an ordered enqueue that makes its head rows first reads each line's head row by primary key and probes the line in messages_ordering, never a scan", async () => {
+    const { lines } = await firstLines(server, 'ordered');
+    // Lines with heads and new ones, as a flush of a topic whose keys come and go names them.
+    const named = [...lines.map((l) => l.line), ...Array.from({ length: 10 }, (_, i) => ({ topic: 'ordered', group: '', key: `new-${i}` }))];
+    const rows = named.map((line) => newMessageRow({ id: uuidv7(), topic: line.topic, key: null, payload: Buffer.from('x'), metadata: '{}', maxRetries: 3, expiresAt: null, createdAt: now, orderingKey: line.key }));
+    const open = openLinesStatement(named.map((line, i) => ({ line, ids: [String(rows[i].id)] })), ['ordered'], now);
+    const [openPlan] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${open.sql}`, open.bindings as any[])) as [Array<{ EXPLAIN: string }>];
+    const tables = tablesOf(JSON.parse(openPlan[0].EXPLAIN));
+    expect(tables.find((t) => t.table_name === 'h')).toMatchObject({ access_type: 'eq_ref', key: 'PRIMARY' });
+    const probe = tables.find((t) => t.table_name === 'n');
+    expect(probe).toMatchObject({ key: 'messages_ordering' });
+    expect(['ref', 'range']).toContain(probe!.access_type);
+    // The flush's own lines (a derived table of its values) are read whole; every table is looked into, never walked.
+    for (const t of tables.filter((t) => !t.table_name?.startsWith('<derived'))) expect(['ALL', 'index'], `${t.table_name} in ${open.sql}`).not.toContain(t.access_type);
+    const [insertPlan] = (await server.db.raw(`EXPLAIN FORMAT=JSON ${openingInsertSql(rows.length, 1, true)}`, [...rows.flatMap((r) => Object.values(r)), 'ordered'] as any[])) as [Array<{ EXPLAIN: string }>];
+    expect(tablesOf(JSON.parse(insertPlan[0].EXPLAIN)).find((t) => t.table_name === 'h')).toMatchObject({ access_type: 'eq_ref', key: 'PRIMARY' });
   });
 
   it("the sweep for lines an interrupted enqueue left unjoined reads one index entry per topic, then the topic's unjoined range", async () => {

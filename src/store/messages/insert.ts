@@ -1,12 +1,13 @@
 import type { Knex } from 'knex';
 import { capabilities, capabilitiesOf } from '../capabilities.js';
 import { retryTransaction, withDbRetry } from '../retry.js';
-import { runInTwoTrips, runStatement } from '../statement.js';
+import { runInOneTrip, runInTwoTrips, runStatement } from '../statement.js';
 import { chunkRows, type MessageRow } from './rows.js';
 import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
 import { BEHIND_HEAD, inLockOrder, joinLinesOf, joinTopicLinesAfter, lineHeadsStatement, type ReadHead } from '../ordering/lines.js';
 import { HEADS_OF_NEW_ROWS, joinUnjoined, linesOf, marksUnjoined, storedUnjoined, WAIT_OF_NEW_ROW, type Unjoined } from '../ordering/unjoined.js';
+import { lineOpeningsOf, OPENING_WAIT_OF_NEW_ROW, openLinesStatement, unmadeHeadsStatement } from '../ordering/lines-first.js';
 
 export interface NewMessage {
   id: string;
@@ -175,11 +176,13 @@ export async function insertMessages(db: Knex, messages: NewMessage[], options: 
  * Joins the lines an ordered flush stored UNJOINED, after its commit and before its callers hear "stored". A
  * join that fails (after its retries) is left to the expiry reaper's sweep (src/store/ordering/unjoined.ts):
  * the messages are stored, in their lines' order, and an error now would have the producers send them again.
+ * The lines it opened tell the topics' tally which way their next flushes go (LineOpenings).
  */
 async function joinAfterCommit(db: Knex, unjoined: Unjoined[], now: number): Promise<void> {
   if (unjoined.length === 0) return;
   try {
-    await joinUnjoined(db, unjoined, now);
+    const opened = await joinUnjoined(db, unjoined, now);
+    lineOpeningsOf(db).record([...new Set(unjoined.map((u) => u.line.topic))], opened / unjoined.length);
   } catch {
     // The sweep joins them.
   }
@@ -358,7 +361,8 @@ function laterRows(count: number, tableValueConstructor: boolean): string {
  * MariaDB: one statement, committed on its own, which joins each row to its line's head row, read under a
  * shared lock, and stores the message UNJOINED where the line has none (src/store/ordering/unjoined.ts); its
  * answer's insert id says whether it did, and then the caller joins the flush's lines after the commit
- * (joinAfterCommit).
+ * (joinAfterCommit). For topics whose recent flushes opened many lines, one transaction in one round trip
+ * that makes the missing head rows first (storeLinesFirst).
  *
  * MySQL 8: one transaction of two round trips (src/store/statement.ts,
  * runInTwoTrips). The first stores the rows and reads each line's head, share-locked, in a statement of its own
@@ -377,9 +381,14 @@ async function insertUngroupedInLines(db: Knex, batch: NewMessage[]): Promise<{ 
     return stored === messages.length;
   };
   if (marksUnjoined(can)) {
+    const openings = lineOpeningsOf(db);
+    if (openings.linesFirst(topics)) return storeLinesFirst(db, messages, topics, bindings, can.tableValueConstructor);
     const result = (await runStatement(db, waitingInsertSql(messages.length, topics.length, can.tableValueConstructor), [...bindings, ...topics])) as { affectedRows: number; insertId: number };
     const stored = storedAll(result.affectedRows);
-    return { stored, unjoined: stored && storedUnjoined(result) ? linesOf(messages) : [] };
+    const unjoined = stored && storedUnjoined(result) ? linesOf(messages) : [];
+    // With lines to join, joinAfterCommit counts what they opened.
+    if (stored && unjoined.length === 0) openings.record(topics, 0);
+    return { stored, unjoined };
   }
   const joins = messages.flatMap((m) => (m.orderingKey == null ? [] : [{ line: { topic: m.topic, group: '', key: m.orderingKey }, id: m.id }]));
   const first = [{ sql: ungroupedInsertSql(messages.length, topics.length, can.tableValueConstructor), bindings: [...bindings, ...topics] }, lineHeadsStatement(joins)];
@@ -391,6 +400,33 @@ async function insertUngroupedInLines(db: Knex, batch: NewMessage[]): Promise<{ 
 
 /** The stored row's columns, its wait decided by its line's head row, joined (src/store/ordering/unjoined.ts). */
 const WAITING_ROW = NEW_ROW_COLUMNS.map((c) => (c === 'visible_at' ? `${WAIT_OF_NEW_ROW} AS visible_at` : `new_rows.${c}`)).join(', ');
+
+/** The same, after the flush made its lines' head rows: the message a head row names is open (src/store/ordering/lines-first.ts). */
+const OPENING_ROW = NEW_ROW_COLUMNS.map((c) => (c === 'visible_at' ? `${OPENING_WAIT_OF_NEW_ROW} AS visible_at` : `new_rows.${c}`)).join(', ');
+
+/** MariaDB's ordered INSERT after the flush's head rows were made (storeLinesFirst), for `rows` rows and `topics` topics. */
+export function openingInsertSql(rows: number, topics: number, tableValueConstructor: boolean): string {
+  return ungroupedInsertSql(rows, topics, tableValueConstructor, { select: OPENING_ROW, join: HEADS_OF_NEW_ROWS }) + ' LOCK IN SHARE MODE';
+}
+
+/**
+ * insertUngroupedInLines on MariaDB for topics that keep opening lines (src/store/ordering/lines-first.ts):
+ * the flush's missing head rows, then its rows, in one transaction of one round trip. `messages` are in the
+ * lines' lock order and `bindings` are their rows'. What it opened goes to the topics' tally.
+ */
+async function storeLinesFirst(db: Knex, messages: NewMessage[], topics: string[], bindings: Knex.RawBinding[], tableValueConstructor: boolean): Promise<{ stored: boolean; unjoined: Unjoined[] }> {
+  const lines = linesOf(messages);
+  const insert = { sql: openingInsertSql(messages.length, topics.length, tableValueConstructor), bindings: [...bindings, ...topics] };
+  const [opened, stored] = (await runInOneTrip(db, [openLinesStatement(lines, topics, messages[0].createdAt), insert])) as Array<{ affectedRows: number; insertId: number }>;
+  if (stored.affectedRows === 0) {
+    // A topic has consumer groups now: nothing was stored, and the caller takes the transactional path.
+    if (opened.affectedRows > 0) await runStatement(db, unmadeHeadsStatement(lines).sql, unmadeHeadsStatement(lines).bindings);
+    return { stored: false, unjoined: [] };
+  }
+  if (stored.affectedRows !== messages.length) throw new Error(`stored ${stored.affectedRows} of ${messages.length} messages in one statement`);
+  lineOpeningsOf(db).record(topics, Math.min(1, opened.affectedRows / lines.length));
+  return { stored: true, unjoined: storedUnjoined(stored) ? lines : [] };
+}
 
 /** MariaDB's one-statement ordered INSERT (insertUngroupedInLines) for `rows` rows and `topics` topics. */
 export function waitingInsertSql(rows: number, topics: number, tableValueConstructor: boolean): string {

@@ -113,12 +113,18 @@ const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',
 /** Lines per transaction: a few statements of a seek each. */
 const LINES_PER_JOIN = 100;
 
-/** Joins lines (joinUnjoinedStatements), a transaction per LINES_PER_JOIN of them, each retried as any statement. */
-export async function joinUnjoined(db: Knex, unjoined: Unjoined[], now: number): Promise<void> {
+/**
+ * Joins lines (joinUnjoinedStatements), a transaction per LINES_PER_JOIN of them, each retried as any statement.
+ * Resolves to the number of lines it found without a head row (its first statement's rows).
+ */
+export async function joinUnjoined(db: Knex, unjoined: Unjoined[], now: number): Promise<number> {
+  let opened = 0;
   for (let i = 0; i < unjoined.length; i += LINES_PER_JOIN) {
     const chunk = unjoined.slice(i, i + LINES_PER_JOIN);
-    await withDbRetry(db, () => runInOneTrip(db, joinUnjoinedStatements(chunk, now)));
+    const [heads] = (await withDbRetry(db, () => runInOneTrip(db, joinUnjoinedStatements(chunk, now)))) as Array<{ affectedRows: number }>;
+    opened += heads.affectedRows;
   }
+  return opened;
 }
 
 /**
