@@ -7,7 +7,7 @@ import { groupsOfTopics, insertDeliveries } from '../deliveries/adopt.js';
 import { expireStaleKeyHolder, pendingKeyHolder } from './key-holder.js';
 import { BEHIND_HEAD, inLockOrder, joinLinesOf, joinTopicLinesAfter, lineHeadsStatement, type ReadHead } from '../ordering/lines.js';
 import { HEADS_OF_NEW_ROWS, joinUnjoined, linesOf, marksUnjoined, storedUnjoined, WAIT_OF_NEW_ROW, type Unjoined } from '../ordering/unjoined.js';
-import { lineOpeningsOf, OPENING_WAIT_OF_NEW_ROW, openLinesStatement, unmadeHeadsStatement } from '../ordering/lines-first.js';
+import { lineOpeningsOf, OPENING_WAIT_OF_NEW_ROW, openLinesStatement } from '../ordering/lines-first.js';
 
 export interface NewMessage {
   id: string;
@@ -418,11 +418,8 @@ async function storeLinesFirst(db: Knex, messages: NewMessage[], topics: string[
   const lines = linesOf(messages);
   const insert = { sql: openingInsertSql(messages.length, topics.length, tableValueConstructor), bindings: [...bindings, ...topics] };
   const [opened, stored] = (await runInOneTrip(db, [openLinesStatement(lines, topics, messages[0].createdAt), insert])) as Array<{ affectedRows: number; insertId: number }>;
-  if (stored.affectedRows === 0) {
-    // A topic has consumer groups now: nothing was stored, and the caller takes the transactional path.
-    if (opened.affectedRows > 0) await runStatement(db, unmadeHeadsStatement(lines).sql, unmadeHeadsStatement(lines).bindings);
-    return { stored: false, unjoined: [] };
-  }
+  // A topic has consumer groups now: nothing was stored, and the caller takes the transactional path.
+  if (stored.affectedRows === 0) return { stored: false, unjoined: [] };
   if (stored.affectedRows !== messages.length) throw new Error(`stored ${stored.affectedRows} of ${messages.length} messages in one statement`);
   lineOpeningsOf(db).record(topics, Math.min(1, opened.affectedRows / lines.length));
   return { stored: true, unjoined: storedUnjoined(stored) ? lines : [] };

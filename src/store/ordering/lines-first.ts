@@ -8,16 +8,16 @@ import type { Unjoined } from './unjoined.js';
  * insertUngroupedInLines): one transaction in one round trip that makes the head rows first, then stores the
  * messages. Where a key's line is empty when its message comes (a consumer that keeps up empties it after
  * every message), the one-statement enqueue (src/store/ordering/unjoined.ts) stores the message UNJOINED and
- * joins its line in a second transaction, three statements more and a second commit: three times a plain
- * message's database time where every message opened a line, against twice with this order
- * (docs/performance.md). In a backlog, where every line has its head, the one statement costs less, so each
- * topic goes the way its recent flushes call for (LineOpenings).
+ * joins its line in a second transaction, a second round trip and commit before the enqueue answers: at light
+ * load that made such an enqueue take 1.8 times a plain one, against 1.25 times this way (docs/performance.md).
+ * In a backlog, where every line has its head, the one statement costs the database less, so each topic goes
+ * the way its recent flushes call for (LineOpenings).
  *
- * 1. openLinesStatement: each line of the flush that is empty, with no head row (a locking read of it by primary
- *    key) and no message waiting (a probe of messages_ordering), gets a head row naming the flush's first
- *    message of the line, which the next statement stores. A line whose row exists keeps it, share-locked to
- *    the commit, as the one statement's read locks it; two flushes opening one line meet on its row (the second
- *    keeps the first's, locked). A line with messages waiting and no head row (another enqueue's UNJOINED
+ * 1. openLinesStatement: each line of the flush that is empty, with no head row (read by primary key) and no
+ *    message waiting (a probe of messages_ordering), gets a head row naming the flush's first message of the
+ *    line, which the next statement stores. A line whose row exists keeps it: the INSERT's read of it takes a
+ *    shared lock to the commit, as the one statement's does. Two flushes opening one line meet on its row (the
+ *    second keeps the first's, locked). A line with messages waiting and no head row (another enqueue's UNJOINED
  *    messages, which that enqueue joins a moment later, or an interrupted enqueue's) is left to the join, as in
  *    the one statement: its first waiting message must become the head, and be opened. Not where the topics
  *    have consumer groups (their lines are each group's).
@@ -25,8 +25,10 @@ import type { Unjoined } from './unjoined.js';
  *    names (from its delay on); the others wait behind their heads. A line with no head row here (one step 1
  *    left to the join) marks its message UNJOINED as the one statement does, and the caller joins it after the
  *    commit.
- * A topic that gained a consumer group between the two statements stores nothing in step 2: the head rows
- * step 1 made name messages that were never stored, and the caller removes them (unmadeHeadsStatement).
+ * A topic that gained a consumer group between the two statements stores nothing in step 2, and the flush goes
+ * the transactional way; head rows step 1 made then name messages that were never stored, in lines the topic's
+ * groups do not use: heads that are gone, which the expiry reaper's sweep (repairLines, src/store/ordering/
+ * lines.ts) closes at its next run, as it does any head that is gone.
  */
 export function openLinesStatement(lines: Unjoined[], topics: string[], now: number): Statement {
   const bindings: unknown[] = [];
@@ -51,16 +53,6 @@ export function openLinesStatement(lines: Unjoined[], topics: string[], now: num
  */
 export const OPENING_WAIT_OF_NEW_ROW =
   `IF(new_rows.ordering_key IS NOT NULL AND h.message_id IS NULL, LAST_INSERT_ID(${UNJOINED}), ` + 'IF(h.message_id = new_rows.id, new_rows.deliver_after, new_rows.visible_at))';
-
-/** The head rows step 1 made for a flush step 2 did not store: rows naming the flush's messages, by primary key. */
-export function unmadeHeadsStatement(lines: Unjoined[]): Statement {
-  const bindings: unknown[] = [];
-  for (const { line, ids } of lines) bindings.push(line.topic, line.key, ids[0]);
-  return {
-    sql: `DELETE FROM ordering_heads WHERE consumer_group = '' AND (topic, ordering_key, message_id) IN (${lines.map(() => '(?, ?, ?)').join(', ')})`,
-    bindings,
-  };
-}
 
 /** Above this share of a topic's lines opened by its recent flushes, they go the lines-first way. */
 const LINES_FIRST_ABOVE = 0.25;
