@@ -9,7 +9,8 @@ import type { Unjoined } from './unjoined.js';
  * messages. Where a key's line is empty when its message comes (a consumer that keeps up empties it after
  * every message), the one-statement enqueue (src/store/ordering/unjoined.ts) stores the message UNJOINED and
  * joins its line in a second transaction, a second round trip and commit before the enqueue answers: at light
- * load that made such an enqueue take 1.8 times a plain one, against 1.25 times this way (docs/performance.md).
+ * load such an enqueue took 1.8-1.9 times a plain one's median time, against 1.25-1.35 this way
+ * (docs/performance.md).
  * In a backlog, where every line has its head, the one statement costs the database less, so each topic goes
  * the way its recent flushes call for (LineOpenings).
  *
