@@ -131,9 +131,13 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
     const database = await cluster!.createDatabase();
     const root = await connect(cluster!.nodes[0].url);
     const [[{ packet }]] = (await root.query('SELECT @@GLOBAL.max_allowed_packet AS packet')) as unknown as [[{ packet: number }]];
-    // Sessions copy max_allowed_packet when they connect: end the service's so its pool opens new ones.
+    // Sessions copy max_allowed_packet when they connect: end the service's so its pool opens new ones. A
+    // session still connecting has no database yet: it may have copied the old value, so it goes too.
     const endServiceSessions = async () => {
-      const [rows] = await root.query('SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND ID <> CONNECTION_ID()', [database.name]);
+      const [rows] = await root.query(
+        "SELECT ID FROM information_schema.PROCESSLIST WHERE (DB = ? OR DB IS NULL) AND ID <> CONNECTION_ID() AND USER <> 'system user' AND COMMAND <> 'Daemon'",
+        [database.name],
+      );
       for (const { ID } of rows as Array<{ ID: number }>) await root.query(`KILL ${ID}`).catch(() => undefined);
     };
     const t = await startTestServer(engineByName.mysql, { database: { url: database.urlOn(0), drop: database.drop } });
