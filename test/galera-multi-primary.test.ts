@@ -3,6 +3,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeGalera, startGaleraCluster, type GaleraCluster, type GaleraDatabase } from './helpers/galera.js';
 import { drain, Ledger } from './helpers/galera-load.js';
 import { startChildServer, type ChildServer } from './helpers/server.js';
+import { createLogger } from '../src/log/logger.js';
+import { recordGalera } from '../src/store/capabilities.js';
+import { createDb } from '../src/store/db.js';
+import { driverErrorOf } from '../src/store/errors.js';
+import { runInOneTrip, runInTwoTrips, runStatements, type Statement } from '../src/store/statement.js';
 
 // Multi-primary: two Conveyor processes on two different nodes of one Galera cluster, writing the same rows
 // through both. Galera certifies conflicting commits and aborts one (1213); Conveyor retries, so clients see
@@ -74,6 +79,47 @@ describeGalera('multi-primary: two instances on two Galera nodes [galera]', () =
     expect(ledger.count(500)).toBe(0);
     for (const server of [a, b]) expect(server.output()).not.toMatch(/"msg":"unhandled error"/);
   }, 180_000);
+
+  it("a transaction of several statements is all or nothing when another node's commit aborts it between two of them", async () => {
+    // A node aborts a local transaction whose row another node's commit needs (a brute-force abort). Between two
+    // statements sent in one text the abort went unreported: the rest of the text ran outside the transaction,
+    // and COMMIT answered OK with only the later statements stored (how a claim handed a batch out twice).
+    const db = createDb({ url: database.urlOn(0), poolSize: 2, logger: createLogger('silent') });
+    const node0 = await mysql.createConnection(database.urlOn(0));
+    const node1 = await mysql.createConnection(database.urlOn(1));
+    recordGalera(db);
+    try {
+      await node1.query('CREATE TABLE abort_probe (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB');
+      const write = (id: number): Statement => ({ sql: 'UPDATE abort_probe SET v = 1 WHERE id = ?', bindings: [id] });
+      // The pause in which the other node's commit arrives; the test waits until the statement runs.
+      const pause: Statement = { sql: 'DO SLEEP(2)', bindings: [] };
+      const forms: Array<[string, () => Promise<unknown>]> = [
+        ['runInOneTrip', () => runInOneTrip(db, [write(1), pause, write(2)])],
+        ['runInTwoTrips', () => runInTwoTrips(db, [write(1), pause, write(2)], () => [write(3)])],
+        ['runStatements in a transaction', () => db.transaction((trx) => runStatements(trx, [write(1), pause, write(2), write(3)]))],
+      ];
+      for (const [form, run] of forms) {
+        await node1.query('DELETE FROM abort_probe');
+        await node1.query('INSERT INTO abort_probe VALUES (1, 0), (2, 0), (3, 0)');
+        // Node 0 has applied the rows before the transaction reads them.
+        await node0.query('SET STATEMENT wsrep_sync_wait = 1 FOR SELECT COUNT(*) FROM abort_probe');
+        const outcome = run().then(
+          () => 'committed',
+          (err) => `failed ${(driverErrorOf(err) as { errno?: number }).errno}`,
+        );
+        await expect
+          .poll(async () => ((await node0.query("SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE '%SLEEP(2)%' AND ID <> CONNECTION_ID()")) as any)[0][0].n, { timeout: 10_000, interval: 20 })
+          .toBe(1);
+        await node1.query('UPDATE abort_probe SET v = 2 WHERE id = 1');
+        expect(await outcome, form).toBe('failed 1213');
+        const [rows] = (await node0.query('SET STATEMENT wsrep_sync_wait = 1 FOR SELECT id, v FROM abort_probe ORDER BY id')) as any;
+        expect(rows.map((r: { v: number }) => r.v), form).toEqual([2, 0, 0]);
+      }
+    } finally {
+      await node1.query('DROP TABLE IF EXISTS abort_probe');
+      await Promise.all([node0.end(), node1.end(), db.destroy()]);
+    }
+  }, 60_000);
 
   it('a message dequeued through one node is acked or nacked through the other at once (causal reads across nodes)', async () => {
     // A consumer behind a Service that balances over pods on different nodes: its ack may land on a node that

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { expect, it } from 'vitest';
+import { expect, inject, it } from 'vitest';
 import { expectErrorBody } from './helpers/assert-error.js';
 import { describeEachEngine } from './helpers/engines.js';
 import { clockedSuite, sleep, StreamRecorder } from './helpers/grpc.js';
@@ -517,8 +517,15 @@ describeEachEngine('ordering keys', (engine) => {
     expect([...res.body.acked].sort()).toEqual([ids.a1, ids.b1, ids.k1].sort());
     // The ack's statements: the messages' topics (for the caller's grants), then its transaction: the messages'
     // locks, their deliveries, and the hand-over's two texts, the second with the settle's writes. (The
-    // enqueue's own ran on the test's transaction before them.)
+    // enqueue's own ran on the test's transaction before them.) A Galera node gets every statement on its own
+    // (an abort between two statements of one text would go unreported there).
     const ackStatements = statements.filter((sql) => !/^insert into `(messages|deliveries)`/.test(sql) && !/^select .* from `ordering_heads`.* for update$/.test(sql));
+    if (inject('mysqlOnly') === true) {
+      expect(ackStatements.filter((sql) => sql.includes(';\n'))).toEqual([]);
+      expect(ackStatements.length).toBeGreaterThan(5);
+      expect((await payloads(api(), 'ok-gwait', { consumer_group: 'g1' })).sort()).toEqual(['a2', 'b2', 'k2']);
+      return;
+    }
     expect(ackStatements).toHaveLength(5);
     expect(ackStatements[1]).toMatch(/^select .* from `messages` .* for update$/);
     expect(ackStatements[3]).toMatch(/^UPDATE deliveries SET status = 'acked'[^]*FOR UPDATE;\n[^]*UNION ALL/);

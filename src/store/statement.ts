@@ -70,6 +70,30 @@ const COMMIT: Statement = { sql: 'COMMIT', bindings: [] };
 /** Statements sent as one text (the connection's multipleStatements). */
 const textOf = (statements: Statement[]) => statements.map((s) => s.sql).join(';\n');
 
+/**
+ * Whether a transaction's statements may share one text. Not on a Galera node: there a transaction that another
+ * node's commit aborts (a brute-force abort, when the applier needs a row it holds) between two statements of
+ * one text is rolled back without a word, and the rest of the text runs after it outside any transaction, each
+ * statement committed on its own, COMMIT answering OK: the client hears that a transaction committed of which
+ * only its last statements are stored (tried against a two-node cluster: a text of an UPDATE, a pause and
+ * another UPDATE answered OK with only the second stored; sent one statement at a time, the statement after
+ * the abort fails with 1213 and nothing is stored). Claims through two nodes handed a batch out twice so. A
+ * compound statement (`BEGIN NOT ATOMIC ... END`) is one statement here: an abort inside it fails it.
+ */
+const sharesText = (db: Knex) => !capabilities(db).galera;
+
+/**
+ * Statements on one connection, in order: as one text (`text`, their textOf; one round trip) where they may
+ * share it, else one at a time. Each one's result.
+ */
+async function sendOn(db: Knex, connection: PooledMysqlConnection, statements: Statement[], text: string): Promise<unknown[]> {
+  const query = (sql: string, values: readonly unknown[]) => new Promise<unknown>((resolve, reject) => connection.query(sql, values, (err, rows) => (err ? reject(err) : resolve(rows))));
+  if (statements.length > 1 && sharesText(db)) return (await query(text, bindingsOf(statements))) as unknown[];
+  const results: unknown[] = [];
+  for (const s of statements) results.push(await query(s.sql, s.bindings));
+  return results;
+}
+
 /** A text about to be sent, statement by statement: knex's trace line (`debug`) and query event (announce) for each. */
 function report(db: Knex, statements: Statement[]): void {
   const client = db.client as PoolClient;
@@ -86,13 +110,13 @@ function bindingsOf(statements: Statement[]): unknown[] {
 
 /**
  * Statements that need no answer of one another, in the transaction (or autocommit) `db` is, in order; resolves
- * to each one's result (runStatement's). MySQL/MariaDB: sent as one text, one round trip; each statement still
- * begins after the one before it ends, so a read after a locking read sees what was committed while it waited.
- * SQLite: one after another (a statement costs it no round trip).
+ * to each one's result (runStatement's). MySQL/MariaDB: sent as one text, one round trip (on a Galera node one
+ * at a time: sharesText); each statement still begins after the one before it ends, so a read after a locking
+ * read sees what was committed while it waited. SQLite: one after another (a statement costs it no round trip).
  */
 export async function runStatements(db: Knex, statements: Statement[]): Promise<unknown[]> {
   if (statements.length === 0) return [];
-  if (!capabilities(db).driverQuery || statements.length === 1) {
+  if (!capabilities(db).driverQuery || statements.length === 1 || !sharesText(db)) {
     const results: unknown[] = [];
     for (const s of statements) results.push(await runStatement(db, s.sql, s.bindings));
     return results;
@@ -106,6 +130,7 @@ export async function runStatements(db: Knex, statements: Statement[]): Promise<
  * loaded machine a round trip's socket write costs the service more CPU than building and reading the
  * statement (profiled: a third of an ordered enqueue's CPU went to mysql2's packet writes when its transaction
  * took seven round trips; docs/performance.md). The connection has multipleStatements on (src/store/db.ts).
+ * A Galera node gets them one at a time on the connection, a round trip each (sharesText says why).
  *
  * A statement that fails ends the text there; the transaction is rolled back on the same connection before
  * the connection goes back to the pool, and the error is typed as runStatement's (for withDbRetry). A lost
@@ -115,12 +140,11 @@ export async function runInOneTrip(db: Knex, statements: Statement[]): Promise<u
   const client = db.client as PoolClient;
   const all = [START, ...statements, COMMIT];
   const sql = textOf(all);
-  const values = bindingsOf(statements);
   const connection = await client.acquireConnection();
   report(db, all);
   const span = startStatementSpan('mysql', sql);
   try {
-    const results = await new Promise<unknown[]>((resolve, reject) => connection.query(sql, values, (err, rows) => (err ? reject(err) : resolve(rows as unknown[]))));
+    const results = await sendOn(db, connection, all, sql);
     endStatementSpan(span);
     return results.slice(1, -1);
   } catch (err) {
@@ -136,7 +160,7 @@ export async function runInOneTrip(db: Knex, statements: Statement[]): Promise<u
  * MySQL/MariaDB: a transaction in two round trips, for one whose end depends on what its first statements
  * found: `first` after START TRANSACTION, then the statements `then` makes of their results, and COMMIT.
  * Resolves to both parts' results. Errors as runInOneTrip's: the transaction is rolled back on its connection
- * before the connection goes back to the pool.
+ * before the connection goes back to the pool. A Galera node gets the statements one at a time, as runInOneTrip's.
  */
 export async function runInTwoTrips(
   db: Knex,
@@ -147,14 +171,12 @@ export async function runInTwoTrips(
   const connection = await client.acquireConnection();
   const trip = async (statements: Statement[]): Promise<unknown[]> => {
     const sql = textOf(statements);
-    const values = bindingsOf(statements);
     report(db, statements);
     const span = startStatementSpan('mysql', sql);
     try {
-      const rows = await new Promise<unknown>((resolve, reject) => connection.query(sql, values, (err, rows) => (err ? reject(err) : resolve(rows))));
+      const results = await sendOn(db, connection, statements, sql);
       endStatementSpan(span);
-      // One statement answers its result alone; several answer a list of them.
-      return statements.length === 1 ? [rows] : (rows as unknown[]);
+      return results;
     } catch (err) {
       endStatementSpan(span, err);
       throw err;

@@ -112,11 +112,10 @@ async function claimMysqlInTwoTrips(db: Knex, req: ClaimRequest): Promise<Messag
  * victim is (errno 1213), never answered. Each claim's UPDATE takes a row only while it is pending and visible.
  *
  * Why: on a Galera cluster a claim's row locks are its node's own. A claim on another node can take the same
- * rows, and certification, or the abort of the local transaction when the other node's commit is applied
- * here, should then fail one of the two. The multi-primary test still saw, once in a few runs, a whole batch
- * delivered through both nodes: the later claim's SELECT had locked the rows before the other node's commit
- * reached this one, and its UPDATE took them after. With the guard that UPDATE takes none of them, and the
- * claim is retried.
+ * rows; certification, or the abort of the local transaction when the other node's commit is applied here,
+ * fails one of the two. The guard makes the loser fail at its UPDATE where the winner's commit was applied
+ * first, before its COMMIT is sent. (The batches once seen delivered through both nodes had another cause: a
+ * claim aborted between the statements of one text answered as committed; src/store/statement.ts, sharesText.)
  */
 export class ClaimLostRows extends Error {
   readonly errno = 1213;
