@@ -90,7 +90,14 @@ async function sendOn(db: Knex, connection: PooledMysqlConnection, statements: S
   const query = (sql: string, values: readonly unknown[]) => new Promise<unknown>((resolve, reject) => connection.query(sql, values, (err, rows) => (err ? reject(err) : resolve(rows))));
   if (statements.length > 1 && sharesText(db)) return (await query(text, bindingsOf(statements))) as unknown[];
   const results: unknown[] = [];
-  for (const s of statements) results.push(await query(s.sql, s.bindings));
+  let next = 0;
+  // A transaction that has just begun holds no row, so no abort can come between START TRANSACTION and the
+  // statement after it: those two share a text.
+  if (statements.length > 1 && statements[0] === START) {
+    results.push(...((await query(textOf(statements.slice(0, 2)), statements[1].bindings)) as unknown[]));
+    next = 2;
+  }
+  for (; next < statements.length; next++) results.push(await query(statements[next].sql, statements[next].bindings));
   return results;
 }
 
@@ -130,7 +137,7 @@ export async function runStatements(db: Knex, statements: Statement[]): Promise<
  * loaded machine a round trip's socket write costs the service more CPU than building and reading the
  * statement (profiled: a third of an ordered enqueue's CPU went to mysql2's packet writes when its transaction
  * took seven round trips; docs/performance.md). The connection has multipleStatements on (src/store/db.ts).
- * A Galera node gets them one at a time on the connection, a round trip each (sharesText says why).
+ * A Galera node gets them one at a time (the first with START TRANSACTION), a round trip each (sharesText says why).
  *
  * A statement that fails ends the text there; the transaction is rolled back on the same connection before
  * the connection goes back to the pool, and the error is typed as runStatement's (for withDbRetry). A lost

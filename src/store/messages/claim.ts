@@ -83,7 +83,8 @@ async function claimSqlite(trx: Knex.Transaction, req: ClaimRequest, limit: numb
  * claimMysql as a transaction of two round trips (src/store/statement.ts, runInTwoTrips) instead of four
  * (BEGIN, the SELECT, the UPDATE, COMMIT): the SELECT goes with START TRANSACTION, the UPDATE with COMMIT.
  * Where messages arrive one at a time (long polling at a steady rate) a claim takes a few rows, and its round
- * trips were a third of the statements the database served per message (docs/performance.md).
+ * trips were a third of the statements the database served per message (docs/performance.md). On a Galera node
+ * the COMMIT goes on its own, a third trip (runInTwoTrips).
  */
 async function claimMysqlInTwoTrips(db: Knex, req: ClaimRequest): Promise<MessageRow[]> {
   const select = claimSelectMysql(db, req, req.limit).toSQL();
