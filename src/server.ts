@@ -110,7 +110,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 
   const now = options.now ?? clock!.now;
   const metrics = new MetricsRegistry();
-  const tracing = Tracing.fromConfig(config, logger, (ids) => readTraceContexts(db, ids));
+  const tracing = await Tracing.fromConfig(config, logger, (ids) => readTraceContexts(db, ids));
   const attemptsObserver = tracing.enabled ? new ExpirySpans(tracing) : undefined;
   if (tracing.enabled) traceStatements(db, describeDb(config.db.url).kind);
   observeRetries(db, new DbRetryMetrics(metrics.meter));

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { createClient, type RedisClientType } from 'redis';
+import type { RedisClientType } from 'redis';
 import type { Logger } from '../log/logger.js';
 import { RepeatedFailure } from '../log/repeated.js';
-import { closeRedisClient, REDIS_ANSWER_MS, withinMs } from '../pubsub/redis-clients.js';
+import { closeRedisClient, loadRedis, REDIS_ANSWER_MS, withinMs } from '../pubsub/redis-clients.js';
 
 /** 10 login attempts per client IP per 60 s, every attempt counting whatever its outcome. */
 export const LOGIN_ATTEMPTS = 10;
@@ -131,6 +131,7 @@ export async function connectRedisRateLimiter(
   logger: Logger,
   now: () => number,
 ): Promise<{ limiter: RedisRateLimiter; limiterOf(bucket: string): RedisRateLimiter; close(): Promise<void> }> {
+  const { createClient } = await loadRedis();
   // Without the offline queue a login fails over to the in-memory count at once instead of waiting for a reconnect.
   const client = createClient({ url, disableOfflineQueue: true }) as RedisClientType;
   const failures = new RepeatedFailure(logger, { what: 'redis connection (login rate limit)', consequence: 'the login rate limit counts per instance until it is back' });

@@ -1,5 +1,6 @@
 import { ValueType, type Attributes } from '@opentelemetry/api';
-import { metrics as sdkMetrics, type resources } from '@opentelemetry/sdk-node';
+import type * as resources from '@opentelemetry/resources';
+import * as sdkMetrics from '@opentelemetry/sdk-metrics';
 import { within } from '../deadline.js';
 
 export interface QueueGaugeSource {

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Attributes, Meter } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
-import { metrics as sdkMetrics, resources } from '@opentelemetry/sdk-node';
+import * as resources from '@opentelemetry/resources';
+import * as sdkMetrics from '@opentelemetry/sdk-metrics';
 import { observeProcessMetrics } from './process-metrics.js';
 import { QueueGaugesProducer, type QueueGaugeSource } from './queue-gauges-producer.js';
 import { Tallies, type Placeholders, type TallyCounter, type TallyHistogram } from './tallies.js';

@@ -1,5 +1,6 @@
 import { ValueType, type Attributes } from '@opentelemetry/api';
-import { metrics as sdkMetrics, type resources } from '@opentelemetry/sdk-node';
+import type * as resources from '@opentelemetry/resources';
+import * as sdkMetrics from '@opentelemetry/sdk-metrics';
 
 /**
  * Counters and histograms that the per-message paths update in plain memory, handed to the Prometheus

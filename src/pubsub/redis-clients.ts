@@ -7,6 +7,12 @@ import type { RedisClientType } from 'redis';
  */
 export const REDIS_ANSWER_MS = 500;
 
+/**
+ * The Redis client library, loaded when a Redis URL is configured: it is some 650 modules, which every start
+ * (a laptop's on SQLite, every CLI command) would otherwise read and compile for nothing.
+ */
+export const loadRedis = () => import('redis');
+
 /** How long a graceful QUIT may take at shutdown before the connection is dropped. */
 const CLOSE_GRACE_MS = 1000;
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { createClient, type RedisClientType } from 'redis';
+import type { RedisClientType } from 'redis';
 import type { Logger } from '../log/logger.js';
 import { RepeatedFailure } from '../log/repeated.js';
 import { INTEREST_HEARTBEAT_MS, PEER_EXPIRY_MS, PeerInterest } from './peer-interest.js';
-import { closeRedisClient, REDIS_ANSWER_MS, withinMs } from './redis-clients.js';
+import { closeRedisClient, loadRedis, REDIS_ANSWER_MS, withinMs } from './redis-clients.js';
 import type { SignalRelay, TopicSignals } from '../queue/topic-signals.js';
 
 const CONNECT_TIMEOUT_MS = 3000;
@@ -82,6 +82,7 @@ export class RedisPeerRelay implements SignalRelay {
     // on every command: a publish cost 29-57 µs of CPU with it and 7-27 without (Node 20, measured), and there is
     // a publish per event-loop turn that signals. It stops counting once a command is sent, so it never covered
     // a hung Redis: the cap on unanswered publishes does (MAX_UNANSWERED_PUBLISHES).
+    const { createClient } = await loadRedis();
     const publisher: Client = createClient({ url, commandOptions: { timeout: 0 } });
     // The subscriber keeps the default: its few commands (SUBSCRIBE) are retried when they fail.
     const subscriber: Client = publisher.duplicate({ commandOptions: {} });

@@ -1,33 +1,12 @@
-import { hostname } from 'node:os';
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type TextMapGetter, type TextMapSetter, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { node as sdkTraceNode } from '@opentelemetry/sdk-node';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { AlwaysOffSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler } from '@opentelemetry/sdk-trace-base';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
-import { VERSION } from '../version.js';
 import { TRACER_KEY } from './context-keys.js';
 import { DeliveredContexts, type StoredContexts } from './delivered-contexts.js';
-import { ReportingExporter } from './reporting-exporter.js';
-import { enableStatementSpans } from './statement-spans.js';
-import { enableTraceLogFields } from './log-fields.js';
+import type { SpanExport } from './span-export.js';
 import type { TraceCarrier } from './trace-metadata.js';
 
-
-/**
- * Spans a collector that is down costs: at most this many wait for export (then new ones are dropped, never the
- * requests), in batches of at most EXPORT_BATCH.
- */
-const MAX_QUEUED_SPANS = 2048;
-const EXPORT_BATCH = 512;
-
-/**
- * An export (with the exporter's retries of a refused connection or a 503) is given up after two export
- * intervals, from 1 s to 10 s: one taking longer only holds back the next batches while the queue fills.
- */
-const exportTimeoutMs = (intervalSeconds: number) => Math.min(10_000, Math.max(1000, Math.round(intervalSeconds * 2000)));
 
 const getter: TextMapGetter<TraceCarrier> = {
   keys: (carrier) => Object.keys(carrier),
@@ -54,13 +33,6 @@ export function parseHeaders(text: string): Record<string, string> {
   return headers;
 }
 
-/** 0 traces nothing at all; otherwise a request's sampled or unsampled traceparent decides, and the ratio decides for new traces. */
-function samplerOf(ratio: number): Sampler {
-  return ratio <= 0 ? new AlwaysOffSampler() : new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) });
-}
-
-let contextManagerRegistered = false;
-
 /**
  * Spans of the service, exported over OTLP/HTTP (docs/observability.md, Tracing). With no endpoint configured
  * `enabled` is false and nothing else of this class is used: the transports check that one boolean per request
@@ -74,47 +46,27 @@ export class Tracing {
   /** Those of messages delivered elsewhere, read for a recorded ack or nack (absent with tracing off). */
   readonly storedContexts?: StoredContexts;
   private readonly propagator = new W3CTraceContextPropagator();
-  private readonly provider?: sdkTraceNode.NodeTracerProvider;
+  private readonly exporting?: SpanExport;
 
   static off(): Tracing {
-    return new Tracing(undefined, undefined);
+    return new Tracing();
   }
 
-  static fromConfig(config: Config, logger: Logger, storedContexts?: StoredContexts): Tracing {
-    return config.telemetry.traces_endpoint === '' ? Tracing.off() : new Tracing(config.telemetry, logger, storedContexts);
+  /**
+   * Off without `telemetry.traces_endpoint`. The OpenTelemetry SDK and its OTLP exporter are loaded only when
+   * one is set (src/tracing/span-export.ts): hundreds of modules that a start without tracing does not read.
+   */
+  static async fromConfig(config: Config, logger: Logger, storedContexts?: StoredContexts): Promise<Tracing> {
+    if (config.telemetry.traces_endpoint === '') return Tracing.off();
+    const { startSpanExport } = await import('./span-export.js');
+    return new Tracing(startSpanExport(config.telemetry, logger), storedContexts);
   }
 
-  private constructor(settings: Config['telemetry'] | undefined, logger: Logger | undefined, storedContexts?: StoredContexts) {
-    if (!settings || !logger) {
-      this.enabled = false;
-      this.tracer = trace.getTracer('conveyor');
-      return;
-    }
-    this.enabled = true;
+  private constructor(exporting?: SpanExport, storedContexts?: StoredContexts) {
+    this.enabled = exporting !== undefined;
+    this.exporting = exporting;
     this.storedContexts = storedContexts;
-    const timeoutMillis = exportTimeoutMs(settings.traces_export_interval);
-    const exporter = new OTLPTraceExporter({ url: settings.traces_endpoint, headers: parseHeaders(settings.traces_headers), timeoutMillis });
-    const processor = new BatchSpanProcessor(new ReportingExporter(exporter, logger), {
-      maxQueueSize: MAX_QUEUED_SPANS,
-      maxExportBatchSize: EXPORT_BATCH,
-      scheduledDelayMillis: Math.max(1, Math.round(settings.traces_export_interval * 1000)),
-      exportTimeoutMillis: timeoutMillis,
-    });
-    this.provider = new sdkTraceNode.NodeTracerProvider({
-      // The instance: in Kubernetes the pod's name, so a span says which pod did the work.
-      resource: resourceFromAttributes({ 'service.name': 'conveyor', 'service.version': VERSION, 'service.instance.id': hostname() }),
-      sampler: samplerOf(settings.traces_sample_ratio),
-      spanProcessors: [processor],
-    });
-    // The context manager (AsyncLocalStorage) is the process's, registered once; each server keeps its own
-    // provider (several servers share a test process), so the global tracer provider is never used.
-    if (!contextManagerRegistered) {
-      this.provider.register({ propagator: null });
-      contextManagerRegistered = true;
-    }
-    this.tracer = this.provider.getTracer('conveyor', VERSION);
-    enableStatementSpans();
-    enableTraceLogFields();
+    this.tracer = exporting?.tracer ?? trace.getTracer('conveyor');
   }
 
   /** The context a carrier holds (a header's, a message's traceparent), or undefined when it holds none that is valid. */
@@ -146,7 +98,7 @@ export class Tracing {
 
   /** Exports what is queued, then stops (graceful shutdown). */
   async shutdown(): Promise<void> {
-    await this.provider?.shutdown();
+    await this.exporting?.shutdown();
   }
 }
 
