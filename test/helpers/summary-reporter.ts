@@ -7,6 +7,14 @@ import type { Reporter, TestModule } from 'vitest/node';
  * for leftover processes).
  */
 export default class SummaryReporter implements Reporter {
+  private readonly runStart = Date.now();
+  /** When each file started, in seconds from the run's start: what ran beside what, when the CPU sat idle. */
+  private readonly started = new Map<string, number>();
+
+  onTestModuleStart(module: TestModule): void {
+    this.started.set(module.moduleId + '\u0000' + module.project.name, (Date.now() - this.runStart) / 1000);
+  }
+
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
     let passed = 0;
     let failed = 0;
@@ -26,10 +34,12 @@ export default class SummaryReporter implements Reporter {
     const slowest = [...testModules].sort((a, b) => b.diagnostic().duration - a.diagnostic().duration).slice(0, 12);
     const times = slowest.map((m) => `  ${(m.diagnostic().duration / 1000).toFixed(0).padStart(5)} s  ${m.project.name}  ${m.moduleId.replace(`${process.cwd()}/`, '')}`);
     process.stdout.write(`\nslowest test files:\n${times.join('\n')}\n`);
-    // Every file's time, for planning the run's time budget: TEST_TIMES_FILE=/tmp/times.txt npm test.
+    // Every file's time and start, for planning the run's time budget: TEST_TIMES_FILE=/tmp/times.txt npm test.
     if (process.env.TEST_TIMES_FILE) {
       const all = [...testModules].sort((a, b) => b.diagnostic().duration - a.diagnostic().duration);
-      writeFileSync(process.env.TEST_TIMES_FILE, all.map((m) => `${(m.diagnostic().duration / 1000).toFixed(1)}\t${m.project.name}\t${m.moduleId.replace(`${process.cwd()}/`, '')}`).join('\n') + '\n');
+      const line = (m: TestModule) =>
+        [(m.diagnostic().duration / 1000).toFixed(1), m.project.name, m.moduleId.replace(`${process.cwd()}/`, ''), this.started.get(m.moduleId + '\u0000' + m.project.name)?.toFixed(1) ?? '-'].join('\t');
+      writeFileSync(process.env.TEST_TIMES_FILE, all.map(line).join('\n') + '\n');
     }
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped${files}\n`);
   }
