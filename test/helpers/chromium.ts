@@ -9,7 +9,7 @@ export const CHROMIUM = '/usr/bin/chromium';
  * Without the omnibox's WebUI popups: Chromium 156 loads them (chrome://omnibox-popup.top-chrome) into a
  * renderer of their own for every window, and each browser context a test opens is a window. That renderer
  * cost 1.5 s of CPU per context and the browser process another 0.3 s, for an address bar no headless test
- * uses: about 165 s of a full run's CPU.
+ * uses: the browser suites' Chromium took about 470 s of CPU with it, 245 without (docs/testing.md).
  *
  * Chromium takes the last `--disable-features` it is given, so this one replaces playwright-core's own, and
  * repeats it (playwright-core 1.x's list: HTTP kept on HTTP, no paint holding, nothing fetched from Google).
